@@ -1,0 +1,23 @@
+/* error.c -- px_strerror: one sentence per error code. */
+#include "parataxis.h"
+
+const char *px_strerror(int code)
+{
+    switch (code) {
+    case 0:             return "success";
+    case PX_EINVAL:     return "invalid argument";
+    case PX_ENOMEM:     return "out of memory";
+    case PX_ETIMEDOUT:  return "timed out";
+    case PX_ECANCELED:  return "cancelled";
+    case PX_EDEADLK:    return "deadlock: the wait could never end";
+    case PX_EPERM:      return "not the owner";
+    case PX_EBUSY:      return "busy";
+    case PX_EOWNERDEAD: return "acquired, but the previous owner ended holding it";
+    case PX_ENOFIBER:   return "not called from a fiber";
+    case PX_EYIELD:     return "the hosted fiber must yield to its scheduler";
+    case PX_ECLOSED:    return "closed";
+    case PX_EFORKED:    return "belongs to the parent process of a fork";
+    case PX_ETHREAD:    return "called from the wrong thread";
+    default:            return "unknown error";
+    }
+}

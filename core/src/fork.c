@@ -1,0 +1,28 @@
+/* fork.c -- the fork generation; see fork.h. */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "fork.h"
+
+static atomic_uint generation;
+static pthread_once_t watching = PTHREAD_ONCE_INIT;
+
+static void in_child(void)
+{
+    atomic_fetch_add(&generation, 1);
+}
+
+static void watch(void)
+{
+    pthread_atfork(NULL, NULL, in_child);
+}
+
+void px_fork_watch(void)
+{
+    pthread_once(&watching, watch);
+}
+
+unsigned px_fork_generation(void)
+{
+    return atomic_load_explicit(&generation, memory_order_relaxed);
+}

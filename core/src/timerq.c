@@ -1,0 +1,555 @@
+/*
+** timerq.c -- the timer queue: one worker thread, exactly-once handlers.
+**
+** A timer is a 64-byte record.  Its life is a small state machine:
+**
+**   ARMED ---- expires ----> DUE ---- handler starts ----> RUNNING --> (free,
+**     |                       |                               |      or ARMED
+**     | cancel                | cancel (CAS)                  |      again if
+**     v                       v                               |      periodic)
+**   ABORTED <-----------------+       periodic cancel (CAS) --+--> RUNNING_CANCELLED
+**     |                                                              |
+**     +--- handler called with PX_ECANCELED, record freed            +--> ABORTED
+**
+** Every transition happens under the queue's lock except one: the start of a
+** handler, DUE -> RUNNING, which the worker (or an executor) makes without the
+** lock by a compare-and-swap that races cancel's DUE -> ABORTED.  Whoever wins
+** decides the status of the one call: that is the exactly-once contract.
+**
+** The worker sleeps until the set's next moment or until a change that matters:
+** an earlier deadline, an abort to deliver, shutdown.  It is never told what to
+** do; it wakes, looks and sleeps again, so a spurious wake costs one look.
+**
+** Records live in 256 KiB chunks aligned to their size.  An id is the record's
+** generation (bumped at every reuse; a record whose generation would wrap is
+** retired) over its index, so ids are never reused, and a record finds its queue
+** in its chunk's header without spending a pointer of its own on it.
+*/
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "parataxis.h"
+#include "fork.h"
+#include "ring.h"
+#include "timerset.h"
+
+enum rec_state {
+    REC_FREE,
+    REC_ARMED,               /* in the set, waiting for its deadline */
+    REC_DUE,                 /* expired, handed to the worker or an executor, not started */
+    REC_ABORTED,             /* cancelled: owed one call with PX_ECANCELED */
+    REC_RUNNING,             /* its handler was called with status 0 */
+    REC_RUNNING_CANCELLED,   /* a periodic tick runs and the timer was cancelled meanwhile */
+};
+
+typedef struct px_trec {
+    px_tnode node;           /* in the set while ARMED; else in q->aborted or q->inflight */
+    px_handler_fn fn;
+    void *arg;
+    int64_t period;          /* 0 for a one-shot timer */
+    uint32_t gen;
+    atomic_uchar state;
+} px_trec;
+
+#define CHUNK_SHIFT 12
+#define CHUNK_RECS  (1u << CHUNK_SHIFT)            /* record 0 of a chunk is its header */
+#define CHUNK_BYTES (CHUNK_RECS * sizeof(px_trec))
+#define BATCH       256                            /* handlers per lock round */
+#define AWAKE       INT64_MIN                      /* q->wake_at while the worker needs no wake */
+
+typedef struct chunk_head {
+    px_timerq *q;
+    uint32_t first_index;
+} chunk_head;
+
+struct px_timerq {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;         /* the worker sleeps on it */
+    px_tset set;
+    px_trec **chunks;
+    uint32_t nchunks, chunks_cap;
+    uint32_t bump;               /* next never-used record of the last chunk */
+    px_tnode free_recs;          /* ring of reusable records */
+    px_tnode aborted;            /* ring of ABORTED records whose call the worker owes */
+    px_tnode inflight;           /* ring of records handed to a handler, not yet settled */
+    int64_t wake_at;             /* when the sleeping worker wakes by itself, or AWAKE */
+    px_executor exec;            /* exec.post == NULL: handlers run on the worker */
+    int64_t slack_ns;
+    int stopping;                /* px_timerq_free was called */
+    int detached;                /* ... from the worker, which then releases the queue */
+    int worker_done;             /* the worker has left its loop */
+    pthread_t worker;
+    atomic_size_t refs;          /* the owner's, plus one per handler posted to an executor */
+    unsigned fork_gen;
+};
+
+_Static_assert(sizeof(px_trec) <= 64, "a timer record fits one cache line");
+
+/* -- records -------------------------------------------------------------- */
+
+static px_trec *rec_of(px_tnode *n)
+{
+    return (px_trec *)n;
+}
+
+static chunk_head *chunk_of(const px_trec *r)
+{
+    return (chunk_head *)((uintptr_t)r & ~(uintptr_t)(CHUNK_BYTES - 1));
+}
+
+static uint64_t rec_id(const px_trec *r)
+{
+    const chunk_head *h = chunk_of(r);
+    uint32_t index = h->first_index + (uint32_t)(r - (const px_trec *)h);
+    return (uint64_t)r->gen << 32 | index;
+}
+
+static px_trec *rec_lookup(px_timerq *q, uint64_t id)
+{
+    uint32_t index = (uint32_t)id, gen = (uint32_t)(id >> 32);
+    uint32_t chunk = index >> CHUNK_SHIFT, slot = index & (CHUNK_RECS - 1);
+    if (chunk >= q->nchunks || slot == 0)
+        return NULL;
+    if (chunk == q->nchunks - 1 && slot >= q->bump)
+        return NULL;
+    px_trec *r = &q->chunks[chunk][slot];
+    if (r->gen != gen || atomic_load_explicit(&r->state, memory_order_relaxed) == REC_FREE)
+        return NULL;
+    return r;
+}
+
+static int chunk_add(px_timerq *q)
+{
+    if (q->nchunks == q->chunks_cap) {
+        uint32_t cap = q->chunks_cap ? 2 * q->chunks_cap : 8;
+        if (cap > (UINT32_MAX >> CHUNK_SHIFT))
+            return -1;
+        px_trec **chunks = realloc(q->chunks, cap * sizeof *chunks);
+        if (chunks == NULL)
+            return -1;
+        q->chunks = chunks;
+        q->chunks_cap = cap;
+    }
+    px_trec *c = aligned_alloc(CHUNK_BYTES, CHUNK_BYTES);
+    if (c == NULL)
+        return -1;
+    chunk_head *h = (chunk_head *)c;
+    h->q = q;
+    h->first_index = q->nchunks << CHUNK_SHIFT;
+    q->chunks[q->nchunks++] = c;
+    q->bump = 1;
+    return 0;
+}
+
+static px_trec *rec_alloc(px_timerq *q)
+{
+    if (!px_ring_empty(&q->free_recs)) {
+        px_tnode *n = q->free_recs.prev;
+        px_ring_unlink(n);
+        return rec_of(n);
+    }
+    if ((q->nchunks == 0 || q->bump == CHUNK_RECS) && chunk_add(q) != 0)
+        return NULL;
+    px_trec *r = &q->chunks[q->nchunks - 1][q->bump++];
+    r->gen = 1;
+    return r;
+}
+
+static void rec_free(px_timerq *q, px_trec *r)
+{
+    atomic_store_explicit(&r->state, REC_FREE, memory_order_relaxed);
+    r->fn = NULL;
+    r->arg = NULL;
+    if (++r->gen != 0)               /* a wrapped generation is retired for good */
+        px_ring_push(&q->free_recs, &r->node);
+}
+
+/* -- waking the worker ---------------------------------------------------- */
+
+/* A deadline was added: wake the worker only if it sleeps past it. */
+static void wake_for_deadline(px_timerq *q, int64_t deadline)
+{
+    if (deadline < q->wake_at) {
+        q->wake_at = AWAKE;
+        pthread_cond_signal(&q->wake);
+    }
+}
+
+/* A call is owed now: wake the worker unless it is awake already. */
+static void wake_now(px_timerq *q)
+{
+    if (q->wake_at != AWAKE) {
+        q->wake_at = AWAKE;
+        pthread_cond_signal(&q->wake);
+    }
+}
+
+static void abort_armed(px_timerq *q, px_trec *r)
+{
+    atomic_store_explicit(&r->state, REC_ABORTED, memory_order_relaxed);
+    px_ring_push(&q->aborted, &r->node);
+}
+
+/* Cancels a record handed to a handler that has not started: DUE -> ABORTED; or a
+** periodic one whose tick runs: RUNNING -> RUNNING_CANCELLED.  Returns 1 if won. */
+static int abort_inflight(px_trec *r)
+{
+    unsigned char expected = REC_DUE;
+    if (atomic_compare_exchange_strong(&r->state, &expected, REC_ABORTED))
+        return 1;
+    expected = REC_RUNNING;
+    return r->period != 0 &&
+           atomic_compare_exchange_strong(&r->state, &expected, REC_RUNNING_CANCELLED);
+}
+
+/* -- arming --------------------------------------------------------------- */
+
+static int queue_usable(const px_timerq *q)
+{
+    return q != NULL && q->fork_gen == px_fork_generation();
+}
+
+static uint64_t arm(px_timerq *q, int64_t deadline, int64_t period, px_handler_fn fn, void *arg)
+{
+    if (!queue_usable(q) || fn == NULL || deadline < 0)
+        return 0;
+    uint64_t id = 0;
+    pthread_mutex_lock(&q->lock);
+    px_trec *r = q->stopping ? NULL : rec_alloc(q);
+    if (r != NULL) {
+        r->fn = fn;
+        r->arg = arg;
+        r->period = period;
+        r->node.deadline = deadline;
+        atomic_store_explicit(&r->state, REC_ARMED, memory_order_relaxed);
+        px_tset_insert(&q->set, &r->node);
+        wake_for_deadline(q, deadline);
+        id = rec_id(r);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return id;
+}
+
+/* now + delay, or -1 when the delay is negative or overflows the clock. */
+static int64_t deadline_after(int64_t delay_ns)
+{
+    int64_t now = px_now();
+    if (delay_ns < 0 || delay_ns > INT64_MAX - now)
+        return -1;
+    return now + delay_ns;
+}
+
+uint64_t px_timerq_add(px_timerq *q, int64_t delay_ns, px_handler_fn fn, void *arg)
+{
+    return arm(q, deadline_after(delay_ns), 0, fn, arg);
+}
+
+uint64_t px_timerq_add_at(px_timerq *q, int64_t deadline, px_handler_fn fn, void *arg)
+{
+    return arm(q, deadline, 0, fn, arg);
+}
+
+uint64_t px_timerq_add_periodic(px_timerq *q, int64_t first_ns, int64_t period_ns,
+                                px_handler_fn fn, void *arg)
+{
+    if (period_ns <= 0)
+        return 0;
+    return arm(q, deadline_after(first_ns), period_ns, fn, arg);
+}
+
+/* -- cancelling ----------------------------------------------------------- */
+
+int px_timerq_cancel(px_timerq *q, uint64_t id)
+{
+    if (q == NULL)
+        return PX_EINVAL;
+    if (!queue_usable(q))
+        return PX_EFORKED;
+    int won = 0;
+    pthread_mutex_lock(&q->lock);
+    px_trec *r = rec_lookup(q, id);
+    if (r != NULL && atomic_load(&r->state) == REC_ARMED) {
+        px_tset_remove(&q->set, &r->node);
+        abort_armed(q, r);
+        wake_now(q);
+        won = 1;
+    } else if (r != NULL) {
+        won = abort_inflight(r);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return won;
+}
+
+/* Cancels everything not started; the caller holds the lock. */
+static size_t abort_all(px_timerq *q)
+{
+    size_t n = 0;
+    px_tnode *node, *next;
+    for (node = px_tset_take_all(&q->set); node != NULL; node = next, n++) {
+        next = node->next;
+        abort_armed(q, rec_of(node));
+    }
+    for (node = q->inflight.next; node != &q->inflight; node = node->next)
+        n += (size_t)abort_inflight(rec_of(node));
+    if (n)
+        wake_now(q);
+    return n;
+}
+
+size_t px_timerq_cancel_all(px_timerq *q)
+{
+    if (!queue_usable(q))
+        return 0;
+    pthread_mutex_lock(&q->lock);
+    size_t n = abort_all(q);
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+size_t px_timerq_pending(px_timerq *q)
+{
+    if (!queue_usable(q))
+        return 0;
+    pthread_mutex_lock(&q->lock);
+    size_t n = q->set.count;
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+/* -- delivering ----------------------------------------------------------- */
+
+/* Makes the one call of a record handed out: status 0 if it starts before any
+** cancel, PX_ECANCELED if a cancel won. */
+static void rec_call(px_trec *r)
+{
+    unsigned char due = REC_DUE;
+    if (atomic_compare_exchange_strong(&r->state, &due, REC_RUNNING))
+        r->fn(r->arg, 0);
+    else
+        r->fn(r->arg, PX_ECANCELED);
+}
+
+/* The first tick of a periodic timer after `now`, in phase with its deadline. */
+static int64_t next_tick(int64_t deadline, int64_t period, int64_t now)
+{
+    int64_t missed = deadline < now ? (now - deadline) / period : 0;
+    if (missed >= (INT64_MAX - deadline) / period)
+        return INT64_MAX;
+    return deadline + (missed + 1) * period;
+}
+
+/*
+** After a record's call returned (lock held): frees it, re-arms a periodic
+** timer, or queues its final PX_ECANCELED call.  Returns 1 when that final call
+** must be made by the caller right away because the worker has exited.
+*/
+static int settle(px_timerq *q, px_trec *r)
+{
+    px_ring_unlink(&r->node);
+    unsigned char state = atomic_load(&r->state);
+    if (state == REC_RUNNING && r->period && !q->stopping) {
+        r->node.deadline = next_tick(r->node.deadline, r->period, px_now());
+        atomic_store_explicit(&r->state, REC_ARMED, memory_order_relaxed);
+        px_tset_insert(&q->set, &r->node);
+        wake_for_deadline(q, r->node.deadline);
+        return 0;
+    }
+    if (r->period && (state == REC_RUNNING || state == REC_RUNNING_CANCELLED)) {
+        atomic_store_explicit(&r->state, REC_ABORTED, memory_order_relaxed);
+        if (q->worker_done) {
+            px_ring_push(&q->inflight, &r->node);
+            return 1;
+        }
+        px_ring_push(&q->aborted, &r->node);
+        wake_now(q);
+        return 0;
+    }
+    rec_free(q, r);
+    return 0;
+}
+
+static void queue_destroy(px_timerq *q)
+{
+    pthread_mutex_destroy(&q->lock);
+    pthread_cond_destroy(&q->wake);
+    px_tset_destroy(&q->set);
+    for (uint32_t i = 0; i < q->nchunks; i++)
+        free(q->chunks[i]);
+    free(q->chunks);
+    free(q);
+}
+
+static void queue_unref(px_timerq *q)
+{
+    if (atomic_fetch_sub(&q->refs, 1) == 1)
+        queue_destroy(q);
+}
+
+/* What an executor runs for a record posted to it. */
+static void posted_call(void *arg, int status)
+{
+    (void)status;
+    px_trec *r = arg;
+    px_timerq *q = chunk_of(r)->q;
+    int again;
+    do {
+        rec_call(r);
+        pthread_mutex_lock(&q->lock);
+        again = settle(q, r);
+        pthread_mutex_unlock(&q->lock);
+    } while (again);
+    queue_unref(q);
+}
+
+/* Moves up to BATCH owed calls into q->inflight and `batch` (lock held). */
+static size_t take_batch(px_timerq *q, px_trec **batch)
+{
+    size_t n = 0;
+    while (n < BATCH && !px_ring_empty(&q->aborted)) {
+        px_tnode *node = q->aborted.next;
+        px_ring_unlink(node);
+        px_ring_push(&q->inflight, node);
+        batch[n++] = rec_of(node);
+    }
+    px_tnode *node, *next;
+    for (node = px_tset_expire(&q->set, px_now(), BATCH - n); node != NULL; node = next) {
+        next = node->next;
+        atomic_store_explicit(&rec_of(node)->state, REC_DUE, memory_order_relaxed);
+        px_ring_push(&q->inflight, node);
+        batch[n++] = rec_of(node);
+    }
+    if (q->exec.post != NULL)
+        atomic_fetch_add(&q->refs, n);
+    return n;
+}
+
+/* Makes or posts the calls of a batch; the lock is not held. */
+static void deliver(px_timerq *q, px_trec **batch, size_t n)
+{
+    if (q->exec.post == NULL) {
+        for (size_t i = 0; i < n; i++)
+            rec_call(batch[i]);
+        pthread_mutex_lock(&q->lock);
+        for (size_t i = 0; i < n; i++)
+            settle(q, batch[i]);
+        pthread_mutex_unlock(&q->lock);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (q->exec.post(q->exec.ctx, posted_call, batch[i], 0) != 0)
+            posted_call(batch[i], 0);
+}
+
+static void sleep_until(px_timerq *q, int64_t deadline)
+{
+    q->wake_at = deadline;
+    if (deadline == INT64_MAX) {
+        pthread_cond_wait(&q->wake, &q->lock);
+    } else {
+        struct timespec ts = { .tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000 };
+        pthread_cond_timedwait(&q->wake, &q->lock, &ts);
+    }
+    q->wake_at = AWAKE;
+}
+
+static void *worker_main(void *arg)
+{
+    px_timerq *q = arg;
+    px_trec *batch[BATCH];
+    if (q->slack_ns > 0)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)q->slack_ns, 0, 0, 0);
+    pthread_mutex_lock(&q->lock);
+    for (;;) {
+        size_t n = take_batch(q, batch);
+        if (n) {
+            pthread_mutex_unlock(&q->lock);
+            deliver(q, batch, n);
+            pthread_mutex_lock(&q->lock);
+            continue;
+        }
+        if (q->stopping)
+            break;
+        sleep_until(q, px_tset_next(&q->set));
+    }
+    q->worker_done = 1;
+    int detached = q->detached;
+    pthread_mutex_unlock(&q->lock);
+    if (detached) {
+        pthread_detach(pthread_self());
+        queue_unref(q);
+    }
+    return NULL;
+}
+
+/* -- the queue ------------------------------------------------------------ */
+
+px_timerq *px_timerq_new(const px_timerq_opts *opts)
+{
+    px_timerq *q = calloc(1, sizeof *q);
+    if (q == NULL)
+        return NULL;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    int failed = pthread_cond_init(&q->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (failed) {
+        free(q);
+        return NULL;
+    }
+    pthread_mutex_init(&q->lock, NULL);
+    px_tset_init(&q->set, px_now());
+    px_ring_init(&q->free_recs);
+    px_ring_init(&q->aborted);
+    px_ring_init(&q->inflight);
+    q->wake_at = AWAKE;
+    q->slack_ns = PX_USEC(1);
+    if (opts != NULL) {
+        if (opts->executor != NULL)
+            q->exec = *opts->executor;
+        if (opts->timer_slack_ns != 0)
+            q->slack_ns = opts->timer_slack_ns;
+    }
+    atomic_init(&q->refs, 1);
+    px_fork_watch();
+    q->fork_gen = px_fork_generation();
+    if (pthread_create(&q->worker, NULL, worker_main, q) != 0) {
+        queue_destroy(q);
+        return NULL;
+    }
+    return q;
+}
+
+void px_timerq_free(px_timerq *q)
+{
+    if (q == NULL)
+        return;
+    if (!queue_usable(q)) {
+        /* The child of a fork: no worker, the lock may be held for ever, and the
+        ** handlers belong to the parent.  Release the memory only. */
+        if (atomic_load(&q->refs) == 1) {
+            px_tset_destroy(&q->set);
+            for (uint32_t i = 0; i < q->nchunks; i++)
+                free(q->chunks[i]);
+            free(q->chunks);
+            free(q);
+        }
+        return;
+    }
+    int on_worker = pthread_equal(pthread_self(), q->worker);
+    pthread_mutex_lock(&q->lock);
+    q->stopping = 1;
+    q->detached = on_worker;
+    abort_all(q);
+    wake_now(q);
+    pthread_mutex_unlock(&q->lock);
+    if (on_worker)
+        return;
+    pthread_join(q->worker, NULL);
+    queue_unref(q);
+}

@@ -1,0 +1,315 @@
+/*
+** timerset.c -- the ordered set of deadlines: a timing wheel over a near heap.
+**
+** Invariant.  `cursor` is the last tick whose level-0 slot has been emptied.  A
+** node due in a tick <= cursor is in the heap.  Any other node sits in the wheel
+** at the level of the highest 6-bit digit in which its tick differs from the
+** cursor, in the slot named by that digit of its tick; that digit is then larger
+** than the cursor's, so the cursor's own slots are always empty and a slot is
+** reached (and emptied) exactly when the cursor enters its range.
+*/
+#include <stdlib.h>
+
+#include "bits.h"
+#include "ring.h"
+#include "timerset.h"
+
+#define TICK(t)        ((t) >> PX_TSET_TICK_SHIFT)
+#define DIGIT(tick, l) ((unsigned)((tick) >> ((l) * PX_TSET_SLOT_BITS)) & (PX_TSET_SLOTS - 1))
+#define PULL_MAX       8   /* a slot this small may enter the heap early */
+
+/* -- lists ---------------------------------------------------------------- */
+
+/* Appends `n` to the NULL-terminated list ending at *tail. */
+static void out_append(px_tnode ***tail, px_tnode *n)
+{
+    n->where = PX_TSET_OUT;
+    n->next = NULL;
+    **tail = n;
+    *tail = &n->next;
+}
+
+/* -- the heap ------------------------------------------------------------- */
+
+static void heap_place(px_tset *s, size_t i, px_tnode *n)
+{
+    s->heap[i] = n;
+    n->where = PX_TSET_IN_HEAP | (uint32_t)i;
+}
+
+static void heap_sift_up(px_tset *s, size_t i, px_tnode *n)
+{
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (s->heap[parent]->deadline <= n->deadline)
+            break;
+        heap_place(s, i, s->heap[parent]);
+        i = parent;
+    }
+    heap_place(s, i, n);
+}
+
+static void heap_sift_down(px_tset *s, size_t i, px_tnode *n)
+{
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= s->heap_len)
+            break;
+        if (child + 1 < s->heap_len && s->heap[child + 1]->deadline < s->heap[child]->deadline)
+            child++;
+        if (n->deadline <= s->heap[child]->deadline)
+            break;
+        heap_place(s, i, s->heap[child]);
+        i = child;
+    }
+    heap_place(s, i, n);
+}
+
+/* Returns 0, or -1 when the heap array cannot grow. */
+static int heap_push(px_tset *s, px_tnode *n)
+{
+    if (s->heap_len == s->heap_cap) {
+        size_t cap = s->heap_cap ? 2 * s->heap_cap : 64;
+        px_tnode **heap = cap < PX_TSET_IN_HEAP ? realloc(s->heap, cap * sizeof *heap) : NULL;
+        if (heap == NULL)
+            return -1;
+        s->heap = heap;
+        s->heap_cap = cap;
+    }
+    heap_sift_up(s, s->heap_len++, n);
+    return 0;
+}
+
+static void heap_delete(px_tset *s, size_t i)
+{
+    px_tnode *last = s->heap[--s->heap_len];
+    if (i == s->heap_len)
+        return;
+    if (i > 0 && last->deadline < s->heap[(i - 1) / 2]->deadline)
+        heap_sift_up(s, i, last);
+    else
+        heap_sift_down(s, i, last);
+}
+
+/* -- the wheel ------------------------------------------------------------ */
+
+static int level_of(int64_t tick, int64_t cursor)
+{
+    return px_bit_high((uint64_t)(tick ^ cursor)) / PX_TSET_SLOT_BITS;
+}
+
+/* Links `n` into the wheel as if it were due in `tick`, which is > cursor. */
+static void wheel_link(px_tset *s, px_tnode *n, int64_t tick)
+{
+    int level = level_of(tick, s->cursor);
+    unsigned slot = DIGIT(tick, level);
+    px_ring_push(&s->slot[level][slot], n);
+    n->where = (uint32_t)(level * PX_TSET_SLOTS + slot);
+    s->occupied[level] |= UINT64_C(1) << slot;
+}
+
+/* Places a node whose tick has been reached: in the heap, or failing that (no
+** memory) in the next tick's slot, to be looked at again then. */
+static void place_near(px_tset *s, px_tnode *n)
+{
+    if (heap_push(s, n) != 0)
+        wheel_link(s, n, s->cursor + 1);
+}
+
+/*
+** Finds the first tick after the cursor at which a slot is reached.  Returns 0
+** when the wheel is empty; else sets *tick, *level and *slot.  The lowest level
+** holding a slot beyond the cursor's digit holds the earliest one.
+*/
+static int next_event(const px_tset *s, int64_t *tick, int *level, unsigned *slot)
+{
+    for (int l = 0; l < PX_TSET_LEVELS; l++) {
+        unsigned digit = DIGIT(s->cursor, l);
+        uint64_t later = digit == PX_TSET_SLOTS - 1 ? 0 : s->occupied[l] & (~UINT64_C(0) << (digit + 1));
+        if (later) {
+            int shift = (l + 1) * PX_TSET_SLOT_BITS;
+            unsigned j = (unsigned)px_bit_low(later);
+            *tick = (s->cursor >> shift << shift) | ((int64_t)j << (l * PX_TSET_SLOT_BITS));
+            *level = l;
+            *slot = j;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Moves the nodes of slot (level, slot) into the ring `ring` and returns the
+** first of them (`ring` itself when the slot was empty). */
+static px_tnode *slot_detach(px_tset *s, int level, unsigned slot, px_tnode *ring)
+{
+    px_tnode *head = &s->slot[level][slot];
+    s->occupied[level] &= ~(UINT64_C(1) << slot);
+    px_ring_init(ring);
+    if (!px_ring_empty(head)) {
+        ring->next = head->next;
+        ring->prev = head->prev;
+        ring->next->prev = ring;
+        ring->prev->next = ring;
+        px_ring_init(head);
+    }
+    return ring->next;
+}
+
+/* -- the set -------------------------------------------------------------- */
+
+void px_tset_init(px_tset *s, int64_t now)
+{
+    for (int l = 0; l < PX_TSET_LEVELS; l++) {
+        for (int j = 0; j < PX_TSET_SLOTS; j++)
+            px_ring_init(&s->slot[l][j]);
+        s->occupied[l] = 0;
+    }
+    s->cursor = TICK(now > 0 ? now : 0);
+    s->heap = NULL;
+    s->heap_len = s->heap_cap = 0;
+    s->count = 0;
+}
+
+void px_tset_destroy(px_tset *s)
+{
+    free(s->heap);
+    s->heap = NULL;
+    s->heap_len = s->heap_cap = 0;
+}
+
+void px_tset_insert(px_tset *s, px_tnode *n)
+{
+    int64_t tick = TICK(n->deadline > 0 ? n->deadline : 0);
+    s->count++;
+    if (tick <= s->cursor)
+        place_near(s, n);
+    else
+        wheel_link(s, n, tick);
+}
+
+void px_tset_remove(px_tset *s, px_tnode *n)
+{
+    s->count--;
+    if (n->where & PX_TSET_IN_HEAP) {
+        heap_delete(s, n->where & ~PX_TSET_IN_HEAP);
+    } else {
+        unsigned level = n->where / PX_TSET_SLOTS, slot = n->where % PX_TSET_SLOTS;
+        px_tnode *head = &s->slot[level][slot];
+        px_ring_unlink(n);
+        if (px_ring_empty(head))
+            s->occupied[level] &= ~(UINT64_C(1) << slot);
+    }
+    n->where = PX_TSET_OUT;
+}
+
+/* When the heap is empty and the next slot holds only a few nodes, moving them
+** into the heap now lets the owner sleep until the exact deadline instead of
+** waking at the slot's start to look. */
+static void pull_small_slot(px_tset *s)
+{
+    int64_t tick;
+    int level;
+    unsigned slot;
+    if (!next_event(s, &tick, &level, &slot))
+        return;
+    px_tnode *head = &s->slot[level][slot], *n = head->next;
+    for (int seen = 0; n != head; n = n->next)
+        if (++seen > PULL_MAX)
+            return;
+    px_tnode ring, *next;
+    for (n = slot_detach(s, level, slot, &ring); n != &ring; n = next) {
+        next = n->next;
+        if (heap_push(s, n) != 0) {
+            /* No memory: put the rest back where they were; nothing is lost. */
+            for (; n != &ring; n = next) {
+                next = n->next;
+                wheel_link(s, n, tick);
+            }
+            return;
+        }
+    }
+}
+
+int64_t px_tset_next(px_tset *s)
+{
+    if (s->count == 0)
+        return INT64_MAX;
+    if (s->heap_len == 0)
+        pull_small_slot(s);
+    int64_t best = s->heap_len ? s->heap[0]->deadline : INT64_MAX;
+    int64_t tick;
+    int level;
+    unsigned slot;
+    if (next_event(s, &tick, &level, &slot) && (tick << PX_TSET_TICK_SHIFT) < best)
+        best = tick << PX_TSET_TICK_SHIFT;
+    return best;
+}
+
+/* The cursor has entered `tick`, where slot (level, slot) begins: its nodes move
+** down the wheel, into the heap, or -- when already due -- out. */
+static void reach_slot(px_tset *s, int level, unsigned slot, int64_t now, px_tnode ***tail)
+{
+    px_tnode ring, *n, *next;
+    for (n = slot_detach(s, level, slot, &ring); n != &ring; n = next) {
+        next = n->next;
+        if (n->deadline <= now) {
+            s->count--;
+            out_append(tail, n);
+        } else if (TICK(n->deadline) <= s->cursor) {
+            place_near(s, n);
+        } else {
+            wheel_link(s, n, TICK(n->deadline));
+        }
+    }
+}
+
+px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max)
+{
+    px_tnode *out = NULL, **tail = &out;
+    size_t taken = 0, limit = max ? max : SIZE_MAX;
+    int64_t target = TICK(now > 0 ? now : 0);
+
+    for (;;) {
+        while (s->heap_len && s->heap[0]->deadline <= now && taken < limit) {
+            px_tnode *n = s->heap[0];
+            heap_delete(s, 0);
+            s->count--;
+            out_append(&tail, n);
+            taken++;
+        }
+        if (taken >= limit || s->cursor >= target)
+            break;
+        int64_t tick;
+        int level;
+        unsigned slot;
+        if (!next_event(s, &tick, &level, &slot) || tick > target) {
+            s->cursor = target;
+            break;
+        }
+        s->cursor = tick;
+        size_t before = s->count;
+        reach_slot(s, level, slot, now, &tail);
+        taken += before - s->count;
+    }
+    return out;
+}
+
+px_tnode *px_tset_take_all(px_tset *s)
+{
+    px_tnode *out = NULL, **tail = &out;
+    for (size_t i = 0; i < s->heap_len; i++)
+        out_append(&tail, s->heap[i]);
+    s->heap_len = 0;
+    for (int l = 0; l < PX_TSET_LEVELS; l++) {
+        while (s->occupied[l]) {
+            unsigned slot = (unsigned)px_bit_low(s->occupied[l]);
+            px_tnode ring, *n, *next;
+            for (n = slot_detach(s, l, slot, &ring); n != &ring; n = next) {
+                next = n->next;
+                out_append(&tail, n);
+            }
+        }
+    }
+    s->count = 0;
+    return out;
+}

@@ -1,0 +1,82 @@
+/*
+** timerset.h -- the ordered set of deadlines that both engines share.
+**
+** A hierarchical timing wheel in front of a small binary heap.  The wheel has
+** PX_TSET_LEVELS levels of 64 slots; a level-0 slot spans one tick (2^16 ns,
+** about 66 us) and each level above spans 64 times more.  The wheel only sorts
+** coarsely.  Exactness comes from the heap: when time reaches a level-0 slot, its
+** nodes that are due go straight to the caller and the rest enter the heap, which
+** orders them to the nanosecond.  So the heap holds only what is due within about
+** one tick, insert and remove are O(1) in the wheel (O(log k) in the heap of k
+** near nodes), and expiring a batch of due timers is a walk down a list.
+**
+** The set is not thread-safe: its owner locks around it.  Nodes are intrusive and
+** never allocated here; only the heap array is.
+*/
+#ifndef PX_TIMERSET_H
+#define PX_TIMERSET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PX_TSET_TICK_SHIFT 16          /* a tick is 2^16 ns */
+#define PX_TSET_SLOT_BITS  6           /* 64 slots a level */
+#define PX_TSET_SLOTS      (1 << PX_TSET_SLOT_BITS)
+#define PX_TSET_LEVELS     8           /* 16 + 8 * 6 >= 63 bits: any int64 deadline */
+
+typedef struct px_tnode px_tnode;
+
+/*
+** A node of the set.  While a node is out of the set, `next` and `prev` belong to
+** its owner (a list of expired nodes, a free list).
+*/
+struct px_tnode {
+    px_tnode *next, *prev;   /* slot list links (circular, around a sentinel) */
+    int64_t deadline;        /* when it is due, on px_now()'s clock */
+    uint32_t where;          /* PX_TSET_OUT, a heap index | PX_TSET_IN_HEAP, or a slot */
+};
+
+#define PX_TSET_OUT     UINT32_MAX
+#define PX_TSET_IN_HEAP 0x80000000u
+
+typedef struct px_tset {
+    px_tnode slot[PX_TSET_LEVELS][PX_TSET_SLOTS];   /* list sentinels */
+    uint64_t occupied[PX_TSET_LEVELS];              /* bit s: slot s is not empty */
+    int64_t cursor;          /* every node due in a tick <= cursor is in the heap */
+    px_tnode **heap;         /* min-heap on deadline */
+    size_t heap_len, heap_cap;
+    size_t count;            /* nodes in the set */
+} px_tset;
+
+/* Makes an empty set whose wheel starts at time `now`. */
+void px_tset_init(px_tset *s, int64_t now);
+
+/* Releases the heap array.  The nodes still in the set are left as they are. */
+void px_tset_destroy(px_tset *s);
+
+/* Adds `n`, whose deadline is set, to the set.  Cannot fail. */
+void px_tset_insert(px_tset *s, px_tnode *n);
+
+/* Removes `n`, which is in the set. */
+void px_tset_remove(px_tset *s, px_tnode *n);
+
+/* Returns 1 when `n` is in a set. */
+static inline int px_tset_contains(const px_tnode *n) { return n->where != PX_TSET_OUT; }
+
+/*
+** Returns when px_tset_expire should next be called: the earliest deadline, or an
+** earlier moment at which the wheel must move nodes towards the heap.  INT64_MAX
+** when the set is empty.  Never later than the earliest deadline.
+*/
+int64_t px_tset_next(px_tset *s);
+
+/*
+** Removes every node due at `now` (deadline <= now), at most `max` of them (0: no
+** limit), and returns them as a list linked through `next`, ending in NULL.
+*/
+px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max);
+
+/* Removes every node and returns them as a list linked through `next`. */
+px_tnode *px_tset_take_all(px_tset *s);
+
+#endif /* PX_TIMERSET_H */
