@@ -1,0 +1,79 @@
+# Parataxis -- the two commands a new user runs:
+#
+#   make demo     build the library and watch it work from C and Python (and Lua)
+#   make check    every test: C (plain, ASan+UBSan, TSan, ucontext fallback, fuzz),
+#                 install tree, Python, Lua
+#
+# Both install missing Debian and PyPI packages first (.ci/deps).  Other targets:
+# make build, make bench (benchmarks, not tests), make clean.
+
+PYTHON   ?= python3
+GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+CONFIGURE = cmake -S . $(GENERATOR) -DPARATAXIS_WERROR=ON
+CTEST     = ctest --output-on-failure --no-tests=ignore
+
+.PHONY: all deps build demo check test-c test-asan test-tsan test-ucontext test-fuzz \
+        test-python test-lua python-install bench clean
+
+all: build
+
+deps:
+	@sh .ci/deps
+
+build: deps
+	@$(CONFIGURE) -B build >/dev/null
+	@cmake --build build
+
+python-install: deps
+	$(PYTHON) -m pip install -q .
+
+demo: build python-install
+	@echo "== C =="
+	@./build/timer_demo
+	@echo "== Python =="
+	@$(PYTHON) docs/examples/timer_demo.py
+	@if [ -f docs/examples/timer_demo.lua ]; then echo "== Lua =="; \
+	    LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
+	    lua5.4 docs/examples/timer_demo.lua; fi
+
+check: test-c test-asan test-tsan test-ucontext test-fuzz test-python test-lua
+	@echo "make check: every suite passed"
+
+test-c: build
+	cd build && $(CTEST)
+
+test-asan: deps
+	@$(CONFIGURE) -B build-asan -DCMAKE_BUILD_TYPE=Debug \
+	    -DPARATAXIS_SANITIZE=address,undefined >/dev/null
+	@cmake --build build-asan
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 $(CTEST)
+
+test-tsan: deps
+	@$(CONFIGURE) -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DPARATAXIS_SANITIZE=thread >/dev/null
+	@cmake --build build-tsan
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -L threaded
+
+test-ucontext: deps
+	@$(CONFIGURE) -B build-ucontext -DPARATAXIS_CONTEXT=ucontext >/dev/null
+	@cmake --build build-ucontext
+	cd build-ucontext && $(CTEST) -L fiber
+
+test-fuzz: deps
+	@CC=clang $(CONFIGURE) -B build-fuzz -DPARATAXIS_FUZZ=ON >/dev/null
+	@cmake --build build-fuzz
+	cd build-fuzz && $(CTEST) -L fuzz
+
+test-python: python-install
+	$(PYTHON) -m pytest -q tests/python
+
+test-lua: build
+	@if [ -d tests/lua ]; then cd tests/lua && busted .; else echo "no Lua tests yet"; fi
+
+bench: deps
+	@$(CONFIGURE) -B build-bench -DCMAKE_BUILD_TYPE=Release -DPARATAXIS_BENCH=ON >/dev/null
+	@cmake --build build-bench
+	sh tests/bench/run.sh build-bench
+
+clean:
+	rm -rf build build-asan build-tsan build-ucontext build-fuzz build-bench
