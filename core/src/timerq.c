@@ -25,11 +25,9 @@
 ** retired) over its index, so ids are never reused, and a record finds its queue
 ** in its chunk's header without spending a pointer of its own on it.
 */
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
 
@@ -83,6 +81,7 @@ struct px_timerq {
     int stopping;                /* px_timerq_free was called */
     int detached;                /* ... from the worker, which then releases the queue */
     int worker_done;             /* the worker has left its loop */
+    int wake_owed;               /* signal the worker once the lock is released */
     pthread_t worker;
     atomic_size_t refs;          /* the owner's, plus one per handler posted to an executor */
     unsigned fork_gen;
@@ -176,7 +175,7 @@ static void wake_for_deadline(px_timerq *q, int64_t deadline)
 {
     if (deadline < q->wake_at) {
         q->wake_at = AWAKE;
-        pthread_cond_signal(&q->wake);
+        q->wake_owed = 1;
     }
 }
 
@@ -185,8 +184,25 @@ static void wake_now(px_timerq *q)
 {
     if (q->wake_at != AWAKE) {
         q->wake_at = AWAKE;
-        pthread_cond_signal(&q->wake);
+        q->wake_owed = 1;
     }
+}
+
+static void queue_lock(px_timerq *q)
+{
+    pthread_mutex_lock(&q->lock);
+}
+
+/* Releases the lock, then signals the worker if a wake is owed: signalled
+** after the unlock, the worker does not wake only to block on the lock.  It
+** cannot miss the wake: it looks for work under the lock before sleeping. */
+static void queue_unlock(px_timerq *q)
+{
+    int owed = q->wake_owed;
+    q->wake_owed = 0;
+    pthread_mutex_unlock(&q->lock);
+    if (owed)
+        pthread_cond_signal(&q->wake);
 }
 
 static void abort_armed(px_timerq *q, px_trec *r)
@@ -219,7 +235,7 @@ static uint64_t arm(px_timerq *q, int64_t deadline, int64_t period, px_handler_f
     if (!queue_usable(q) || fn == NULL || deadline < 0)
         return 0;
     uint64_t id = 0;
-    pthread_mutex_lock(&q->lock);
+    queue_lock(q);
     px_trec *r = q->stopping ? NULL : rec_alloc(q);
     if (r != NULL) {
         r->fn = fn;
@@ -231,7 +247,7 @@ static uint64_t arm(px_timerq *q, int64_t deadline, int64_t period, px_handler_f
         wake_for_deadline(q, deadline);
         id = rec_id(r);
     }
-    pthread_mutex_unlock(&q->lock);
+    queue_unlock(q);
     return id;
 }
 
@@ -271,7 +287,7 @@ int px_timerq_cancel(px_timerq *q, uint64_t id)
     if (!queue_usable(q))
         return PX_EFORKED;
     int won = 0;
-    pthread_mutex_lock(&q->lock);
+    queue_lock(q);
     px_trec *r = rec_lookup(q, id);
     if (r != NULL && atomic_load(&r->state) == REC_ARMED) {
         px_tset_remove(&q->set, &r->node);
@@ -281,7 +297,7 @@ int px_timerq_cancel(px_timerq *q, uint64_t id)
     } else if (r != NULL) {
         won = abort_inflight(r);
     }
-    pthread_mutex_unlock(&q->lock);
+    queue_unlock(q);
     return won;
 }
 
@@ -305,9 +321,9 @@ size_t px_timerq_cancel_all(px_timerq *q)
 {
     if (!queue_usable(q))
         return 0;
-    pthread_mutex_lock(&q->lock);
+    queue_lock(q);
     size_t n = abort_all(q);
-    pthread_mutex_unlock(&q->lock);
+    queue_unlock(q);
     return n;
 }
 
@@ -315,9 +331,9 @@ size_t px_timerq_pending(px_timerq *q)
 {
     if (!queue_usable(q))
         return 0;
-    pthread_mutex_lock(&q->lock);
+    queue_lock(q);
     size_t n = q->set.count;
-    pthread_mutex_unlock(&q->lock);
+    queue_unlock(q);
     return n;
 }
 
@@ -399,9 +415,9 @@ static void posted_call(void *arg, int status)
     int again;
     do {
         rec_call(r);
-        pthread_mutex_lock(&q->lock);
+        queue_lock(q);
         again = settle(q, r);
-        pthread_mutex_unlock(&q->lock);
+        queue_unlock(q);
     } while (again);
     queue_unref(q);
 }
@@ -416,8 +432,8 @@ static size_t take_batch(px_timerq *q, px_trec **batch)
         px_ring_push(&q->inflight, node);
         batch[n++] = rec_of(node);
     }
-    px_tnode *node, *next;
-    for (node = px_tset_expire(&q->set, px_now(), BATCH - n); node != NULL; node = next) {
+    px_tnode *next, *node = n < BATCH ? px_tset_expire(&q->set, px_now(), BATCH - n) : NULL;
+    for (; node != NULL; node = next) {
         next = node->next;
         atomic_store_explicit(&rec_of(node)->state, REC_DUE, memory_order_relaxed);
         px_ring_push(&q->inflight, node);
@@ -434,10 +450,10 @@ static void deliver(px_timerq *q, px_trec **batch, size_t n)
     if (q->exec.post == NULL) {
         for (size_t i = 0; i < n; i++)
             rec_call(batch[i]);
-        pthread_mutex_lock(&q->lock);
+        queue_lock(q);
         for (size_t i = 0; i < n; i++)
             settle(q, batch[i]);
-        pthread_mutex_unlock(&q->lock);
+        queue_unlock(q);
         return;
     }
     for (size_t i = 0; i < n; i++)
@@ -463,13 +479,13 @@ static void *worker_main(void *arg)
     px_trec *batch[BATCH];
     if (q->slack_ns > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)q->slack_ns, 0, 0, 0);
-    pthread_mutex_lock(&q->lock);
+    queue_lock(q);
     for (;;) {
         size_t n = take_batch(q, batch);
         if (n) {
-            pthread_mutex_unlock(&q->lock);
+            queue_unlock(q);
             deliver(q, batch, n);
-            pthread_mutex_lock(&q->lock);
+            queue_lock(q);
             continue;
         }
         if (q->stopping)
@@ -478,7 +494,7 @@ static void *worker_main(void *arg)
     }
     q->worker_done = 1;
     int detached = q->detached;
-    pthread_mutex_unlock(&q->lock);
+    queue_unlock(q);
     if (detached) {
         pthread_detach(pthread_self());
         queue_unref(q);
@@ -542,12 +558,12 @@ void px_timerq_free(px_timerq *q)
         return;
     }
     int on_worker = pthread_equal(pthread_self(), q->worker);
-    pthread_mutex_lock(&q->lock);
+    queue_lock(q);
     q->stopping = 1;
     q->detached = on_worker;
     abort_all(q);
     wake_now(q);
-    pthread_mutex_unlock(&q->lock);
+    queue_unlock(q);
     if (on_worker)
         return;
     pthread_join(q->worker, NULL);
