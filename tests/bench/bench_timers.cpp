@@ -1,0 +1,570 @@
+// bench_timers.cpp -- parataxis px_timerq against libuv, Boost.Asio and a naive
+// ordered-set queue, side by side in one process, in interleaved rounds.
+//
+//   bench_timers [ops|lateness|all] [only_n]
+//
+// Each figure is the median of the measured rounds; a warm-up round runs first
+// and is not counted, so that every peer that reuses memory (parataxis records,
+// malloc'd Asio ops and naive nodes) finds its memory already faulted in.  libuv
+// handles and Asio steady_timer objects are caller memory: they are preallocated
+// and initialised (touched) before any round.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <malloc.h>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "parataxis.h"
+#ifdef PXB_HAVE_UV
+#include <uv.h>
+#endif
+#ifdef PXB_HAVE_ASIO
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#endif
+
+namespace {
+
+// -- helpers ----------------------------------------------------------------
+
+struct Rng {   // splitmix64: seeded, so every run draws the same delays
+    uint64_t s;
+    uint64_t next()
+    {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    int64_t range(int64_t lo, int64_t hi) { return lo + (int64_t)(next() % (uint64_t)(hi - lo + 1)); }
+};
+
+double median(std::vector<double> v)
+{
+    if (v.empty())
+        return 0;
+    std::sort(v.begin(), v.end());
+    size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+size_t heap_bytes()
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+size_t rss_bytes()
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    return (size_t)rss * 4096;
+}
+
+void wait_for(const std::atomic<size_t> &count, size_t n)
+{
+    while (count.load(std::memory_order_acquire) < n)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
+
+// A permutation of 0..n-1 (random cancel order).
+std::vector<uint32_t> shuffled(size_t n, uint64_t seed)
+{
+    std::vector<uint32_t> p(n);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint32_t)i;
+    Rng r{seed};
+    for (size_t i = n - 1; i > 0; i--)
+        std::swap(p[i], p[r.next() % (i + 1)]);
+    return p;
+}
+
+const int64_t FAR_LO = PX_SEC(10), FAR_HI = PX_SEC(20);   // never due during a round
+
+// One peer: the same five phases, timed by the caller.
+struct Peer {
+    std::string name;
+    virtual ~Peer() = default;
+    virtual void add(const std::vector<int64_t> &delays) = 0;       // all N, far deadlines
+    virtual void cancel(const std::vector<uint32_t> &order) = 0;    // cancels order[i]
+    virtual void settle() {}                                        // untimed: drain cancels
+    virtual size_t cancel_limit() const { return SIZE_MAX; }        // cancels timed per pass
+    virtual size_t caller_bytes() const { return 0; }               // per timer, not malloc'd
+    // Arms N timers due in [t0, t0 + window] and returns when the last handler ran.
+    virtual int64_t expire(const std::vector<int64_t> &deadlines) = 0;
+    // Fires the timers of delays and stores (fire - due) per timer.
+    virtual void lateness(const std::vector<int64_t> &delays, std::vector<int64_t> &late) = 0;
+};
+
+// -- parataxis --------------------------------------------------------------
+
+std::atomic<size_t> g_px_calls{0};
+std::atomic<int64_t> g_px_last{0};
+size_t g_px_target = 0;
+
+void px_count(void *, int)
+{
+    g_px_calls.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void px_count_last(void *, int)
+{
+    if (g_px_calls.fetch_add(1, std::memory_order_acq_rel) + 1 == g_px_target)
+        g_px_last.store(px_now(), std::memory_order_release);
+}
+
+void px_stamp(void *arg, int)
+{
+    *(int64_t *)arg = px_now();
+    g_px_calls.fetch_add(1, std::memory_order_acq_rel);
+}
+
+struct PxPeer : Peer {
+    px_timerq *q;
+    std::vector<uint64_t> ids;
+    size_t owed = 0;   // handler calls we wait for in settle()
+    explicit PxPeer(int64_t slack, const char *label)
+    {
+        name = label;
+        px_timerq_opts o{};
+        o.timer_slack_ns = slack;
+        q = px_timerq_new(&o);
+    }
+    ~PxPeer() override { px_timerq_free(q); }
+    void add(const std::vector<int64_t> &d) override
+    {
+        ids.resize(d.size());
+        for (size_t i = 0; i < d.size(); i++)
+            ids[i] = px_timerq_add(q, d[i], px_count, nullptr);
+    }
+    void cancel(const std::vector<uint32_t> &order) override
+    {
+        for (uint32_t i : order)
+            px_timerq_cancel(q, ids[i]);
+        owed += order.size();
+    }
+    void settle() override
+    {
+        wait_for(g_px_calls, owed);
+        g_px_calls = 0;
+        owed = 0;
+    }
+    int64_t expire(const std::vector<int64_t> &dl) override
+    {
+        g_px_calls = 0;
+        g_px_target = dl.size();
+        for (int64_t t : dl)
+            px_timerq_add_at(q, t, px_count_last, nullptr);
+        wait_for(g_px_calls, dl.size());
+        g_px_calls = 0;
+        return g_px_last.load();
+    }
+    void lateness(const std::vector<int64_t> &d, std::vector<int64_t> &late) override
+    {
+        std::vector<int64_t> due(d.size()), fired(d.size());
+        g_px_calls = 0;
+        for (size_t i = 0; i < d.size(); i++) {
+            due[i] = px_now() + d[i];
+            px_timerq_add_at(q, due[i], px_stamp, &fired[i]);
+        }
+        wait_for(g_px_calls, d.size());
+        g_px_calls = 0;
+        late.resize(d.size());
+        for (size_t i = 0; i < d.size(); i++)
+            late[i] = fired[i] - due[i];
+    }
+};
+
+// -- libuv ------------------------------------------------------------------
+
+#ifdef PXB_HAVE_UV
+size_t g_uv_calls = 0, g_uv_target = 0;
+int64_t g_uv_last = 0;
+
+void uv_count_last(uv_timer_t *)
+{
+    if (++g_uv_calls == g_uv_target)
+        g_uv_last = px_now();
+}
+
+void uv_stamp(uv_timer_t *h)
+{
+    *(int64_t *)h->data = px_now();
+}
+
+struct UvPeer : Peer {
+    uv_loop_t loop;
+    std::vector<uv_timer_t> h;
+    explicit UvPeer(size_t n) : h(n)
+    {
+        name = "libuv";
+        uv_loop_init(&loop);
+        for (auto &t : h)   // caller memory: initialised (touched) once, up front
+            uv_timer_init(&loop, &t);
+    }
+    ~UvPeer() override
+    {
+        for (auto &t : h)
+            uv_close((uv_handle_t *)&t, nullptr);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        uv_loop_close(&loop);
+    }
+    size_t caller_bytes() const override { return sizeof(uv_timer_t); }
+    void add(const std::vector<int64_t> &d) override
+    {
+        for (size_t i = 0; i < d.size(); i++)
+            uv_timer_start(&h[i], uv_count_last, (uint64_t)(d[i] / 1000000), 0);
+    }
+    void cancel(const std::vector<uint32_t> &order) override
+    {
+        for (uint32_t i : order)
+            uv_timer_stop(&h[i]);
+    }
+    int64_t expire(const std::vector<int64_t> &dl) override
+    {
+        // libuv counts in whole ms from its cached loop time: give it the ms in
+        // which each deadline falls, rounded up so none is asked for early.
+        uv_update_time(&loop);
+        int64_t base = (int64_t)uv_now(&loop) * 1000000;
+        g_uv_calls = 0;
+        g_uv_target = dl.size();
+        for (size_t i = 0; i < dl.size(); i++)
+            uv_timer_start(&h[i], uv_count_last, (uint64_t)((dl[i] - base + 999999) / 1000000), 0);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        return g_uv_last;
+    }
+    void lateness(const std::vector<int64_t> &d, std::vector<int64_t> &late) override
+    {
+        std::vector<int64_t> due(d.size()), fired(d.size());
+        uv_update_time(&loop);
+        for (size_t i = 0; i < d.size(); i++) {
+            h[i].data = &fired[i];
+            due[i] = px_now() + d[i];   // what the caller asked for
+            uv_timer_start(&h[i], uv_stamp, (uint64_t)(d[i] / 1000000), 0);
+        }
+        uv_run(&loop, UV_RUN_DEFAULT);
+        late.resize(d.size());
+        for (size_t i = 0; i < d.size(); i++)
+            late[i] = fired[i] - due[i];
+    }
+};
+#endif
+
+// -- Boost.Asio -------------------------------------------------------------
+
+#ifdef PXB_HAVE_ASIO
+namespace asio = boost::asio;
+using clock_tp = asio::steady_timer::time_point;
+
+clock_tp tp_of(int64_t ns)
+{
+    return clock_tp(std::chrono::nanoseconds(ns));
+}
+
+struct AsioPeer : Peer {
+    asio::io_context io;
+    std::vector<asio::steady_timer> t;
+    size_t calls = 0, target = 0;
+    int64_t last = 0;
+    explicit AsioPeer(size_t n)
+    {
+        name = "asio";
+        t.reserve(n);
+        for (size_t i = 0; i < n; i++)   // caller memory, constructed up front
+            t.emplace_back(io);
+    }
+    size_t caller_bytes() const override { return sizeof(asio::steady_timer); }
+    void add(const std::vector<int64_t> &d) override
+    {
+        for (size_t i = 0; i < d.size(); i++) {
+            t[i].expires_after(std::chrono::nanoseconds(d[i]));
+            t[i].async_wait([this](const boost::system::error_code &) { calls++; });
+        }
+    }
+    void cancel(const std::vector<uint32_t> &order) override
+    {
+        for (uint32_t i : order)
+            t[i].cancel();
+    }
+    void settle() override
+    {
+        io.restart();
+        io.run();   // runs the operation_aborted handlers
+        calls = 0;
+    }
+    int64_t expire(const std::vector<int64_t> &dl) override
+    {
+        calls = 0;
+        target = dl.size();
+        for (size_t i = 0; i < dl.size(); i++) {
+            t[i].expires_at(tp_of(dl[i]));
+            t[i].async_wait([this](const boost::system::error_code &) {
+                if (++calls == target)
+                    last = px_now();
+            });
+        }
+        io.restart();
+        io.run();
+        return last;
+    }
+    void lateness(const std::vector<int64_t> &d, std::vector<int64_t> &late) override
+    {
+        std::vector<int64_t> due(d.size()), fired(d.size());
+        for (size_t i = 0; i < d.size(); i++) {
+            due[i] = px_now() + d[i];
+            t[i].expires_at(tp_of(due[i]));
+            int64_t *slot = &fired[i];
+            t[i].async_wait([slot](const boost::system::error_code &) { *slot = px_now(); });
+        }
+        io.restart();
+        io.run();
+        late.resize(d.size());
+        for (size_t i = 0; i < d.size(); i++)
+            late[i] = fired[i] - due[i];
+    }
+};
+#endif
+
+// -- the naive design: an ordered multiset, cancel scans every pending timer --
+
+struct NaivePeer : Peer {
+    struct Entry {
+        int64_t deadline;
+        uint64_t id;
+        px_handler_fn fn;
+        void *arg;
+        bool operator<(const Entry &o) const { return deadline < o.deadline; }
+    };
+    std::mutex lock;
+    std::multiset<Entry> set;
+    std::vector<uint64_t> ids;
+    uint64_t next_id = 1;
+    NaivePeer() { name = "naive"; }
+    size_t cancel_limit() const override { return 200; }   // O(n) each: time 200 of them
+    uint64_t add_one(int64_t delay)
+    {
+        std::lock_guard<std::mutex> g(lock);
+        uint64_t id = next_id++;
+        set.insert(Entry{px_now() + delay, id, px_count, nullptr});
+        return id;
+    }
+    void add(const std::vector<int64_t> &d) override
+    {
+        ids.resize(d.size());
+        for (size_t i = 0; i < d.size(); i++)
+            ids[i] = add_one(d[i]);
+    }
+    bool cancel_one(uint64_t id)
+    {
+        std::lock_guard<std::mutex> g(lock);
+        for (auto it = set.begin(); it != set.end(); ++it)
+            if (it->id == id) {
+                set.erase(it);
+                return true;
+            }
+        return false;
+    }
+    void cancel(const std::vector<uint32_t> &order) override
+    {
+        for (uint32_t i : order)
+            cancel_one(ids[i]);
+    }
+    void settle() override { set.clear(); }
+    int64_t expire(const std::vector<int64_t> &) override { return 0; }
+    void lateness(const std::vector<int64_t> &, std::vector<int64_t> &) override {}
+};
+
+// -- the runs -----------------------------------------------------------------
+
+double ns_per(int64_t t0, int64_t t1, size_t n)
+{
+    return n ? (double)(t1 - t0) / (double)n : 0;
+}
+
+struct Figures {
+    std::vector<double> add, cancel_seq, cancel_rnd, expire;
+    double bytes_heap = 0, bytes_rss = 0;
+};
+
+const char *label_n(size_t n)
+{
+    return n == 1000 ? "1e3" : n == 100000 ? "1e5" : n == 1000000 ? "1e6" : "n";
+}
+
+// Prints "what @N: a x ns, b y ns, ..., ratio r1x libuv, r2x asio".
+void print_row(const char *what, size_t n, const std::vector<std::unique_ptr<Peer>> &peers,
+               const std::vector<double> &v, const char *unit, bool higher_better)
+{
+    printf("%s @%s:", what, label_n(n));
+    for (size_t i = 0; i < peers.size(); i++)
+        if (v[i] > 0)
+            printf(" %s %.4g %s%s", peers[i]->name.c_str(), v[i], unit, i + 1 < peers.size() ? "," : "");
+    const char *sep = ", ratio";
+    for (size_t i = 1; i < peers.size(); i++)
+        if (v[i] > 0 && v[0] > 0) {
+            printf("%s %.2fx %s", sep, higher_better ? v[i] / v[0] : v[0] / v[i], peers[i]->name.c_str());
+            sep = ",";
+        }
+    printf("\n");
+}
+
+void run_ops(size_t n, int rounds)
+{
+    std::vector<std::unique_ptr<Peer>> peers;
+    peers.emplace_back(new PxPeer(0, "parataxis"));
+#ifdef PXB_HAVE_UV
+    peers.emplace_back(new UvPeer(n));
+#endif
+#ifdef PXB_HAVE_ASIO
+    peers.emplace_back(new AsioPeer(n));
+#endif
+    if (n <= 100000)
+        peers.emplace_back(new NaivePeer());
+    std::vector<Figures> fig(peers.size());
+    Rng rng{0x5eed0000u + n};
+    std::vector<int64_t> delays(n);
+    std::vector<uint32_t> seq(n), rnd = shuffled(n, 42 + n);
+    for (size_t i = 0; i < n; i++)
+        seq[i] = (uint32_t)i;
+
+    for (int round = 0; round <= rounds; round++) {   // round 0 warms up
+        for (auto &d : delays)
+            d = rng.range(FAR_LO, FAR_HI);
+        for (size_t p = 0; p < peers.size(); p++) {
+            Peer &peer = *peers[(p + (size_t)round) % peers.size()];   // rotate who goes first
+            Figures &f = fig[(p + (size_t)round) % peers.size()];
+            size_t limit = std::min(n, peer.cancel_limit());
+            std::vector<uint32_t> seq_l(seq.begin(), seq.begin() + (long)limit);
+            std::vector<uint32_t> rnd_l(rnd.begin(), rnd.begin() + (long)limit);
+
+            size_t h0 = heap_bytes(), r0 = rss_bytes();
+            int64_t t0 = px_now();
+            peer.add(delays);
+            int64_t t1 = px_now();
+            if (round == 0) {
+                f.bytes_heap = (double)(heap_bytes() - h0) / (double)n + (double)peer.caller_bytes();
+                f.bytes_rss = (double)(rss_bytes() - r0) / (double)n + (double)peer.caller_bytes();
+            }
+            peer.cancel(seq_l);
+            int64_t t2 = px_now();
+            peer.settle();
+            if (limit < n)
+                peer.settle();   // the naive peer clears what it did not cancel
+            int64_t t3 = px_now();
+            peer.add(delays);
+            int64_t t4 = px_now();
+            peer.cancel(rnd_l);
+            int64_t t5 = px_now();
+            peer.settle();
+            if (round > 0) {
+                f.add.push_back(ns_per(t0, t1, n));
+                f.add.push_back(ns_per(t3, t4, n));
+                f.cancel_seq.push_back(ns_per(t1, t2, limit));
+                f.cancel_rnd.push_back(ns_per(t4, t5, limit));
+            }
+        }
+        // Expiry: N timers due within 1 ms, 20 ms + the time to arm them ahead.
+        for (size_t p = 0; p < peers.size(); p++) {
+            Peer &peer = *peers[(p + (size_t)round) % peers.size()];
+            Figures &f = fig[(p + (size_t)round) % peers.size()];
+            if (peer.name == "naive")
+                continue;
+            int64_t t0 = px_now() + PX_MSEC(20) + (int64_t)n * 1000;
+            std::vector<int64_t> dl(n);
+            for (auto &t : dl)
+                t = t0 + rng.range(0, PX_MSEC(1));
+            int64_t last = peer.expire(dl);
+            if (round > 0 && last > t0)
+                f.expire.push_back((double)n / ((double)(last - t0) / 1e9) / 1e6);
+        }
+    }
+    std::vector<double> v(peers.size());
+    auto row = [&](const char *what, std::vector<double> Figures::*m, const char *unit, bool hb) {
+        for (size_t i = 0; i < peers.size(); i++)
+            v[i] = median(fig[i].*m);
+        print_row(what, n, peers, v, unit, hb);
+    };
+    row("add", &Figures::add, "ns", false);
+    row("cancel(add order)", &Figures::cancel_seq, "ns", false);
+    row("cancel(random order)", &Figures::cancel_rnd, "ns", false);
+    row("expiry", &Figures::expire, "M/s", true);
+    for (size_t i = 0; i < peers.size(); i++)
+        v[i] = fig[i].bytes_heap;
+    print_row("bytes/timer(malloc+caller)", n, peers, v, "B", false);
+    for (size_t i = 0; i < peers.size(); i++)
+        v[i] = fig[i].bytes_rss;
+    print_row("bytes/timer(rss+caller)", n, peers, v, "B", false);
+    fflush(stdout);
+}
+
+void run_lateness(int rounds)
+{
+    const size_t n = 2000;
+    std::vector<std::unique_ptr<Peer>> peers;
+    peers.emplace_back(new PxPeer(0, "parataxis"));
+    peers.emplace_back(new PxPeer(-1, "parataxis(slack 50us)"));
+#ifdef PXB_HAVE_UV
+    peers.emplace_back(new UvPeer(n));
+#endif
+#ifdef PXB_HAVE_ASIO
+    peers.emplace_back(new AsioPeer(n));
+#endif
+    std::vector<std::vector<int64_t>> all(peers.size());
+    Rng rng{7};
+    std::vector<int64_t> d(n), late;
+    for (int round = 0; round < rounds; round++) {
+        for (auto &x : d)
+            x = rng.range(PX_MSEC(1), PX_MSEC(200));
+        for (size_t p = 0; p < peers.size(); p++) {
+            size_t k = (p + (size_t)round) % peers.size();
+            peers[k]->lateness(d, late);
+            all[k].insert(all[k].end(), late.begin(), late.end());
+        }
+    }
+    printf("lateness (%zu timers x %d rounds at 1-200 ms, fire - due):\n", n, rounds);
+    for (size_t k = 0; k < peers.size(); k++) {
+        auto &v = all[k];
+        std::sort(v.begin(), v.end());
+        size_t early = (size_t)std::count_if(v.begin(), v.end(), [](int64_t x) { return x < 0; });
+        printf("lateness %s: p50 %.1f us, p99 %.1f us, max %.1f us, early %zu (min %.1f us)\n",
+               peers[k]->name.c_str(), (double)v[v.size() / 2] / 1e3, (double)v[v.size() * 99 / 100] / 1e3,
+               (double)v.back() / 1e3, early, (double)v.front() / 1e3);
+    }
+    fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    std::string what = argc > 1 ? argv[1] : "all";
+    size_t only_n = argc > 2 ? (size_t)atol(argv[2]) : 0;   // 0: 1e3, 1e5 and 1e6
+    printf("sizeof: px record 64 B (px_trec, static-asserted in timerq.c)");
+#ifdef PXB_HAVE_UV
+    printf(", uv_timer_t %zu B", sizeof(uv_timer_t));
+#endif
+#ifdef PXB_HAVE_ASIO
+    printf(", asio::steady_timer %zu B", sizeof(boost::asio::steady_timer));
+#endif
+    printf(", naive std::multiset node ~%zu B\n", sizeof(NaivePeer::Entry) + 32);
+    if (what == "ops" || what == "all")
+        for (size_t n : {(size_t)1000, (size_t)100000, (size_t)1000000})
+            if (only_n == 0 || n == only_n)
+                run_ops(n, n >= 1000000 ? 5 : 7);
+    if (what == "lateness" || what == "all")
+        run_lateness(3);
+    return 0;
+}
