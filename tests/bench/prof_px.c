@@ -1,0 +1,81 @@
+/*
+** prof_px.c -- one parataxis phase alone, to run under perf or callgrind:
+**
+**   prof_px add|cancel|expire N
+**
+** add: N adds 10-20 s ahead (after a warm-up add+cancel of N); cancel: N
+** cancels in random order; expire: N timers due within 1 ms, run on the worker.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "parataxis.h"
+
+static atomic_size_t calls;
+
+static void count(void *arg, int status)
+{
+    (void)arg;
+    (void)status;
+    atomic_fetch_add(&calls, 1);
+}
+
+static void wait_calls(size_t n)
+{
+    struct timespec ts = { 0, 200000 };
+    while (atomic_load(&calls) < n)
+        nanosleep(&ts, NULL);
+    atomic_store(&calls, 0);
+}
+
+static uint64_t rng = 1;
+
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+int main(int argc, char **argv)
+{
+    const char *phase = argc > 2 ? argv[1] : "add";
+    size_t n = argc > 2 ? (size_t)atol(argv[2]) : 100000;
+    uint64_t *id = malloc(n * sizeof *id);
+    px_timerq *q = px_timerq_new(NULL);
+    for (size_t i = 0; i < n; i++)   /* warm-up: records allocated once */
+        id[i] = px_timerq_add(q, PX_SEC(10) + (int64_t)(next() % PX_SEC(10)), count, NULL);
+    px_timerq_cancel_all(q);
+    wait_calls(n);
+    int64_t t0 = px_now();
+    if (strcmp(phase, "expire") == 0) {
+        int64_t due = px_now() + PX_MSEC(20) + (int64_t)n * 1000;
+        for (size_t i = 0; i < n; i++)
+            px_timerq_add_at(q, due + (int64_t)(next() % PX_MSEC(1)), count, NULL);
+        t0 = due;
+        wait_calls(n);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            id[i] = px_timerq_add(q, PX_SEC(10) + (int64_t)(next() % PX_SEC(10)), count, NULL);
+        if (strcmp(phase, "cancel") == 0) {
+            t0 = px_now();
+            for (size_t i = n - 1; i > 0; i--) {
+                size_t j = next() % (i + 1);
+                uint64_t t = id[i];
+                id[i] = id[j];
+                id[j] = t;
+            }
+            for (size_t i = 0; i < n; i++)
+                px_timerq_cancel(q, id[i]);
+        }
+    }
+    printf("%s @%zu: %.1f ns/op\n", phase, n, (double)(px_now() - t0) / (double)n);
+    px_timerq_free(q);
+    free(id);
+    return 0;
+}

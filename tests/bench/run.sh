@@ -1,0 +1,66 @@
+#!/bin/sh
+# run.sh -- builds and runs every timer-queue benchmark and prints a summary.
+#
+#   sh tests/bench/run.sh [BUILD_DIR] [--no-build]     (make bench calls this)
+#
+# BUILD_DIR defaults to build-bench.  Set PXB_QUICK=1 to skip the 1e6 rounds of
+# the peer benchmark.  The full output is kept in BUILD_DIR/bench-results.txt.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${1:-build-bench}
+case $build in /*) ;; *) build=$root/$build ;; esac
+if [ "${2:-}" != "--no-build" ]; then
+    gen=""
+    command -v ninja >/dev/null 2>&1 && gen="-G Ninja"
+    cmake -S "$root" -B "$build" $gen -DCMAKE_BUILD_TYPE=Release -DPARATAXIS_BENCH=ON >/dev/null
+    cmake --build "$build" --target bench_timers bench_tset bench_wake prof_px >/dev/null
+fi
+bin=$build/tests/bench
+out=$build/bench-results.txt
+: >"$out"
+say() { echo "$@" | tee -a "$out"; }
+
+say "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC')"
+
+say "== 3. ordered set vs heaps (data structure alone, wall clock)"
+"$bin/bench_tset" | tee -a "$out"
+
+if command -v valgrind >/dev/null 2>&1; then
+    say "== 3b. the same under callgrind (instructions per op, N=1e5, one round)"
+    cg=$(mktemp -d)
+    (cd "$cg" && valgrind --tool=callgrind --collect-atstart=no \
+        --callgrind-out-file="$cg/cg.out" "$bin/bench_tset" cg 100000 >/dev/null 2>&1)
+    for f in "$cg"/cg.out.*; do
+        label=$(sed -n 's/^desc: Trigger: Client Request: //p' "$f")
+        ir=$(sed -n 's/^totals: //p;s/^summary: //p' "$f" | head -1)
+        kind=${label%%-*}; phase=${label#*-}
+        case $kind in 0) kind="wheel+heap" ;; 1) kind="binary heap" ;; 2) kind="4-ary heap" ;; esac
+        say "callgrind $phase $kind: $(awk -v ir="$ir" 'BEGIN { printf "%.1f", ir / 100000 }') instructions/op"
+    done
+    rm -rf "$cg"
+else
+    say "(valgrind not found: no callgrind figures)"
+fi
+
+say "== 4. worker wakes during 1e5 adds"
+"$bin/bench_wake" 100000 | tee -a "$out"
+if command -v strace >/dev/null 2>&1; then
+    strace -f -c -e trace=futex -o "$build/bench-wake.strace" "$bin/bench_wake" 100000 >/dev/null
+    say "strace -f -c -e trace=futex (both cases, whole process):"
+    grep -E 'futex|calls' "$build/bench-wake.strace" | tee -a "$out"
+fi
+
+say "== 1, 2. parataxis vs libuv vs Asio vs naive (one process, interleaved rounds)"
+if [ "${PXB_QUICK:-0}" = 1 ]; then
+    "$bin/bench_timers" ops 1000 | tee -a "$out"
+    "$bin/bench_timers" ops 100000 | grep -v '^sizeof' | tee -a "$out"
+    "$bin/bench_timers" lateness | grep -v '^sizeof' | tee -a "$out"
+else
+    "$bin/bench_timers" all | tee -a "$out"
+fi
+
+say "== summary (targets at 1e6: add <= 85 ns, cancel <= 100 ns, expiry >= 10 M/s, <= 64 B/timer;"
+say "   lateness p99 below Asio's, no early fire; worker wakes ~1)"
+grep -E '^(add|cancel|expiry|bytes).*@1e6|^lateness |^wakes |^tset .*@1000000' "$out" || true
+echo "(full output: $out)"
