@@ -1,0 +1,21 @@
+"""parataxis: a thread-safe timer queue (and, later, fibers) from libparataxis.
+
+    import parataxis
+    with parataxis.TimerQueue() as q:
+        q.add(0.1, lambda aborted: print("fired" if not aborted else "aborted"))
+
+See docs/python.md.
+"""
+from ._core import HandlerQueue, Timer, TimerQueue, now, version
+from ._errors import (BusyError, Cancelled, Closed, DeadlockError, Error, ForkedError,
+                      InvalidArgument, NoFiberError, NoMemory, NotOwnerError,
+                      OwnerDiedError, Timeout, WrongThreadError)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "TimerQueue", "Timer", "HandlerQueue", "now", "version",
+    "Error", "InvalidArgument", "NoMemory", "Timeout", "Cancelled", "DeadlockError",
+    "NotOwnerError", "BusyError", "OwnerDiedError", "NoFiberError", "Closed",
+    "ForkedError", "WrongThreadError",
+]

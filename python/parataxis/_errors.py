@@ -1,0 +1,91 @@
+"""The exception hierarchy: one class per C error code, all under parataxis.Error."""
+from __future__ import annotations
+
+from typing import Dict, NoReturn, Type
+
+from ._parataxis import ffi, lib
+
+
+class Error(Exception):
+    """Base of every parataxis exception; `code` is the C PX_E* value (or 0)."""
+
+    code: int = 0
+
+    def __init__(self, *args: object) -> None:
+        if not args and self.code:
+            args = (ffi.string(lib.px_strerror(self.code)).decode(),)
+        super().__init__(*args)
+
+
+class InvalidArgument(Error, ValueError):
+    code = lib.PX_EINVAL
+
+
+class NoMemory(Error, MemoryError):
+    code = lib.PX_ENOMEM
+
+
+class Timeout(Error, TimeoutError):
+    code = lib.PX_ETIMEDOUT
+
+
+class Cancelled(Error):
+    code = lib.PX_ECANCELED
+
+
+class DeadlockError(Error):
+    code = lib.PX_EDEADLK
+
+
+class NotOwnerError(Error, PermissionError):
+    code = lib.PX_EPERM
+
+
+class BusyError(Error):
+    code = lib.PX_EBUSY
+
+
+class OwnerDiedError(Error):
+    code = lib.PX_EOWNERDEAD
+
+
+class NoFiberError(Error, RuntimeError):
+    code = lib.PX_ENOFIBER
+
+
+class Closed(Error, RuntimeError):
+    """The object was closed (or is shutting down)."""
+
+    code = lib.PX_ECLOSED
+
+
+class ForkedError(Closed):
+    """The object belongs to the parent of a fork(): unusable in the child."""
+
+    code = lib.PX_EFORKED
+
+
+class WrongThreadError(Error, RuntimeError):
+    code = lib.PX_ETHREAD
+
+
+_BY_CODE: Dict[int, Type[Error]] = {
+    c.code: c
+    for c in (InvalidArgument, NoMemory, Timeout, Cancelled, DeadlockError, NotOwnerError,
+              BusyError, OwnerDiedError, NoFiberError, Closed, ForkedError, WrongThreadError)
+}
+
+
+def raise_for(code: int) -> NoReturn:
+    """Raise the exception that C error `code` maps to."""
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        raise Error(ffi.string(lib.px_strerror(code)).decode())
+    raise cls()
+
+
+def check(code: int) -> int:
+    """Return `code` when it is not an error, else raise its exception."""
+    if code < 0:
+        raise_for(code)
+    return code
