@@ -1,0 +1,124 @@
+/*
+** check.h -- the few helpers every C test shares.
+**
+** CHECK* print file:line and exit(1) on failure: a test stops at its first broken
+** promise.  px_event is a one-way latch (mutex + condvar) whose wait gives up
+** after a generous timeout, so a broken contract fails a test instead of hanging it.
+*/
+#ifndef PX_TEST_CHECK_H
+#define PX_TEST_CHECK_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "parataxis.h"
+
+#define CHECK(c) do { \
+    if (!(c)) { \
+        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
+        exit(1); \
+    } \
+} while (0)
+
+#define CHECK_EQ(a, b) do { \
+    long long px_a_ = (long long)(a), px_b_ = (long long)(b); \
+    if (px_a_ != px_b_) { \
+        fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s (%lld != %lld)\n", \
+                __FILE__, __LINE__, #a, #b, px_a_, px_b_); \
+        exit(1); \
+    } \
+} while (0)
+
+#define CHECK_GE(a, b) do { \
+    long long px_a_ = (long long)(a), px_b_ = (long long)(b); \
+    if (px_a_ < px_b_) { \
+        fprintf(stderr, "%s:%d: CHECK_GE failed: %s >= %s (%lld < %lld)\n", \
+                __FILE__, __LINE__, #a, #b, px_a_, px_b_); \
+        exit(1); \
+    } \
+} while (0)
+
+/* How long a wait may last before the test calls it a hang (sanitizers are slow). */
+#define PX_TEST_TIMEOUT_NS PX_SEC(30)
+
+typedef struct px_event {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int count;               /* how many times it was set */
+} px_event;
+
+static inline void ev_init(px_event *e)
+{
+    CHECK(pthread_mutex_init(&e->m, NULL) == 0);
+    CHECK(pthread_cond_init(&e->c, NULL) == 0);
+    e->count = 0;
+}
+
+static inline void ev_destroy(px_event *e)
+{
+    pthread_cond_destroy(&e->c);
+    pthread_mutex_destroy(&e->m);
+}
+
+static inline void ev_set(px_event *e)
+{
+    pthread_mutex_lock(&e->m);
+    e->count++;
+    pthread_cond_broadcast(&e->c);
+    pthread_mutex_unlock(&e->m);
+}
+
+static inline int ev_count(px_event *e)
+{
+    pthread_mutex_lock(&e->m);
+    int n = e->count;
+    pthread_mutex_unlock(&e->m);
+    return n;
+}
+
+/* Waits until the event was set `n` times; returns 0 on timeout. */
+static inline int ev_wait_n_ns(px_event *e, int n, int64_t timeout_ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t t = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + timeout_ns;
+    ts.tv_sec = (time_t)(t / 1000000000);
+    ts.tv_nsec = (long)(t % 1000000000);
+    pthread_mutex_lock(&e->m);
+    int rc = 0;
+    while (e->count < n && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&e->c, &e->m, &ts);
+    int ok = e->count >= n;
+    pthread_mutex_unlock(&e->m);
+    return ok;
+}
+
+static inline int ev_wait_n(px_event *e, int n)
+{
+    return ev_wait_n_ns(e, n, PX_TEST_TIMEOUT_NS);
+}
+
+#define EV_WAIT(e, n) CHECK(ev_wait_n((e), (n)))
+
+/* A real sleep, for handlers that must outlast a period; never for synchronizing. */
+static inline void sleep_ns(int64_t ns)
+{
+    struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* A small deterministic generator (splitmix64): tests replay the same way. */
+static inline uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+#endif /* PX_TEST_CHECK_H */
