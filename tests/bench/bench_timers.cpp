@@ -409,10 +409,13 @@ void print_row(const char *what, size_t n, const std::vector<std::unique_ptr<Pee
                const std::vector<double> &v, const char *unit, bool higher_better)
 {
     printf("%s @%s:", what, label_n(n));
+    const char *sep = "";
     for (size_t i = 0; i < peers.size(); i++)
-        if (v[i] > 0)
-            printf(" %s %.4g %s%s", peers[i]->name.c_str(), v[i], unit, i + 1 < peers.size() ? "," : "");
-    const char *sep = ", ratio";
+        if (v[i] > 0) {
+            printf("%s %s %.4g %s", sep, peers[i]->name.c_str(), v[i], unit);
+            sep = ",";
+        }
+    sep = ", ratio";
     for (size_t i = 1; i < peers.size(); i++)
         if (v[i] > 0 && v[0] > 0) {
             printf("%s %.2fx %s", sep, higher_better ? v[i] / v[0] : v[0] / v[i], peers[i]->name.c_str());

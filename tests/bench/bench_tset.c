@@ -221,7 +221,9 @@ int main(int argc, char **argv)
         return 0;
     }
     size_t max_n = argc > 1 ? (size_t)atol(argv[1]) : 1000000;
-    for (size_t n = 1000; n <= max_n; n *= 100)
-        run_wall(n, n >= 1000000 ? 5 : 9);
+    static const size_t sizes[] = { 1000, 100000, 1000000 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i] <= max_n)
+            run_wall(sizes[i], sizes[i] >= 1000000 ? 5 : 9);
     return 0;
 }

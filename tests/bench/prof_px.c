@@ -1,9 +1,10 @@
 /*
 ** prof_px.c -- one parataxis phase alone, to run under perf or callgrind:
 **
-**   prof_px add|cancel|expire N
+**   prof_px add|add-random|cancel|expire N
 **
-** add: N adds 10-20 s ahead (after a warm-up add+cancel of N); cancel: N
+** add: N adds 10-20 s ahead (after a warm-up add+cancel_all of N; add-random:
+** after a warm-up whose cancels freed the records in random order); cancel: N
 ** cancels in random order; expire: N timers due within 1 ms, run on the worker.
 */
 #define _POSIX_C_SOURCE 200809L
@@ -42,6 +43,16 @@ static uint64_t next(void)
     return rng;
 }
 
+static void shuffle(uint64_t *id, size_t n)
+{
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = next() % (i + 1);
+        uint64_t t = id[i];
+        id[i] = id[j];
+        id[j] = t;
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *phase = argc > 2 ? argv[1] : "add";
@@ -50,7 +61,13 @@ int main(int argc, char **argv)
     px_timerq *q = px_timerq_new(NULL);
     for (size_t i = 0; i < n; i++)   /* warm-up: records allocated once */
         id[i] = px_timerq_add(q, PX_SEC(10) + (int64_t)(next() % PX_SEC(10)), count, NULL);
-    px_timerq_cancel_all(q);
+    if (strcmp(phase, "add-random") == 0) {   /* free records in random order */
+        shuffle(id, n);
+        for (size_t i = 0; i < n; i++)
+            px_timerq_cancel(q, id[i]);
+    } else {
+        px_timerq_cancel_all(q);
+    }
     wait_calls(n);
     int64_t t0 = px_now();
     if (strcmp(phase, "expire") == 0) {
@@ -64,12 +81,7 @@ int main(int argc, char **argv)
             id[i] = px_timerq_add(q, PX_SEC(10) + (int64_t)(next() % PX_SEC(10)), count, NULL);
         if (strcmp(phase, "cancel") == 0) {
             t0 = px_now();
-            for (size_t i = n - 1; i > 0; i--) {
-                size_t j = next() % (i + 1);
-                uint64_t t = id[i];
-                id[i] = id[j];
-                id[j] = t;
-            }
+            shuffle(id, n);
             for (size_t i = 0; i < n; i++)
                 px_timerq_cancel(q, id[i]);
         }
