@@ -1,0 +1,118 @@
+/* The backend-independent half of a context switch: sanitizer bookkeeping
+ * around the backend's raw swap (context_asm.c + .S, or context_ucontext.c). */
+#include <stdlib.h>
+
+#include "parataxis.h"
+#include "context.h"
+#include "context_backend.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PX_ASAN 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define PX_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define PX_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define PX_TSAN 1
+#endif
+
+#ifdef PX_ASAN
+#include <sanitizer/common_interface_defs.h>
+/* The context that switched last on this thread: the resumed side learns
+ * from ASan the bounds of the stack it came from and stores them there. */
+static _Thread_local px_context *asan_from;
+
+static void asan_start(px_context *from, px_context *to, int final) {
+  asan_from = from;
+  __sanitizer_start_switch_fiber(final ? NULL : &from->asan_fake,
+                                 to->stack_lo, to->stack_size);
+}
+
+static void asan_finish(void *fake) {
+  px_context *from = asan_from;
+  const void *lo;
+  size_t size;
+  __sanitizer_finish_switch_fiber(fake, &lo, &size);
+  if (from && !from->stack_lo) {   /* a thread context: bounds learnt here */
+    from->stack_lo = lo;
+    from->stack_size = size;
+  }
+}
+#else
+#define asan_start(from, to, final) ((void)0)
+#define asan_finish(fake) ((void)0)
+#endif
+
+#ifdef PX_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
+void px_ctx_entry(px_context *c) {
+  asan_finish(NULL);
+  c->entry(c->arg);
+  abort();   /* entry must not return: nothing to return to */
+}
+
+void px_context_init_thread(px_context *c) {
+  c->sp = NULL;
+  c->entry = NULL;
+  c->arg = NULL;
+  c->stack_lo = NULL;
+  c->stack_size = 0;
+  c->asan_fake = NULL;
+#ifdef PX_TSAN
+  c->tsan_fiber = __tsan_get_current_fiber();
+#else
+  c->tsan_fiber = NULL;
+#endif
+  c->tsan_owned = 0;
+}
+
+int px_context_make(px_context *c, void *stack_lo, size_t size,
+                    void (*entry)(void *arg), void *arg) {
+  px_context_init_thread(c);
+  c->entry = entry;
+  c->arg = arg;
+  c->stack_lo = stack_lo;
+  c->stack_size = size;
+#ifdef PX_TSAN
+  c->tsan_fiber = __tsan_create_fiber(0);
+  if (!c->tsan_fiber)
+    return PX_ENOMEM;
+  c->tsan_owned = 1;
+#endif
+  px_ctx_prepare(c, stack_lo, size);
+  return 0;
+}
+
+void px_context_switch(px_context *from, px_context *to) {
+  asan_start(from, to, 0);
+#ifdef PX_TSAN
+  __tsan_switch_to_fiber(to->tsan_fiber, 0);
+#endif
+  px_ctx_swap(&from->sp, to->sp);
+  asan_finish(from->asan_fake);
+}
+
+void px_context_switch_final(px_context *from, px_context *to) {
+  asan_start(from, to, 1);
+#ifdef PX_TSAN
+  __tsan_switch_to_fiber(to->tsan_fiber, 0);
+#endif
+  px_ctx_swap(&from->sp, to->sp);
+  abort();   /* a finished context is never resumed */
+}
+
+void px_context_destroy(px_context *c) {
+#ifdef PX_TSAN
+  if (c->tsan_owned && c->tsan_fiber)
+    __tsan_destroy_fiber(c->tsan_fiber);
+#endif
+  c->tsan_fiber = NULL;
+  c->tsan_owned = 0;
+}

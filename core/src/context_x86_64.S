@@ -1,0 +1,65 @@
+/* x86-64 SysV raw context switch.  Saves what the ABI says a callee must
+ * preserve: rbx rbp r12-r15, rsp, and the MXCSR / x87 control words. */
+        .text
+
+/* void px_ctx_swap(void **save, void *sp) */
+        .globl  px_ctx_swap
+        .hidden px_ctx_swap
+        .type   px_ctx_swap, @function
+        .p2align 4
+px_ctx_swap:
+        .cfi_startproc
+        pushq   %rbp
+        pushq   %rbx
+        pushq   %r12
+        pushq   %r13
+        pushq   %r14
+        pushq   %r15
+        subq    $8, %rsp
+        stmxcsr (%rsp)
+        fnstcw  4(%rsp)
+        movq    %rsp, (%rdi)
+        movq    %rsi, %rsp
+        ldmxcsr (%rsp)
+        fldcw   4(%rsp)
+        addq    $8, %rsp
+        popq    %r15
+        popq    %r14
+        popq    %r13
+        popq    %r12
+        popq    %rbx
+        popq    %rbp
+        ret
+        .cfi_endproc
+        .size   px_ctx_swap, .-px_ctx_swap
+
+/* First code on a new stack, reached by px_ctx_swap's ret; r12 = context.
+ * rbp is 0 and the fake return address above is 0, ending backtraces. */
+        .globl  px_ctx_trampoline
+        .hidden px_ctx_trampoline
+        .type   px_ctx_trampoline, @function
+        .p2align 4
+px_ctx_trampoline:
+        .cfi_startproc
+        .cfi_undefined rip
+        movq    %r12, %rdi
+        call    px_ctx_entry@PLT
+        ud2
+        .cfi_endproc
+        .size   px_ctx_trampoline, .-px_ctx_trampoline
+
+/* void px_ctx_fpctl(void *out8): the caller's MXCSR and x87 control word,
+ * inherited by new contexts. */
+        .globl  px_ctx_fpctl
+        .hidden px_ctx_fpctl
+        .type   px_ctx_fpctl, @function
+        .p2align 4
+px_ctx_fpctl:
+        .cfi_startproc
+        stmxcsr (%rdi)
+        fnstcw  4(%rdi)
+        ret
+        .cfi_endproc
+        .size   px_ctx_fpctl, .-px_ctx_fpctl
+
+        .section .note.GNU-stack,"",@progbits
