@@ -85,10 +85,9 @@ def _ns(seconds: float, what: str = "delay") -> int:
         raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
     if not (seconds >= 0 and math.isfinite(seconds)):
         raise ValueError(f"{what} must be finite and >= 0, got {seconds!r}")
-    ns = int(seconds * 1e9)
-    if ns >= 1 << 62:
+    if seconds >= 4e9:                  # ~126 years: beyond what the clock holds
         raise ValueError(f"{what} too large: {seconds!r}")
-    return ns
+    return int(seconds * 1e9)
 
 
 def _check_handler(fn: object) -> None:
