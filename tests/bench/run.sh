@@ -13,8 +13,13 @@ case $build in /*) ;; *) build=$root/$build ;; esac
 if [ "${2:-}" != "--no-build" ]; then
     gen=""
     command -v ninja >/dev/null 2>&1 && gen="-G Ninja"
-    cmake -S "$root" -B "$build" $gen -DCMAKE_BUILD_TYPE=Release -DPARATAXIS_BENCH=ON >/dev/null
-    cmake --build "$build" --target bench_timers bench_tset bench_wake prof_px >/dev/null
+    cmake -S "$root" -B "$build" $gen -DCMAKE_BUILD_TYPE=Release -DPARATAXIS_BENCH=ON -DPARATAXIS_TESTS=OFF >/dev/null
+    if ! cmake --build "$build" --target bench_timers bench_tset bench_wake prof_px \
+            >"$build/bench-build.log" 2>&1; then
+        tail -30 "$build/bench-build.log"
+        echo "run.sh: the benchmarks did not build (full log: $build/bench-build.log)" >&2
+        exit 1
+    fi
 fi
 bin=$build/tests/bench
 out=$build/bench-results.txt
