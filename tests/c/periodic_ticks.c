@@ -75,8 +75,6 @@ static void test_phase(px_timerq *q)
             CHECK_GE(k, LONG_TICK + 2);      /* the missed tick was skipped */
         prev_k = k;
     }
-    ev_destroy(&t.tick);
-    ev_destroy(&t.final);
 }
 
 /* -- cancel during a tick -------------------------------------------------- */

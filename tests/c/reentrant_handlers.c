@@ -32,7 +32,6 @@ static void test_chain(void)
     CHECK(px_timerq_add(q, 0, on_chain, NULL) != 0);
     EV_WAIT(&chain_done, 1);
     CHECK_EQ(chain_depth, CHAIN);
-    ev_destroy(&chain_done);
 }
 
 /* -- a handler cancels another timer, and one it just added ---------------- */
@@ -121,7 +120,6 @@ static void test_cancel_self(void)
     CHECK(px_timerq_add(q, 0, on_record, &marker) != 0);
     EV_WAIT(&marker.ev, 1);
     CHECK_EQ(s.calls, 1);
-    ev_destroy(&marker.ev);
 }
 
 /* -- a handler calls pending and cancel_all -------------------------------- */

@@ -1,0 +1,172 @@
+/*
+** executors -- where handlers run: the default worker (not the caller's thread);
+** a px_queue (only inside px_queue_drain, on the draining thread, its fd readable
+** exactly while handlers wait, a drain budget leaves it readable); a user executor
+** whose post fails (the handler runs inline, once); cancel winning while an
+** expired handler waits in a px_queue; px_queue_free running what remains.
+*/
+#include <poll.h>
+#include <stdatomic.h>
+
+#include "check.h"
+
+typedef struct call {
+    int status, calls;
+    pthread_t thread;
+} call;
+
+static px_event called;
+
+static void on_call(void *arg, int status)
+{
+    call *c = arg;
+    c->status = status;
+    c->calls++;
+    c->thread = pthread_self();
+    ev_set(&called);
+}
+
+static int fd_readable(int fd)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    int rc = poll(&p, 1, 0);
+    CHECK(rc >= 0);
+    return rc == 1 && (p.revents & POLLIN);
+}
+
+/* Waits (bounded) until `n` handlers are queued in `pq`. */
+static void await_size(px_queue *pq, size_t n)
+{
+    int64_t end = px_now() + PX_TEST_TIMEOUT_NS;
+    while (px_queue_size(pq) < n) {
+        CHECK(px_now() < end);
+        CHECK(px_queue_wait(pq, PX_MSEC(100)) >= 0);
+        if (px_queue_size(pq) < n)
+            sleep_ns(PX_USEC(200));   /* handlers wait, but not all of them yet */
+    }
+}
+
+static void test_default_worker(void)
+{
+    call c = { 0 };
+    int base = ev_count(&called);
+    px_timerq *q = px_timerq_new(NULL);
+    CHECK(q != NULL);
+    CHECK(px_timerq_add(q, 0, on_call, &c) != 0);
+    EV_WAIT(&called, base + 1);
+    CHECK(!pthread_equal(c.thread, pthread_self()));
+    px_timerq_free(q);
+    CHECK_EQ(c.calls, 1);
+}
+
+static void test_queue(void)
+{
+    enum { N = 5 };
+    call c[N] = { { 0 } };
+    px_queue *pq = px_queue_new();
+    CHECK(pq != NULL);
+    int fd = px_queue_fd(pq);
+    CHECK(fd >= 0);
+    CHECK(!fd_readable(fd));
+    CHECK_EQ(px_queue_wait(pq, 0), 0);
+    px_executor ex = px_queue_executor(pq);
+    px_timerq_opts o = { .executor = &ex, .timer_slack_ns = 0 };
+    px_timerq *q = px_timerq_new(&o);
+    CHECK(q != NULL);
+    for (int i = 0; i < N; i++)
+        CHECK(px_timerq_add(q, PX_USEC(100 * i), on_call, &c[i]) != 0);
+    await_size(pq, N);
+    CHECK(fd_readable(fd));
+    CHECK_EQ(px_queue_wait(pq, 0), 1);
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(c[i].calls, 0);            /* nothing runs outside a drain */
+    CHECK_EQ(px_queue_drain(pq, 2), 2);
+    CHECK(fd_readable(fd));                 /* the budget left three behind */
+    CHECK_EQ(px_queue_size(pq), 3);
+    CHECK_EQ(px_queue_drain(pq, 0), 3);
+    CHECK(!fd_readable(fd));
+    CHECK_EQ(px_queue_drain(pq, 0), 0);
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(c[i].calls, 1);
+        CHECK_EQ(c[i].status, 0);
+        CHECK(pthread_equal(c[i].thread, pthread_self()));
+    }
+
+    /* Cancel wins while the expired handler waits in the queue. */
+    call late = { 0 };
+    uint64_t id = px_timerq_add(q, 0, on_call, &late);
+    CHECK(id != 0);
+    await_size(pq, 1);
+    CHECK_EQ(px_timerq_cancel(q, id), 1);
+    CHECK_EQ(px_timerq_cancel(q, id), 0);
+    CHECK_EQ(late.calls, 0);
+    CHECK_EQ(px_queue_drain(pq, 0), 1);
+    CHECK_EQ(late.calls, 1);
+    CHECK_EQ(late.status, PX_ECANCELED);
+    CHECK(pthread_equal(late.thread, pthread_self()));
+
+    /* Handlers already posted outlive the timer queue; px_queue_free runs them. */
+    call left[3] = { { 0 } };
+    for (int i = 0; i < 3; i++)
+        CHECK(px_timerq_add(q, 0, on_call, &left[i]) != 0);
+    await_size(pq, 3);
+    px_timerq_free(q);
+    CHECK(px_queue_post(pq, on_call, &left[2], 7) == 0);   /* a direct post, too */
+    CHECK_EQ(left[0].calls + left[1].calls + left[2].calls, 0);
+    px_queue_free(pq);
+    CHECK_EQ(left[0].calls, 1);
+    CHECK_EQ(left[1].calls, 1);
+    CHECK_EQ(left[2].calls, 2);
+    CHECK_EQ(left[2].status, 7);
+    CHECK(left[0].status == 0 || left[0].status == PX_ECANCELED);
+
+    CHECK_EQ(px_queue_post(NULL, on_call, NULL, 0), PX_EINVAL);
+    CHECK_EQ(px_queue_drain(NULL, 0), PX_EINVAL);
+    CHECK_EQ(px_queue_fd(NULL), PX_EINVAL);
+    CHECK_EQ(px_queue_wait(NULL, 0), PX_EINVAL);
+    px_queue_free(NULL);
+}
+
+/* An executor that always refuses: the queue must run the handler itself. */
+static atomic_int posts;
+
+static int refuse(void *ctx, px_handler_fn fn, void *arg, int status)
+{
+    (void)ctx; (void)fn; (void)arg; (void)status;
+    atomic_fetch_add(&posts, 1);
+    return PX_ENOMEM;
+}
+
+static void test_failing_executor(void)
+{
+    call fired = { 0 }, aborted = { 0 };
+    px_executor ex = { refuse, NULL };
+    px_timerq_opts o = { .executor = &ex, .timer_slack_ns = -1 };
+    px_timerq *q = px_timerq_new(&o);
+    CHECK(q != NULL);
+    int base = ev_count(&called);
+    CHECK(px_timerq_add(q, 0, on_call, &fired) != 0);
+    EV_WAIT(&called, base + 1);
+    uint64_t id = px_timerq_add(q, PX_SEC(10), on_call, &aborted);
+    CHECK(id != 0);
+    CHECK_EQ(px_timerq_cancel(q, id), 1);
+    EV_WAIT(&called, base + 2);
+    px_timerq_free(q);
+    CHECK_EQ(fired.calls, 1);
+    CHECK_EQ(fired.status, 0);
+    CHECK(!pthread_equal(fired.thread, pthread_self()));   /* inline, on the worker */
+    CHECK_EQ(aborted.calls, 1);
+    CHECK_EQ(aborted.status, PX_ECANCELED);
+    CHECK_GE(atomic_load(&posts), 1);
+    CHECK_EQ(ev_count(&called), base + 2);
+}
+
+int main(void)
+{
+    ev_init(&called);
+    test_default_worker();
+    test_queue();
+    test_failing_executor();
+    puts("ok");
+    return 0;
+}

@@ -1,0 +1,16 @@
+/* Recursion that really uses stack: each frame holds a buffer the
+ * optimizer cannot drop, and the call is not a tail call. */
+#ifndef CTX_RECURSE_H
+#define CTX_RECURSE_H
+#include <stdint.h>
+
+/* Recurse until a frame lies below stop (0: forever); returns the depth. */
+static long recurse_until(uintptr_t stop) {
+  volatile char buf[256];
+  for (int i = 0; i < 256; i++)   /* every byte: a canary cannot be skipped */
+    buf[i] = (char)(i & 1);
+  if (stop && (uintptr_t)buf < stop)
+    return buf[1];
+  return recurse_until(stop) + buf[1];
+}
+#endif
