@@ -13,7 +13,12 @@ case $build in /*) ;; *) build=$root/$build ;; esac
 if [ "${2:-}" != "--no-build" ]; then
     gen=""
     command -v ninja >/dev/null 2>&1 && gen="-G Ninja"
-    cmake -S "$root" -B "$build" $gen -DCMAKE_BUILD_TYPE=Release -DPARATAXIS_BENCH=ON -DPARATAXIS_TESTS=OFF >/dev/null
+    # A configured dir (make bench configures it) keeps its settings; a fresh
+    # one is made without the tests, which the benchmarks do not need.
+    if [ ! -f "$build/CMakeCache.txt" ]; then
+        cmake -S "$root" -B "$build" $gen -DCMAKE_BUILD_TYPE=Release \
+            -DPARATAXIS_BENCH=ON -DPARATAXIS_TESTS=OFF >/dev/null
+    fi
     if ! cmake --build "$build" --target bench_timers bench_tset bench_wake prof_px \
             >"$build/bench-build.log" 2>&1; then
         tail -30 "$build/bench-build.log"
