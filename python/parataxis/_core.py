@@ -2,7 +2,7 @@
 
 How a Python handler reaches C and comes back exactly once:
 
-- Each add wraps the callable in a _Call and passes ffi.new_handle(call) as the C
+- Each add wraps the callable in a tuple `call` and passes ffi.new_handle(call) as the C
   `arg`.  The handle is kept in the module-level dict _LIVE (a root the garbage
   collector cannot break, even when the TimerQueue object itself is gone) until
   the handler's final call -- a one-shot's only call, a periodic timer's aborted
@@ -20,7 +20,7 @@ import math
 import os
 import threading
 import weakref
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Dict, NoReturn, Optional, Union
 
 from ._errors import Closed, ForkedError, InvalidArgument, NoMemory, check
 from ._parataxis import ffi, lib
@@ -30,11 +30,16 @@ Executor = Union[None, "HandlerQueue", asyncio.AbstractEventLoop, concurrent.fut
 
 _NULL = ffi.NULL
 _ECANCELED = lib.PX_ECANCELED
-_LIVE: Dict["_Call", Any] = {}          # call -> its ffi handle, until the final call
+# A call is the tuple (fn, periodic, owner state); _LIVE maps id(call) to the ffi
+# handle made from it, until the final call.
+_LIVE: Dict[int, Any] = {}
 _CTX: Dict[int, Any] = {}               # id(queue state) -> executor ctx handle
 _QUEUES: "weakref.WeakSet[TimerQueue]" = weakref.WeakSet()
 _HQUEUES: "weakref.WeakSet[HandlerQueue]" = weakref.WeakSet()
+_DEFERRED: "set[_State]" = set()       # closed from their own worker: calls owed
 _tls = threading.local()
+_new_handle, _from_handle = ffi.new_handle, ffi.from_handle
+_add, _cancel = lib.px_timerq_add, lib.px_timerq_cancel
 
 
 class _State:
@@ -43,27 +48,19 @@ class _State:
     __slots__ = ("__weakref__",)
 
 
-class _Call:
-    __slots__ = ("fn", "periodic", "owner")
-
-    def __init__(self, fn: Handler, periodic: bool, owner: _State) -> None:
-        self.fn = fn
-        self.periodic = periodic
-        self.owner = owner
-
-
 @ffi.def_extern()
 def pxpy_handler(arg: Any, status: int) -> None:
     # cffi reports an exception escaping this function through sys.unraisablehook
     # and returns to C: the worker (or the draining thread) goes on.
-    call = ffi.from_handle(arg)
+    call = _from_handle(arg)
+    fn, periodic, owner = call
     aborted = status != 0
-    if aborted or not call.periodic:
-        del _LIVE[call]                 # the final call: release the handle
+    if aborted or not periodic:
+        del _LIVE[id(call)]             # the final call: release the handle
     prev = getattr(_tls, "current", None)
-    _tls.current = call.owner
+    _tls.current = owner
     try:
-        call.fn(aborted)
+        fn(aborted)
     finally:
         _tls.current = prev
 
@@ -78,6 +75,9 @@ def pxpy_post(ctx: Any, fn: Any, arg: Any, status: int) -> int:
     except BaseException:
         return lib.PX_ECLOSED           # shut down: the worker runs it inline
     return 0
+
+
+_handler = lib.pxpy_handler             # the C address of the extern "Python" function
 
 
 def _ns(seconds: float, what: str = "delay") -> int:
@@ -236,26 +236,34 @@ class TimerQueue:
             raise Closed("TimerQueue is closed")
         return self._q
 
-    def _arm(self, fn: Handler, periodic: bool, first: int, period: int) -> int:
-        q = self._ptr()
-        call = _Call(fn, periodic, self._state)
-        h = ffi.new_handle(call)
-        _LIVE[call] = h
-        if periodic:
-            tid = lib.px_timerq_add_periodic(q, first, period, lib.pxpy_handler, h)
-        else:
-            tid = lib.px_timerq_add(q, first, lib.pxpy_handler, h)
-        if tid == 0:                    # not added: fn will never be called
-            del _LIVE[call]
-            self._ptr()
-            raise NoMemory("the timer could not be added")
-        return int(tid)
+    def _not_added(self, key: int) -> NoReturn:
+        del _LIVE[key]                  # fn will never be called
+        self._ptr()                     # raises Closed / ForkedError
+        raise NoMemory("the timer could not be added")
 
+    # add and cancel are the hot path (see tests/bench/bench_python.py): one
+    # tuple, one handle, one dict store, one C call; checks only where they are
+    # cheap, and the slow path explains a failure after C reported it.  A closed
+    # queue has _q == NULL, which C refuses.
     def add(self, delay: float, fn: Handler) -> int:
         """Call fn(False) after `delay` seconds, or fn(True) if aborted first.
         Returns the timer id (never 0, never reused by this queue)."""
-        _check_handler(fn)
-        return self._arm(fn, False, _ns(delay), 0)
+        if not callable(fn):
+            _check_handler(fn)
+        if type(delay) is float or type(delay) is int:
+            if not 0 <= delay < 4e9:
+                _ns(delay)
+            ns = int(delay * 1e9)
+        else:
+            ns = _ns(delay)
+        call = (fn, False, self._state)
+        h = _new_handle(call)
+        key = id(call)
+        _LIVE[key] = h
+        tid = _add(self._q, ns, _handler, h)
+        if tid == 0:
+            self._not_added(key)
+        return tid
 
     def add_periodic(self, first: float, period: float, fn: Handler) -> int:
         """Call fn(False) after `first` s, then every `period` s (> 0); the timer
@@ -264,14 +272,28 @@ class TimerQueue:
         p = _ns(period, "period")
         if p == 0:
             raise ValueError("period must be > 0")
-        return self._arm(fn, True, _ns(first, "first"), p)
+        f = _ns(first, "first")
+        call = (fn, True, self._state)
+        h = _new_handle(call)
+        key = id(call)
+        _LIVE[key] = h
+        tid = lib.px_timerq_add_periodic(self._q, f, p, _handler, h)
+        if tid == 0:
+            self._not_added(key)
+        return tid
 
     def cancel(self, timer_id: int) -> bool:
         """Abort a timer.  True while its handler has not started (it is then
         called with aborted=True); False when too late or unknown."""
-        if not isinstance(timer_id, int) or timer_id < 0 or timer_id >= 1 << 64:
+        try:
+            r = _cancel(self._q, timer_id)
+        except OverflowError:           # negative or >= 2**64: no such timer
+            self._ptr()
             return False
-        return check(lib.px_timerq_cancel(self._ptr(), timer_id)) == 1
+        if r >= 0:
+            return r == 1
+        self._ptr()
+        return check(r) == 1
 
     def cancel_all(self) -> int:
         """Cancel every timer whose handler has not started; return how many."""
@@ -305,7 +327,9 @@ class TimerQueue:
             return
         inside = getattr(_tls, "current", None) is self._state
         lib.px_timerq_free(q)           # GIL released while it joins the worker
-        if not inside:
+        if inside:
+            _DEFERRED.add(self._state)  # the worker still owes calls: see exit
+        else:
             _CTX.pop(id(self._state), None)
         if self._hq is not None:
             if inside or not self._on_loop_thread():
@@ -370,12 +394,12 @@ class Timer:
         """Call fn(False) at the expiry, or fn(True) if the wait is aborted first."""
         _check_handler(fn)
         t = self._ptr()
-        call = _Call(fn, False, self._queue._state)
-        h = ffi.new_handle(call)
-        _LIVE[call] = h
-        rc = lib.px_timer_async_wait(t, lib.pxpy_handler, h)
+        call = (fn, False, self._queue._state)
+        h = _new_handle(call)
+        _LIVE[id(call)] = h
+        rc = lib.px_timer_async_wait(t, _handler, h)
         if rc < 0:
-            del _LIVE[call]
+            del _LIVE[id(call)]
             check(rc)
 
     def cancel(self) -> int:
@@ -424,6 +448,20 @@ def _close_all_at_exit() -> None:
             hq.close()
         except Exception:
             pass
+    _wait_deferred(5.0)
+
+
+def _wait_deferred(timeout: float) -> None:
+    # A queue closed from its own worker thread returned at once; its worker
+    # still delivers the aborted calls.  Let it finish before finalization.
+    import time
+    end = time.monotonic() + timeout
+    while _DEFERRED and time.monotonic() < end:
+        owners = {_from_handle(h)[2] for h in list(_LIVE.values())}
+        if not owners & _DEFERRED:
+            break
+        time.sleep(0.001)
+    _DEFERRED.clear()
 
 
 def _after_fork_in_child() -> None:
@@ -435,6 +473,7 @@ def _after_fork_in_child() -> None:
         hq._forked = True
     _LIVE.clear()
     _CTX.clear()
+    _DEFERRED.clear()
 
 
 atexit.register(_close_all_at_exit)
