@@ -324,6 +324,372 @@ PX_API int px_timer_cancel(px_timer *t);
 */
 PX_API void px_timer_free(px_timer *t);
 
+/* ========================================================================= */
+/* The fiber engine                                                          */
+/* ========================================================================= */
+
+/*
+** Cooperative fibers on one OS thread per scheduler.  A scheduler runs its ready
+** fibers in FIFO order; a fiber runs until it yields, sleeps, parks or ends.  When
+** nothing is runnable the scheduler expires the sleeps and timeouts that are due,
+** and only when there is still nothing to run does it wait in the kernel, until
+** the next deadline or until another thread posts to it.
+**
+** Vocabulary used below:
+**
+**   - "Thread: scheduler" means the thread that runs the fiber's (or the given)
+**     scheduler; from any other thread the call returns PX_ETHREAD (or NULL / 0,
+**     as its comment says) and changes nothing.
+**   - "Parks: yes" means the call may suspend the calling fiber (never the
+**     thread); it needs a fiber and returns PX_ENOFIBER without one.  Every park
+**     is bounded by the scopes around it (px_with_timeout, px_with_cancel).
+**   - A fiber id is a 64-bit number, never 0, never reused within the process, so
+**     a stale id can never reach another fiber.
+**
+** With PARATAXIS_TRACE=1 in the environment (read once, by the first
+** px_sched_new), every scheduler writes one line to stderr per fiber event:
+** "parataxis trace <seconds since the first scheduler> fiber <id> <event>", the
+** events being spawn, park "<reason>", wake, timeout "<reason>", cancel
+** "<reason>" and exit.
+*/
+typedef struct px_sched px_sched;
+typedef struct px_fiber px_fiber;
+typedef struct px_token px_token;
+
+/* A fiber's function.  What it returns is what px_join hands to the joiner. */
+typedef void *(*px_fiber_fn)(void *arg);
+
+typedef struct px_sched_opts {
+    /* Default stack size of its fibers in bytes, rounded up to pages; 0: 64 KiB.
+    ** Stacks are touched lazily, so a large size costs address space, not memory. */
+    size_t stack_size;
+    /* The scheduler thread's timer slack while it runs (as px_timerq_opts):
+    ** 0 selects 1 us, a negative value keeps the kernel's (50 us). */
+    int64_t timer_slack_ns;
+    /* Where a deadlock report goes (see px_sched_run).  NULL: written to stderr.
+    ** `report` is one NUL-terminated text of several lines, valid during the call. */
+    void (*on_deadlock)(void *ctx, const char *report);
+    void *on_deadlock_ctx;
+} px_sched_opts;
+
+/*
+** The seed's `async { }`: makes a scheduler on the calling thread, runs
+** main(arg) as its first fiber, runs until every fiber ended, frees the
+** scheduler and stores main's return value in *result (when result is not NULL).
+** Returns 0; PX_EDEADLK when fibers were left parked with nothing that could ever
+** wake them (the report went to stderr; *result is then NULL); PX_EINVAL for NULL
+** main; PX_ENOMEM; PX_EBUSY when the thread already runs a scheduler.
+** Thread: any thread that runs no scheduler.  Parks: blocks the thread until done.
+*/
+PX_API int px_run(px_fiber_fn main, void *arg, void **result);
+
+/*
+** Returns a new scheduler, not yet running, or NULL when out of memory or file
+** descriptors.  `opts` may be NULL.  Thread: any.  Parks: no.
+*/
+PX_API px_sched *px_sched_new(const px_sched_opts *opts);
+
+/*
+** Runs `s` on the calling thread until no fiber is left, nothing is posted and
+** no hold (px_sched_hold) remains.  The first call binds `s` to its thread: a
+** scheduler always runs on the same thread.
+**
+** Returns 0 when every fiber ended.  Returns PX_EDEADLK when fibers remain
+** parked but none can run, no sleep or timeout is pending, nothing was posted,
+** no hold is taken and no fiber is parked on something an outside thread can
+** wake (PX_PARK_OUTSIDE): it first writes a report (opts->on_deadlock, or
+** stderr) naming every parked fiber, its wait reason, what it waits on and who
+** holds that, and the wait-for cycle when the primitives say who holds what.  The
+** parked fibers stay parked; px_sched_free releases them.
+** Returns PX_EINVAL for NULL, PX_EBUSY when `s` runs already or the thread runs
+** another scheduler, PX_ETHREAD when `s` ran on another thread before.
+** Thread: see above.  Parks: blocks the calling thread while it runs.
+*/
+PX_API int px_sched_run(px_sched *s);
+
+/*
+** Releases `s` and every fiber record it still has: fibers left parked (after
+** PX_EDEADLK) are discarded without running again, and posted functions that
+** never started are dropped.  NULL does nothing.  `s` must not be running, and
+** no thread may post to it any more.  Thread: any.  Parks: no.
+*/
+PX_API void px_sched_free(px_sched *s);
+
+/*
+** Spawns fn(arg) as a detached fiber of `s` (its result is dropped) and wakes `s`
+** if it waits.  Posted functions start in the order they were posted.  Should no
+** stack be available when `s` gets to it, fn(arg) runs on the scheduler thread
+** outside any fiber (it may not park then).
+** Returns 0, PX_EINVAL (NULL s or fn) or PX_ENOMEM.  Thread: any.  Parks: no.
+*/
+PX_API int px_sched_post(px_sched *s, px_fiber_fn fn, void *arg);
+
+/*
+** Returns an executor (see px_executor) whose post() runs each handler call as a
+** new fiber of `s`, so a px_timerq can deliver into a scheduler.  The handler may
+** park.  A timer queue's handlers can arrive while no fiber is live: take a hold
+** (px_sched_hold) for as long as the queue may post, or `s` returns first.
+** `s` must outlive the timer queue.  Thread: any.  Parks: no.
+*/
+PX_API px_executor px_sched_executor(px_sched *s);
+
+/*
+** A hold keeps `s` running while it has no fiber left, and stops it from
+** declaring a deadlock while its fibers are parked: something outside (a timer
+** queue delivering through px_sched_executor, a thread that will px_wake or
+** px_sched_post) still has work for it.  Each px_sched_hold must be matched by
+** one px_sched_unhold; the last one wakes `s` so it can finish.
+** Both return 0, or PX_EINVAL (NULL s, or unhold without a hold).
+** Thread: any.  Parks: no.
+*/
+PX_API int px_sched_hold(px_sched *s);
+PX_API int px_sched_unhold(px_sched *s);
+
+/*
+** The seed's `fiber { }`: spawns fn(arg) on the calling fiber's scheduler, at the
+** tail of the ready queue, with the scheduler's default stack size
+** (px_spawn_sized: `stack_size` bytes, 0 for the default).  Returns a handle for
+** px_join and px_fiber_release; NULL off-fiber or from another thread (no current
+** scheduler), for NULL fn, or when out of memory.  The handle stays valid until
+** px_fiber_release, even after the fiber ended.
+** Thread: scheduler (from one of its fibers).  Parks: no.
+*/
+PX_API px_fiber *px_spawn(px_fiber_fn fn, void *arg);
+PX_API px_fiber *px_spawn_sized(px_fiber_fn fn, void *arg, size_t stack_size);
+
+/*
+** The seed's `->await`: parks until `f` ended and stores its result in *result
+** (when result is not NULL).  Any number of fibers may join one fiber.  Returns
+** 0, PX_ETIMEDOUT / PX_ECANCELED when a scope interrupted the wait (*result is
+** left alone), PX_EDEADLK when `f` is the calling fiber, PX_EINVAL for NULL,
+** PX_ENOFIBER off-fiber, PX_ETHREAD when `f` belongs to another scheduler, and
+** PX_EYIELD in a hosted fiber that must yield (see px_spawn_hosted; call
+** px_join again once resumed: it then returns at once).
+** Thread: scheduler.  Parks: yes, wait reason "fiber join".
+*/
+PX_API int px_join(px_fiber *f, void **result);
+
+/*
+** Gives the handle up.  A fiber still running goes on as a detached fiber; the
+** record of an ended fiber is freed.  NULL does nothing; releasing twice is an
+** error of the caller.  Thread: scheduler.  Parks: no.
+*/
+PX_API void px_fiber_release(px_fiber *f);
+
+/* Returns the id of fiber `f` (0 for NULL).  Thread: scheduler.  Parks: no. */
+PX_API uint64_t px_fiber_id(const px_fiber *f);
+
+/*
+** Returns the calling fiber's id; 0 off-fiber (outside any scheduler, or on a
+** scheduler thread outside its fibers).  Thread: any.  Parks: no.
+*/
+PX_API uint64_t px_self(void);
+
+/*
+** Puts the calling fiber at the tail of the ready queue and runs the others that
+** are ready first.  Returns 0, PX_ENOFIBER off-fiber, or PX_EYIELD in a hosted
+** fiber (it must yield to its host now).  Not bounded by scopes: a yield is not
+** a wait.  Thread: scheduler.  Parks: it suspends the fiber, but never waits.
+*/
+PX_API int px_yield(void);
+
+/*
+** Parks the calling fiber for `ns` nanoseconds (px_sleep) or until `deadline`
+** on px_now()'s clock (px_sleep_until); it never returns early with 0.  A sleep
+** costs no thread and no syscall of its own: it is a node in the scheduler's
+** ordered set of deadlines.  Returns 0 when the time has come, PX_ETIMEDOUT /
+** PX_ECANCELED when a scope ended it first, PX_EINVAL for a negative `ns`,
+** PX_ENOFIBER off-fiber, PX_EYIELD in a hosted fiber that must yield (read the
+** outcome with px_park_result once resumed).  A zero or past sleep yields.
+** Thread: scheduler.  Parks: yes, wait reason "sleep".
+*/
+PX_API int px_sleep(int64_t ns);
+PX_API int px_sleep_until(int64_t deadline);
+
+/* ------------------------------------------------------------------------- */
+/* The park/wake contract: how to write a primitive                          */
+/* ------------------------------------------------------------------------- */
+
+/*
+** Every blocking operation of the library is built on px_park and px_wake, and
+** so can yours.  A primitive keeps its own FIFO of waiting fiber ids, and an
+** operation that may wait goes through four steps:
+**
+**   1. Resolve the fiber: id = px_self(); 0 means off-fiber -- return
+**      PX_ENOFIBER (with a message naming your operation, if you print one).
+**   2. If the operation can complete now, complete it and return, without
+**      touching the scheduler.
+**   3. Otherwise append id to your queue and call px_park(reason, dereg, ctx) as
+**      the very last step.  Keep the queue entry in your object, not on the C
+**      stack: a hosted fiber returns from the operation before it is woken.
+**   4. The releasing side hands over first -- records the new owner, takes the
+**      id off the queue -- and then calls px_wake(id).  So the woken fiber only
+**      collects what is already its own, and a third fiber can never slip in.
+**
+** When a scope interrupts the park (its deadline passed, its token was
+** cancelled, or it had fired before the park), the fiber is woken by the
+** scheduler instead, runs dereg(ctx) before px_park returns, and px_park returns
+** PX_ETIMEDOUT or PX_ECANCELED.  dereg removes the id from your queue; and since
+** a grant may have raced the interrupt (step 4 happened, but the fiber was
+** already on its way out), dereg must then pass the grant on to the next
+** waiter.  After px_park returns, nothing of the wait is left queued anywhere.
+** See docs/examples/fibers_gate.c for a complete primitive.
+*/
+
+/* px_park_info.flags: an outside thread or a timer may wake this park (so while
+** it is parked, the scheduler waits instead of reporting a deadlock). */
+#define PX_PARK_OUTSIDE 1u
+
+typedef struct px_park_info {
+    const char *reason;          /* wait reason for traces and reports; kept, not copied */
+    void (*dereg)(void *ctx);    /* run when the park is interrupted; may be NULL */
+    void *ctx;
+    /* For deadlock reports (all optional): the object waited on, a word naming
+    ** its kind ("mutex" gives "mutex@0x..."), and a function that writes the ids
+    ** of the fibers holding it now into out[0..max) and returns how many it
+    ** wrote; it is called only while a report is written. */
+    const void *object;
+    const char *kind;
+    size_t (*holders)(const void *object, uint64_t *out, size_t max);
+    unsigned flags;              /* PX_PARK_OUTSIDE or 0 */
+} px_park_info;
+
+/*
+** Parks the calling fiber until px_wake(its id) or until a scope interrupts it.
+** `reason` names the wait (a static string), dereg(ctx) is run on interruption.
+** Returns 0 when woken by px_wake; PX_ETIMEDOUT or PX_ECANCELED when a scope
+** interrupted it (dereg has run); PX_ENOFIBER off-fiber (nothing happens);
+** PX_EYIELD in a hosted fiber whose host cannot switch inside C: the park is
+** recorded, the host must yield to the scheduler at once, and px_park_result()
+** gives the outcome once it is resumed.  A fiber in a scope that has already
+** fired does not park: dereg runs and the code returns at once.
+** Thread: scheduler.  Parks: yes.
+*/
+PX_API int px_park(const char *reason, void (*dereg)(void *ctx), void *ctx);
+
+/* As px_park, with what a deadlock report can say about the wait (NULL: EINVAL). */
+PX_API int px_park_with(const px_park_info *info);
+
+/*
+** Makes parked fiber `id` ready; it returns 0 from its park.  Returns 1 when the
+** fiber was parked and is now queued to run; 0 when `id` is finished, unknown,
+** not parked, or already woken or interrupted (a stale wake does nothing).  From
+** a thread other than the fiber's scheduler's, the wake is handed to that
+** scheduler (woken if it waits) and applied there with the same rules; it then
+** returns 1 when it was handed over and 0 when no live scheduler has `id`.
+** Thread: any.  Parks: no.
+*/
+PX_API int px_wake(uint64_t id);
+
+/*
+** The outcome of the calling fiber's last park: 0 woken, PX_ETIMEDOUT,
+** PX_ECANCELED; PX_ENOFIBER off-fiber.  A hosted fiber that got PX_EYIELD reads
+** its result here once resumed (dereg has run by then when it was interrupted).
+** Thread: scheduler.  Parks: no.
+*/
+PX_API int px_park_result(void);
+
+/* ------------------------------------------------------------------------- */
+/* Scopes: timeouts and cancellation                                         */
+/* ------------------------------------------------------------------------- */
+
+/*
+** A scope bounds every park of the calling fiber while it is open.  Scopes nest;
+** a park is bounded by the nearest deadline among the open scopes and by every
+** token among them.  When a scope fires -- its deadline passes, its token is
+** cancelled -- the park under way (or the next one, if none is) returns
+** PX_ETIMEDOUT or PX_ECANCELED, and so does every later park inside that scope:
+** a scope that fired stays fired until it closes.
+*/
+typedef int (*px_scope_fn)(void *arg);
+
+/*
+** Runs body(arg) with every park inside bounded by a deadline `ns` from now, and
+** returns what body returned (a body usually returns the PX_ETIMEDOUT its park
+** got).  Returns PX_EINVAL (NULL body, negative ns) or PX_ENOFIBER off-fiber
+** without running body.  Thread: scheduler.  Parks: whatever body does.
+*/
+PX_API int px_with_timeout(int64_t ns, px_scope_fn body, void *arg);
+
+/*
+** Runs body(arg) with every park inside interrupted, with PX_ECANCELED, once
+** `token` is cancelled (at once if it is already), and returns what body
+** returned.  PX_EINVAL (NULL token or body) or PX_ENOFIBER as above.  The token
+** must outlive the call.  Thread: scheduler.  Parks: whatever body does.
+*/
+PX_API int px_with_cancel(px_token *token, px_scope_fn body, void *arg);
+
+/*
+** The push/pop form of the two scopes above, for bindings whose body cannot be a
+** C function (and for hosted fibers, whose body returns to the host at every
+** park).  Each push opens a scope in the calling fiber and returns 0, PX_EINVAL,
+** PX_ENOMEM or PX_ENOFIBER; px_scope_pop closes the innermost scope opened by a
+** push and returns 0 if it never fired, PX_ETIMEDOUT or PX_ECANCELED if it did,
+** PX_EINVAL when there is no pushed scope open, PX_ENOFIBER off-fiber.  Pops
+** must match pushes in LIFO order, also around px_with_* calls; a fiber's scopes
+** left open when it ends are closed for it.  Thread: scheduler.  Parks: no.
+*/
+PX_API int px_scope_push_timeout(int64_t ns);
+PX_API int px_scope_push_deadline(int64_t deadline);
+PX_API int px_scope_push_cancel(px_token *token);
+PX_API int px_scope_pop(void);
+
+/*
+** A cancellation token: once cancelled, it stays cancelled and interrupts every
+** park inside a scope that uses it, in any scheduler.
+** px_token_new returns a token or NULL (no memory).  Thread: any.  Parks: no.
+** px_token_cancel cancels it and wakes the fibers parked under it (through
+** their schedulers); returns 1 when this call cancelled it, 0 when it already
+** was, PX_EINVAL for NULL.  Thread: any.  Parks: no.
+** px_token_cancelled returns 1 or 0 (0 for NULL).  Thread: any.  Parks: no.
+** px_token_free releases it; no scope may still use it.  NULL does nothing.
+*/
+PX_API px_token *px_token_new(void);
+PX_API int px_token_cancel(px_token *token);
+PX_API int px_token_cancelled(const px_token *token);
+PX_API void px_token_free(px_token *token);
+
+/* ------------------------------------------------------------------------- */
+/* Hosted fibers                                                             */
+/* ------------------------------------------------------------------------- */
+
+/*
+** A hosted fiber runs on its host's own execution context -- a Lua coroutine, a
+** Python greenlet -- instead of a C stack, and is scheduled, parked, woken,
+** interrupted, joined and traced like any other fiber.
+**
+**   resume(ctx)   runs the fiber until it parks, yields or ends.  It returns
+**                 PX_HOST_DONE once the fiber's body has ended, anything else
+**                 while it lives (returning without a park or yield counts as a
+**                 yield).  Required.
+**   suspend(ctx)  for a host that can switch inside C (a greenlet): called by
+**                 px_park / px_yield / px_sleep on the fiber to switch back to
+**                 the scheduler; it returns when the fiber is resumed, and the
+**                 park then returns its outcome as for a C fiber.  NULL for a
+**                 host that cannot (Lua): the park is recorded and PX_EYIELD
+**                 returned; the host must yield at once, and once resumed it
+**                 reads px_park_result().
+**   release(ctx)  called once when the scheduler drops the fiber (it ended, or
+**                 the scheduler was freed with it parked).  May be NULL.
+**
+** Only the push/pop scope form may be used in a hosted fiber without suspend.
+*/
+#define PX_HOST_DONE 1
+
+typedef struct px_host_ops {
+    int (*resume)(void *host_ctx);
+    void (*suspend)(void *host_ctx);
+    void (*release)(void *host_ctx);
+} px_host_ops;
+
+/*
+** Spawns a hosted fiber on `s` (ops is copied).  Returns a handle as px_spawn
+** (px_join gives a NULL result); NULL for NULL s, ops or ops->resume, no memory,
+** or a call from a thread other than the one running `s`.
+** Thread: the scheduler's, or any while `s` is not running.  Parks: no.
+*/
+PX_API px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host_ctx);
+
 #ifdef __cplusplus
 }
 #endif

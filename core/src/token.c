@@ -1,0 +1,83 @@
+/*
+** token.c -- cancellation tokens.  A token is a flag plus the list of scopes
+** that use it.  Cancelling sets the flag (which every later park reads) and
+** interrupts the fibers parked in those scopes: directly when they belong to
+** the calling thread's scheduler, through their scheduler's inbox otherwise.
+** The lock guards only the list; the flag is read without it.
+*/
+#include <stdlib.h>
+
+#include "fiber.h"
+
+struct px_token {
+    atomic_int cancelled;
+    pthread_mutex_t lock;
+    px_scope *watchers;
+};
+
+px_token *px_token_new(void)
+{
+    px_token *t = malloc(sizeof *t);
+    if (t == NULL)
+        return NULL;
+    atomic_init(&t->cancelled, 0);
+    pthread_mutex_init(&t->lock, NULL);
+    t->watchers = NULL;
+    return t;
+}
+
+int px_token_cancel(px_token *t)
+{
+    if (t == NULL)
+        return PX_EINVAL;
+    if (atomic_exchange(&t->cancelled, 1))
+        return 0;
+    px_sched *here = px__sched_here();
+    pthread_mutex_lock(&t->lock);
+    for (px_scope *sc = t->watchers; sc; sc = sc->wnext) {
+        if (sc->sched == here) {
+            px__cancel_parked(here, sc->fiber_id);
+        } else {
+            px_item it = { .kind = PX_I_CANCEL, .id = sc->fiber_id };
+            px__post(sc->sched, &it);   /* no memory: its next park still sees the flag */
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+    return 1;
+}
+
+int px_token_cancelled(const px_token *t)
+{
+    return t ? atomic_load(&((px_token *)t)->cancelled) : 0;
+}
+
+void px_token_free(px_token *t)
+{
+    if (t == NULL)
+        return;
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+}
+
+void px__token_watch(px_token *t, px_scope *sc)
+{
+    pthread_mutex_lock(&t->lock);
+    sc->wprev = NULL;
+    sc->wnext = t->watchers;
+    if (t->watchers)
+        t->watchers->wprev = sc;
+    t->watchers = sc;
+    pthread_mutex_unlock(&t->lock);
+}
+
+void px__token_unwatch(px_token *t, px_scope *sc)
+{
+    pthread_mutex_lock(&t->lock);
+    if (sc->wprev)
+        sc->wprev->wnext = sc->wnext;
+    else
+        t->watchers = sc->wnext;
+    if (sc->wnext)
+        sc->wnext->wprev = sc->wprev;
+    pthread_mutex_unlock(&t->lock);
+}

@@ -1,0 +1,201 @@
+/*
+** fib_basic.c -- spawn/join with results, FIFO yield order, sleep order without
+** early wakes, stale ids, off-fiber calls, 100,000 fibers.
+*/
+#include <string.h>
+
+#include "../check.h"
+
+static void *square(void *arg)
+{
+    intptr_t n = (intptr_t)arg;
+    return (void *)(n * n);
+}
+
+static void *join_results(void *arg)
+{
+    (void)arg;
+    px_fiber *f[10];
+    for (intptr_t i = 0; i < 10; i++)
+        CHECK((f[i] = px_spawn(square, (void *)i)) != NULL);
+    for (intptr_t i = 9; i >= 0; i--) {
+        void *r = NULL;
+        CHECK_EQ(px_join(f[i], &r), 0);
+        CHECK_EQ((intptr_t)r, i * i);
+        CHECK_EQ(px_join(f[i], &r), 0);   /* joining an ended fiber again */
+        px_fiber_release(f[i]);
+    }
+    return (void *)42;
+}
+
+static char order[64];
+static size_t order_len;
+
+static void *yielder(void *arg)
+{
+    char c = (char)(intptr_t)arg;
+    for (int i = 0; i < 3; i++) {
+        order[order_len++] = c;
+        CHECK_EQ(px_yield(), 0);
+    }
+    return NULL;
+}
+
+static void *yield_order(void *arg)
+{
+    (void)arg;
+    px_fiber *a = px_spawn(yielder, (void *)'a');
+    px_fiber *b = px_spawn(yielder, (void *)'b');
+    px_fiber *c = px_spawn(yielder, (void *)'c');
+    CHECK_EQ(px_join(a, NULL), 0);
+    CHECK_EQ(px_join(b, NULL), 0);
+    CHECK_EQ(px_join(c, NULL), 0);
+    px_fiber_release(a);
+    px_fiber_release(b);
+    px_fiber_release(c);
+    order[order_len] = 0;
+    CHECK(strcmp(order, "abcabcabc") == 0);
+    return NULL;
+}
+
+static int woke[8];
+static int nwoke;
+
+static void *sleeper(void *arg)
+{
+    intptr_t ms = (intptr_t)arg;
+    int64_t t0 = px_now();
+    CHECK_EQ(px_sleep(PX_MSEC(ms)), 0);
+    CHECK_GE(px_now() - t0, PX_MSEC(ms));     /* never early */
+    woke[nwoke++] = (int)ms;
+    return NULL;
+}
+
+static void *sleep_order(void *arg)
+{
+    (void)arg;
+    static const int ms[] = { 40, 10, 30, 0, 20 };
+    px_fiber *f[5];
+    for (int i = 0; i < 5; i++)
+        f[i] = px_spawn(sleeper, (void *)(intptr_t)ms[i]);
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(px_join(f[i], NULL), 0);
+        px_fiber_release(f[i]);
+    }
+    CHECK_EQ(nwoke, 5);
+    for (int i = 0; i < 5; i++)
+        CHECK_EQ(woke[i], i * 10);
+    CHECK_EQ(px_sleep(-1), PX_EINVAL);
+    return NULL;
+}
+
+static uint64_t parked_id;
+
+static void *parker(void *arg)
+{
+    (void)arg;
+    parked_id = px_self();
+    CHECK_EQ(px_park("test park", NULL, NULL), 0);
+    return NULL;
+}
+
+static void *stale_ids(void *arg)
+{
+    (void)arg;
+    px_fiber *f = px_spawn(parker, NULL);
+    uint64_t fid = px_fiber_id(f);
+    CHECK(fid != 0 && fid != px_self());
+    CHECK_EQ(px_wake(fid), 0);        /* not parked yet: it has not run */
+    CHECK_EQ(px_yield(), 0);
+    CHECK_EQ(parked_id, fid);
+    CHECK_EQ(px_wake(fid), 1);
+    CHECK_EQ(px_wake(fid), 0);        /* woken already */
+    CHECK_EQ(px_join(f, NULL), 0);
+    CHECK_EQ(px_wake(fid), 0);        /* ended */
+    CHECK_EQ(px_wake(fid + 1000), 0); /* never existed */
+    CHECK_EQ(px_wake(0), 0);
+    px_fiber_release(f);
+    /* A new fiber never gets an old id. */
+    px_fiber *g = px_spawn(square, NULL);
+    CHECK(px_fiber_id(g) > fid);
+    CHECK_EQ(px_join(g, NULL), 0);
+    px_fiber_release(g);
+    /* A sleeping fiber ignores stray wakes. */
+    px_fiber *s = px_spawn(sleeper, (void *)(intptr_t)20);
+    CHECK_EQ(px_yield(), 0);
+    CHECK_EQ(px_wake(px_fiber_id(s)), 0);
+    nwoke = 0;
+    CHECK_EQ(px_join(s, NULL), 0);
+    px_fiber_release(s);
+    CHECK_EQ(px_join(NULL, NULL), PX_EINVAL);
+    return NULL;
+}
+
+static void *self_join(void *arg)
+{
+    (void)arg;
+    CHECK(px_self() != 0);
+    return NULL;
+}
+
+static size_t done_count;
+
+static void *tiny(void *arg)
+{
+    (void)arg;
+    done_count++;
+    return arg;
+}
+
+static void *many(void *arg)
+{
+    size_t n = (size_t)(uintptr_t)arg;
+    px_fiber **f = malloc(n * sizeof *f);
+    CHECK(f != NULL);
+    for (size_t i = 0; i < n; i++)
+        CHECK((f[i] = px_spawn_sized(tiny, (void *)(uintptr_t)i, 16384)) != NULL);
+    for (size_t i = 0; i < n; i++) {
+        void *r;
+        CHECK_EQ(px_join(f[i], &r), 0);
+        CHECK_EQ((uintptr_t)r, i);
+        px_fiber_release(f[i]);
+    }
+    free(f);
+    CHECK_EQ(done_count, n);
+    return NULL;
+}
+
+int main(void)
+{
+    void *r = NULL;
+    CHECK_EQ(px_run(join_results, NULL, &r), 0);
+    CHECK_EQ((intptr_t)r, 42);
+    CHECK_EQ(px_run(yield_order, NULL, NULL), 0);
+    CHECK_EQ(px_run(sleep_order, NULL, NULL), 0);
+    CHECK_EQ(px_run(stale_ids, NULL, NULL), 0);
+    CHECK_EQ(px_run(self_join, NULL, NULL), 0);
+    CHECK_EQ(px_run(NULL, NULL, NULL), PX_EINVAL);
+
+    /* Off-fiber. */
+    CHECK_EQ(px_self(), 0);
+    CHECK_EQ(px_yield(), PX_ENOFIBER);
+    CHECK_EQ(px_sleep(1), PX_ENOFIBER);
+    CHECK_EQ(px_park("x", NULL, NULL), PX_ENOFIBER);
+    CHECK_EQ(px_park_result(), PX_ENOFIBER);
+    CHECK(px_spawn(tiny, NULL) == NULL);
+
+    /* A scheduler with nothing to do returns at once. */
+    px_sched *s = px_sched_new(NULL);
+    CHECK(s != NULL);
+    CHECK_EQ(px_sched_run(s), 0);
+    CHECK_EQ(px_sched_post(s, tiny, NULL), 0);
+    CHECK_EQ(px_sched_run(s), 0);
+    CHECK_EQ(done_count, 1);
+    px_sched_free(s);
+    CHECK_EQ(px_sched_run(NULL), PX_EINVAL);
+
+    done_count = 0;
+    CHECK_EQ(px_run(many, (void *)(uintptr_t)100000, NULL), 0);
+    printf("fib_basic: ok\n");
+    return 0;
+}
