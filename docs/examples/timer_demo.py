@@ -1,0 +1,80 @@
+"""timer_demo.py -- the timer queue doing its job from Python.
+
+Run:  make demo   (or: pip install . && python docs/examples/timer_demo.py)
+
+Three one-shot timers, one cancelled; a periodic timer cancelled after three
+ticks; a deadline timer with two waiters; and handlers sent to an asyncio loop.
+Every handler is called exactly once (a periodic one once per tick, then once
+with aborted=True).
+"""
+import asyncio
+import threading
+import time
+
+import parataxis
+
+start = time.monotonic()
+
+
+def say(what):
+    def handler(aborted):
+        ms = (time.monotonic() - start) * 1e3
+        print(f"{ms:7.1f} ms  {what:28s} {'aborted' if aborted else 'expired'}")
+        done.release()
+    return handler
+
+
+done = threading.Semaphore(0)
+
+
+def worker_thread_demo():
+    three_ticks = threading.Event()
+    ticks = []
+
+    def tick(aborted):
+        ms = (time.monotonic() - start) * 1e3
+        if aborted:
+            print(f"{ms:7.1f} ms  periodic timer ends")
+            done.release()
+        else:
+            ticks.append(ms)
+            print(f"{ms:7.1f} ms  periodic tick {len(ticks)}")
+            if len(ticks) == 3:
+                three_ticks.set()
+
+    with parataxis.TimerQueue() as q:
+        q.add(0.030, say("one-shot 30 ms"))
+        q.add(0.010, say("one-shot 10 ms"))
+        doomed = q.add(0.020, say("one-shot 20 ms (cancelled)"))
+        print("cancel 20 ms timer:", q.cancel(doomed))
+        pid = q.add_periodic(0.005, 0.015, tick)
+        t = parataxis.Timer(q)
+        t.expires_after(0.040)
+        t.async_wait(say("deadline waiter A"))
+        t.async_wait(say("deadline waiter B"))
+        for _ in range(5):                    # 10, 30, cancelled, A, B
+            done.acquire(timeout=5)
+        three_ticks.wait(5)
+        q.cancel(pid)
+        done.acquire(timeout=5)               # the periodic timer's final call
+
+
+async def asyncio_demo():
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+
+    def on_loop(aborted):
+        print(f"{(time.monotonic() - start) * 1e3:7.1f} ms  handler on the asyncio loop, "
+              f"same thread: {threading.get_ident() == main_thread}")
+        fut.set_result(None)
+
+    with parataxis.TimerQueue(executor=loop) as q:
+        q.add(0.010, on_loop)
+        await asyncio.wait_for(fut, 5)
+
+
+main_thread = threading.get_ident()
+print("parataxis", parataxis.version())
+worker_thread_demo()
+asyncio.run(asyncio_demo())
+print("done")
