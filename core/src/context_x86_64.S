@@ -29,7 +29,10 @@ px_ctx_swap:
         popq    %r12
         popq    %rbx
         popq    %rbp
-        ret
+        /* pop + jmp, not ret: ret would always mispredict, since the return
+         * stack buffer holds the call into *this* context's swap */
+        popq    %rcx
+        jmp     *%rcx
         .cfi_endproc
         .size   px_ctx_swap, .-px_ctx_swap
 
