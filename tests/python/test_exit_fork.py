@@ -11,8 +11,18 @@ import parataxis
 from conftest import TIMEOUT
 
 
+# One write per line: print() writes the text and the newline separately, so lines
+# printed by the worker and the main thread at once could interleave.
+PRELUDE = """
+import sys
+def print(*a, flush=True):
+    sys.stdout.write(" ".join(map(str, a)) + "\\n")
+    sys.stdout.flush()
+"""
+
+
 def run_script(src):
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(src)],
+    r = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(src)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "Fatal" not in r.stderr and "Traceback" not in r.stderr, r.stderr
