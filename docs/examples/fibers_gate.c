@@ -21,6 +21,10 @@ typedef struct gate {
     size_t len, cap;
 } gate;
 
+int gate_take(gate *g);                  /* parks until the caller holds it */
+int gate_give(gate *g);                  /* hands it to the next waiter, or opens it */
+size_t gate_waiters(const gate *g);      /* how many fibers wait in gate_take */
+
 static void gate_remove(gate *g, uint64_t id)
 {
     for (size_t i = 0; i < g->len; i++)
@@ -30,8 +34,6 @@ static void gate_remove(gate *g, uint64_t id)
             return;
         }
 }
-
-int gate_give(gate *g);
 
 /* Runs when a scope interrupts a take: leave the queue, and if a give handed
 ** us the gate just before the interrupt, pass it on -- we will not use it. */
