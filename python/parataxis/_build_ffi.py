@@ -66,8 +66,13 @@ int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg);
 int px_timer_cancel(px_timer *t);
 void px_timer_free(px_timer *t);
 
-/* Python callbacks (extern "Python": compiled, no ffi.callback). */
-extern "Python" void pxpy_handler(void *arg, int status);
+/* Python callbacks (extern "Python": compiled, no ffi.callback).  A handler's C
+** arg is the key (an int) under which the Python side keeps the call alive:
+** ints cross the boundary faster than ffi handles. */
+extern "Python" void pxpy_handler(uintptr_t key, int status);
+uint64_t pxpy_add(px_timerq *q, int64_t delay_ns, uintptr_t key);
+uint64_t pxpy_add_periodic(px_timerq *q, int64_t first_ns, int64_t period_ns, uintptr_t key);
+int pxpy_timer_wait(px_timer *t, uintptr_t key);
 extern "Python" int pxpy_post(void *ctx, px_handler_fn fn, void *arg, int status);
 
 /* The C trampoline a concurrent.futures worker calls: fn(arg, status). */
@@ -77,9 +82,33 @@ void pxpy_invoke(px_handler_fn fn, void *arg, int status);
 SOURCE = r"""
 #include "parataxis.h"
 
+static void pxpy_handler(uintptr_t key, int status);   /* made by cffi below */
+
 static void pxpy_invoke(px_handler_fn fn, void *arg, int status)
 {
     fn(arg, status);
+}
+
+/* The px_handler_fn of every Python handler: hands the key to Python. */
+static void pxpy_trampoline(void *arg, int status)
+{
+    pxpy_handler((uintptr_t)arg, status);
+}
+
+static uint64_t pxpy_add(px_timerq *q, int64_t delay_ns, uintptr_t key)
+{
+    return px_timerq_add(q, delay_ns, pxpy_trampoline, (void *)key);
+}
+
+static uint64_t pxpy_add_periodic(px_timerq *q, int64_t first_ns, int64_t period_ns,
+                                  uintptr_t key)
+{
+    return px_timerq_add_periodic(q, first_ns, period_ns, pxpy_trampoline, (void *)key);
+}
+
+static int pxpy_timer_wait(px_timer *t, uintptr_t key)
+{
+    return px_timer_async_wait(t, pxpy_trampoline, (void *)key);
 }
 """
 

@@ -2,11 +2,13 @@
 
 How a Python handler reaches C and comes back exactly once:
 
-- Each add wraps the callable in a tuple `call` and passes ffi.new_handle(call) as the C
-  `arg`.  The handle is kept in the module-level dict _LIVE (a root the garbage
-  collector cannot break, even when the TimerQueue object itself is gone) until
-  the handler's final call -- a one-shot's only call, a periodic timer's aborted
-  call -- which removes it.  That call is the release point; nothing else is.
+- Each add wraps the callable in a tuple `call` and stores it in the module-level
+  dict _LIVE under key id(call) (a root the garbage collector cannot break, even
+  when the TimerQueue object itself is gone); the key is the C `arg` (what
+  ffi.new_handle would give, but an int crosses faster).  The key stays there
+  until the handler's final call -- a one-shot's only call, a periodic timer's
+  aborted call -- which removes it.  That call is the release point; nothing
+  else is.  A key cannot be reused while its call is in _LIVE.
 - The C side calls the compiled extern "Python" function pxpy_handler; cffi takes
   the GIL for it.  Every other C call runs with the GIL released (cffi's rule), so
   px_timerq_free and px_queue_wait never block Python threads.
@@ -30,16 +32,15 @@ Executor = Union[None, "HandlerQueue", asyncio.AbstractEventLoop, concurrent.fut
 
 _NULL = ffi.NULL
 _ECANCELED = lib.PX_ECANCELED
-# A call is the tuple (fn, periodic, owner state); _LIVE maps id(call) to the ffi
-# handle made from it, until the final call.
+# A call is the tuple (fn, periodic, owner state); _LIVE maps id(call) to it until
+# its final call.
 _LIVE: Dict[int, Any] = {}
 _CTX: Dict[int, Any] = {}               # id(queue state) -> executor ctx handle
 _QUEUES: "weakref.WeakSet[TimerQueue]" = weakref.WeakSet()
 _HQUEUES: "weakref.WeakSet[HandlerQueue]" = weakref.WeakSet()
 _DEFERRED: "set[_State]" = set()       # closed from their own worker: calls owed
 _tls = threading.local()
-_new_handle, _from_handle = ffi.new_handle, ffi.from_handle
-_add, _cancel = lib.px_timerq_add, lib.px_timerq_cancel
+_add, _cancel = lib.pxpy_add, lib.px_timerq_cancel
 
 
 class _State:
@@ -49,14 +50,13 @@ class _State:
 
 
 @ffi.def_extern()
-def pxpy_handler(arg: Any, status: int) -> None:
+def pxpy_handler(key: int, status: int) -> None:
     # cffi reports an exception escaping this function through sys.unraisablehook
     # and returns to C: the worker (or the draining thread) goes on.
-    call = _from_handle(arg)
-    fn, periodic, owner = call
+    fn, periodic, owner = call = _LIVE[key]
     aborted = status != 0
     if aborted or not periodic:
-        del _LIVE[id(call)]             # the final call: release the handle
+        del _LIVE[key]                  # the final call: release the call
     prev = getattr(_tls, "current", None)
     _tls.current = owner
     try:
@@ -75,9 +75,6 @@ def pxpy_post(ctx: Any, fn: Any, arg: Any, status: int) -> int:
     except BaseException:
         return lib.PX_ECLOSED           # shut down: the worker runs it inline
     return 0
-
-
-_handler = lib.pxpy_handler             # the C address of the extern "Python" function
 
 
 def _ns(seconds: float, what: str = "delay") -> int:
@@ -257,10 +254,9 @@ class TimerQueue:
         else:
             ns = _ns(delay)
         call = (fn, False, self._state)
-        h = _new_handle(call)
         key = id(call)
-        _LIVE[key] = h
-        tid = _add(self._q, ns, _handler, h)
+        _LIVE[key] = call
+        tid = _add(self._q, ns, key)
         if tid == 0:
             self._not_added(key)
         return tid
@@ -274,10 +270,9 @@ class TimerQueue:
             raise ValueError("period must be > 0")
         f = _ns(first, "first")
         call = (fn, True, self._state)
-        h = _new_handle(call)
         key = id(call)
-        _LIVE[key] = h
-        tid = lib.px_timerq_add_periodic(self._q, f, p, _handler, h)
+        _LIVE[key] = call
+        tid = lib.pxpy_add_periodic(self._q, f, p, key)
         if tid == 0:
             self._not_added(key)
         return tid
@@ -395,9 +390,8 @@ class Timer:
         _check_handler(fn)
         t = self._ptr()
         call = (fn, False, self._queue._state)
-        h = _new_handle(call)
-        _LIVE[id(call)] = h
-        rc = lib.px_timer_async_wait(t, _handler, h)
+        _LIVE[id(call)] = call
+        rc = lib.pxpy_timer_wait(t, id(call))
         if rc < 0:
             del _LIVE[id(call)]
             check(rc)
@@ -457,7 +451,7 @@ def _wait_deferred(timeout: float) -> None:
     import time
     end = time.monotonic() + timeout
     while _DEFERRED and time.monotonic() < end:
-        owners = {_from_handle(h)[2] for h in list(_LIVE.values())}
+        owners = {call[2] for call in list(_LIVE.values())}
         if not owners & _DEFERRED:
             break
         time.sleep(0.001)
