@@ -30,11 +30,22 @@ bin=$build/tests/bench
 out=$build/bench-results.txt
 : >"$out"
 say() { echo "$@" | tee -a "$out"; }
+# Runs a benchmark into the log; a crash or failure is reported and makes the
+# script exit non-zero at the end (a pipe into tee would hide it).
+status=0
+step() {
+    t=$build/bench-step.txt
+    if "$@" >"$t" 2>&1; then :; else
+        echo "run.sh: FAILED (exit $?): $*" >>"$t"
+        status=1
+    fi
+    tee -a "$out" <"$t"
+}
 
 say "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC')"
 
 say "== 3. ordered set vs heaps (data structure alone, wall clock)"
-"$bin/bench_tset" | tee -a "$out"
+step "$bin/bench_tset"
 
 if command -v valgrind >/dev/null 2>&1; then
     say "== 3b. the same under callgrind (instructions per op, N=1e5, one round)"
@@ -54,7 +65,7 @@ else
 fi
 
 say "== 4. worker wakes during 1e5 adds"
-"$bin/bench_wake" 100000 | tee -a "$out"
+step "$bin/bench_wake" 100000
 if command -v strace >/dev/null 2>&1; then
     strace -f -c -e trace=futex -o "$build/bench-wake.strace" "$bin/bench_wake" 100000 >/dev/null
     say "strace -f -c -e trace=futex (both cases, whole process):"
@@ -63,14 +74,16 @@ fi
 
 say "== 1, 2. parataxis vs libuv vs Asio vs naive (one process, interleaved rounds)"
 if [ "${PXB_QUICK:-0}" = 1 ]; then
-    "$bin/bench_timers" ops 1000 | tee -a "$out"
-    "$bin/bench_timers" ops 100000 | grep -v '^sizeof' | tee -a "$out"
-    "$bin/bench_timers" lateness | grep -v '^sizeof' | tee -a "$out"
+    step "$bin/bench_timers" ops 1000
+    step "$bin/bench_timers" ops 100000
+    step "$bin/bench_timers" lateness
 else
-    "$bin/bench_timers" all | tee -a "$out"
+    step "$bin/bench_timers" all
 fi
 
 say "== summary (targets at 1e6: add <= 85 ns, cancel <= 100 ns, expiry >= 10 M/s, <= 64 B/timer;"
 say "   lateness p99 below Asio's, no early fire; worker wakes ~1)"
-grep -E '^(add|cancel|expiry|bytes).*@1e6|^lateness |^wakes |^tset .*@1000000' "$out" || true
+grep -E '^(add|cancel|expiry|bytes).*@1e6|^lateness |^wakes |^tset .*@1000000|^tset burst' "$out" || true
+grep 'FAILED' "$out" || true
 echo "(full output: $out)"
+exit $status
