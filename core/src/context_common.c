@@ -50,10 +50,33 @@ static void asan_finish(void *fake) {
 
 #ifdef PX_TSAN
 #include <sanitizer/tsan_interface.h>
+/* TSan counts fibers as threads (about 8,000 live at most), so a context's
+ * TSan fiber exists only from its first run to its final switch; the side
+ * resumed by a final switch destroys the finished one. */
+static _Thread_local px_context *tsan_dead;
+
+static void tsan_to(px_context *to, px_context *dying) {
+  if (!to->tsan_fiber && !(to->tsan_fiber = __tsan_create_fiber(0)))
+    abort();   /* no way to report PX_ENOMEM from a switch */
+  tsan_dead = dying;
+  __tsan_switch_to_fiber(to->tsan_fiber, 0);
+}
+
+static void tsan_reap(void) {
+  if (tsan_dead) {
+    __tsan_destroy_fiber(tsan_dead->tsan_fiber);
+    tsan_dead->tsan_fiber = NULL;
+    tsan_dead = NULL;
+  }
+}
+#else
+#define tsan_to(to, dying) ((void)0)
+#define tsan_reap() ((void)0)
 #endif
 
 void px_ctx_entry(px_context *c) {
   asan_finish(NULL);
+  tsan_reap();
   c->entry(c->arg);
   abort();   /* entry must not return: nothing to return to */
 }
@@ -81,9 +104,7 @@ int px_context_make(px_context *c, void *stack_lo, size_t size,
   c->stack_lo = stack_lo;
   c->stack_size = size;
 #ifdef PX_TSAN
-  c->tsan_fiber = __tsan_create_fiber(0);
-  if (!c->tsan_fiber)
-    return PX_ENOMEM;
+  c->tsan_fiber = NULL;   /* created at its first run */
   c->tsan_owned = 1;
 #endif
   px_ctx_prepare(c, stack_lo, size);
@@ -92,18 +113,15 @@ int px_context_make(px_context *c, void *stack_lo, size_t size,
 
 void px_context_switch(px_context *from, px_context *to) {
   asan_start(from, to, 0);
-#ifdef PX_TSAN
-  __tsan_switch_to_fiber(to->tsan_fiber, 0);
-#endif
+  tsan_to(to, NULL);
   px_ctx_swap(&from->sp, to->sp);
   asan_finish(from->asan_fake);
+  tsan_reap();
 }
 
 void px_context_switch_final(px_context *from, px_context *to) {
   asan_start(from, to, 1);
-#ifdef PX_TSAN
-  __tsan_switch_to_fiber(to->tsan_fiber, 0);
-#endif
+  tsan_to(to, from->tsan_owned ? from : NULL);
   px_ctx_swap(&from->sp, to->sp);
   abort();   /* a finished context is never resumed */
 }
