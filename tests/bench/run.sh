@@ -81,6 +81,11 @@ else
     step "$bin/bench_timers" all
 fi
 
+if [ -x "$bin/switch/bench_switch" ]; then
+    say "== fiber context switch (tests/bench/switch, built by make bench)"
+    step "$bin/switch/bench_switch"
+fi
+
 say "== summary (targets at 1e6: add <= 85 ns, cancel <= 100 ns, expiry >= 10 M/s, <= 64 B/timer;"
 say "   lateness p99 below Asio's, no early fire; worker wakes ~1)"
 grep -E '^(add|cancel|expiry|bytes).*@1e6|^lateness |^wakes |^tset .*@1000000|^tset burst' "$out" || true
