@@ -1,0 +1,153 @@
+// bench_fiber.cc -- the fiber engine beside Boost.Fiber, in one process:
+//   yield round trip (two fibers), spawn + join, resident memory per parked
+//   fiber at 100,000, and 1,000,000 parked Parataxis fibers.
+// Build (no CMake target of its own yet), from a Release build of the library:
+//   c++ -O2 -std=c++17 -I core/include tests/bench/bench_fiber.cc
+//       build-rel/libparataxis.a -lboost_fiber -lboost_context -lpthread -o bench_fiber
+// Run: ./bench_fiber [how many parked fibers for the big run, default 1000000]
+#include <boost/fiber/all.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+extern "C" {
+#include "parataxis.h"
+}
+
+static long rss_kib()
+{
+    FILE *f = std::fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = 0;
+    while (f && std::fgets(line, sizeof line, f))
+        if (std::strncmp(line, "VmRSS:", 6) == 0)
+            kib = std::atol(line + 6);
+    if (f)
+        std::fclose(f);
+    return kib;
+}
+
+static const long N_YIELD = 2000000, N_SPAWN = 200000;
+
+// -- Parataxis ------------------------------------------------------------
+
+static void *px_yielder(void *)
+{
+    for (long i = 0; i < N_YIELD; i++)
+        px_yield();
+    return nullptr;
+}
+
+static void *px_yield_main(void *out)
+{
+    px_fiber *a = px_spawn(px_yielder, nullptr), *b = px_spawn(px_yielder, nullptr);
+    int64_t t0 = px_now();
+    px_join(a, nullptr);
+    px_join(b, nullptr);
+    *(double *)out = double(px_now() - t0) / N_YIELD;   // one round trip = each yields once
+    px_fiber_release(a);
+    px_fiber_release(b);
+    return nullptr;
+}
+
+static void *px_nothing(void *) { return nullptr; }
+
+static void *px_spawn_main(void *out)
+{
+    int64_t t0 = px_now();
+    for (long i = 0; i < N_SPAWN; i++) {
+        px_fiber *f = px_spawn(px_nothing, nullptr);
+        px_join(f, nullptr);
+        px_fiber_release(f);
+    }
+    *(double *)out = double(px_now() - t0) / N_SPAWN;
+    return nullptr;
+}
+
+struct park_ctx { long n; double kib_per; };
+
+static void *px_parker(void *) { px_park("bench", nullptr, nullptr); return nullptr; }
+
+static void *px_park_main(void *arg)
+{
+    park_ctx *c = (park_ctx *)arg;
+    std::vector<px_fiber *> f(c->n);
+    long before = rss_kib();
+    for (long i = 0; i < c->n; i++)
+        f[i] = px_spawn_sized(px_parker, nullptr, 16384);
+    px_yield();                          // every one runs and parks
+    c->kib_per = double(rss_kib() - before) / c->n;
+    for (long i = 0; i < c->n; i++)
+        px_wake(px_fiber_id(f[i]));
+    for (long i = 0; i < c->n; i++) {
+        px_join(f[i], nullptr);
+        px_fiber_release(f[i]);
+    }
+    return nullptr;
+}
+
+// -- Boost.Fiber ----------------------------------------------------------
+
+static double bf_yield()
+{
+    auto t0 = std::chrono::steady_clock::now();
+    boost::fibers::fiber a([] { for (long i = 0; i < N_YIELD; i++) boost::this_fiber::yield(); });
+    boost::fibers::fiber b([] { for (long i = 0; i < N_YIELD; i++) boost::this_fiber::yield(); });
+    a.join();
+    b.join();
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / N_YIELD;
+}
+
+static double bf_spawn()
+{
+    auto t0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < N_SPAWN; i++) {
+        boost::fibers::fiber f([] {});
+        f.join();
+    }
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / N_SPAWN;
+}
+
+static double bf_park(long n)
+{
+    boost::fibers::mutex m;
+    boost::fibers::condition_variable cv;
+    bool go = false;
+    std::vector<boost::fibers::fiber> f;
+    f.reserve(n);
+    long before = rss_kib();
+    for (long i = 0; i < n; i++)
+        f.emplace_back([&] { std::unique_lock<boost::fibers::mutex> l(m); cv.wait(l, [&] { return go; }); });
+    boost::this_fiber::yield();
+    double per = double(rss_kib() - before) / n;
+    { std::unique_lock<boost::fibers::mutex> l(m); go = true; }
+    cv.notify_all();
+    for (auto &x : f)
+        x.join();
+    return per;
+}
+
+int main(int argc, char **argv)
+{
+    long big = argc > 1 ? std::atol(argv[1]) : 1000000;
+    double py = 0, ps = 0;
+    px_run(px_yield_main, &py, nullptr);
+    double by = bf_yield();
+    px_run(px_spawn_main, &ps, nullptr);
+    double bs = bf_spawn();
+    park_ctx pc = { 100000, 0 };
+    px_run(px_park_main, &pc, nullptr);
+    double bp = bf_park(100000);
+    std::printf("yield round trip   parataxis %7.1f ns   boost.fiber %7.1f ns   ratio %.2f\n", py, by, py / by);
+    std::printf("spawn + join       parataxis %7.1f ns   boost.fiber %7.1f ns   ratio %.2f\n", ps, bs, ps / bs);
+    std::printf("RSS / parked fiber parataxis %7.2f KiB  boost.fiber %7.2f KiB  (100,000 parked)\n", pc.kib_per, bp);
+    park_ctx big_c = { big, 0 };
+    int64_t t0 = px_now();
+    int r = px_run(px_park_main, &big_c, nullptr);
+    std::printf("%ld parked parataxis fibers: %s, %.2f KiB each, %.2f s in all\n", big,
+                r == 0 ? "ok" : px_strerror(r), big_c.kib_per, double(px_now() - t0) / 1e9);
+    return 0;
+}
