@@ -77,7 +77,7 @@ static void *px_park_main(void *arg)
     std::vector<px_fiber *> f(c->n);
     long before = rss_kib();
     for (long i = 0; i < c->n; i++)
-        f[i] = px_spawn_sized(px_parker, nullptr, 16384);
+        f[i] = px_spawn(px_parker, nullptr);   // the pool's default (64 KiB) size: slab stacks
     px_yield();                          // every one runs and parks
     c->kib_per = double(rss_kib() - before) / c->n;
     for (long i = 0; i < c->n; i++)
