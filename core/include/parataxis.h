@@ -337,9 +337,10 @@ PX_API void px_timer_free(px_timer *t);
 **
 ** Vocabulary used below:
 **
-**   - "Thread: scheduler" means the thread that runs the fiber's (or the given)
-**     scheduler; from any other thread the call returns PX_ETHREAD (or NULL / 0,
-**     as its comment says) and changes nothing.
+**   - "Thread: scheduler" means a fiber of the scheduler concerned.  Called
+**     from any other thread there is no current fiber: the call returns
+**     PX_ENOFIBER (or NULL / 0, as its comment says) and changes nothing; a
+**     fiber of another scheduler gets PX_ETHREAD where the comment says so.
 **   - "Parks: yes" means the call may suspend the calling fiber (never the
 **     thread); it needs a fiber and returns PX_ENOFIBER without one.  Every park
 **     is bounded by the scopes around it (px_with_timeout, px_with_cancel).
