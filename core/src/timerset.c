@@ -245,15 +245,17 @@ int64_t px_tset_next(px_tset *s)
     return best;
 }
 
-/* The cursor has entered `tick`, where slot (level, slot) begins: its nodes move
-** down the wheel, into the heap, or -- when already due -- out. */
-static void reach_slot(px_tset *s, int level, unsigned slot, int64_t now, px_tnode ***tail)
+/* The cursor has entered a tick where slot (level, slot) begins: its nodes move
+** down the wheel, into the heap, or -- when due and *room allows -- out. */
+static void reach_slot(px_tset *s, int level, unsigned slot, int64_t now,
+                       px_tnode ***tail, size_t *room)
 {
     px_tnode ring, *n, *next;
     for (n = slot_detach(s, level, slot, &ring); n != &ring; n = next) {
         next = n->next;
-        if (n->deadline <= now) {
+        if (n->deadline <= now && *room > 0) {
             s->count--;
+            (*room)--;
             out_append(tail, n);
         } else if (TICK(n->deadline) <= s->cursor) {
             place_near(s, n);
@@ -266,18 +268,18 @@ static void reach_slot(px_tset *s, int level, unsigned slot, int64_t now, px_tno
 px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max)
 {
     px_tnode *out = NULL, **tail = &out;
-    size_t taken = 0, limit = max ? max : SIZE_MAX;
+    size_t room = max ? max : SIZE_MAX;
     int64_t target = TICK(now > 0 ? now : 0);
 
     for (;;) {
-        while (s->heap_len && s->heap[0]->deadline <= now && taken < limit) {
+        while (s->heap_len && s->heap[0]->deadline <= now && room > 0) {
             px_tnode *n = s->heap[0];
             heap_delete(s, 0);
             s->count--;
+            room--;
             out_append(&tail, n);
-            taken++;
         }
-        if (taken >= limit || s->cursor >= target)
+        if (room == 0 || s->cursor >= target)
             break;
         int64_t tick;
         int level;
@@ -287,9 +289,7 @@ px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max)
             break;
         }
         s->cursor = tick;
-        size_t before = s->count;
-        reach_slot(s, level, slot, now, &tail);
-        taken += before - s->count;
+        reach_slot(s, level, slot, now, &tail, &room);
     }
     return out;
 }

@@ -71,8 +71,9 @@ static inline int px_tset_contains(const px_tnode *n) { return n->where != PX_TS
 int64_t px_tset_next(px_tset *s);
 
 /*
-** Removes every node due at `now` (deadline <= now), at most `max` of them (0: no
-** limit), and returns them as a list linked through `next`, ending in NULL.
+** Removes the nodes due at `now` (deadline <= now), at most `max` of them (0: no
+** limit; due nodes left over stay in the set, still due), and returns them as a
+** list linked through `next`, ending in NULL.
 */
 px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max);
 
