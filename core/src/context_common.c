@@ -22,6 +22,7 @@
 #endif
 
 #ifdef PX_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 /* The context that switched last on this thread: the resumed side learns
  * from ASan the bounds of the stack it came from and stores them there. */
@@ -106,6 +107,11 @@ int px_context_make(px_context *c, void *stack_lo, size_t size,
 #ifdef PX_TSAN
   c->tsan_fiber = NULL;   /* created at its first run */
   c->tsan_owned = 1;
+#endif
+#ifdef PX_ASAN
+  /* A recycled stack keeps the redzones of the frames that last ran on it
+   * (a fiber freed while parked never unwound them): clear them. */
+  __asan_unpoison_memory_region(stack_lo, size);
 #endif
   px_ctx_prepare(c, stack_lo, size);
   return 0;
