@@ -691,6 +691,250 @@ typedef struct px_host_ops {
 */
 PX_API px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host_ctx);
 
+/* ========================================================================= */
+/* The synchronization family                                                */
+/* ========================================================================= */
+
+/*
+** Mutex, RwLock, WaitGroup, Barrier, Once, Semaphore, Event and Channel, built
+** on px_park / px_wake alone.  They park the fiber, never the thread.  Rules
+** common to all of them:
+**
+**   - An object is used by the fibers of one scheduler (and off-fiber by its
+**     thread); it is not thread-safe.  From several schedulers, use a channel
+**     per scheduler and px_sched_post between them.
+**   - px_<kind>_new returns the object, or NULL with errno set to EINVAL (a bad
+**     argument) or ENOMEM.  Thread: any.  Parks: no.
+**   - px_<kind>_free returns 0, or PX_EBUSY when the object is held or fibers
+**     wait on it (nothing is freed then: no waiter is ever stranded).  NULL
+**     returns 0.  Thread: the scheduler's.  Parks: no.
+**   - Every operation that may wait is bounded by the scopes around it: it
+**     returns PX_ETIMEDOUT or PX_ECANCELED when one interrupts it, and then
+**     nothing of the wait is left queued and nothing was acquired; a grant
+**     that raced the interrupt went on to the next waiter.  It returns
+**     PX_ENOFIBER off-fiber and PX_EINVAL for a NULL object.
+**   - In a hosted fiber whose host cannot switch inside C, such an operation
+**     returns PX_EYIELD: the host yields, and once resumed calls the same
+**     function again with the same arguments, which returns the outcome at
+**     once (it does not wait again).
+**   - Waits are FIFO, and a release hands over directly: the next waiter owns
+**     what it waited for before it wakes, so no fiber can barge in between.
+**   - Each wait has a reason that names the primitive and the operation
+**     ("Mutex lock", "RwLock read lock", ...), shown by traces and deadlock
+**     reports; a report names the fiber holding a mutex or write lock and
+**     prints the wait-for cycle when there is one.
+**
+** Holders are fibers: a fiber that ends holding a Mutex, a write lock or read
+** holds of an RwLock, or running a Once, releases them as it ends.
+*/
+
+/* -- Mutex ------------------------------------------------------------------ */
+
+/*
+** A non-reentrant lock owned by a fiber.
+**
+** px_mutex_lock parks until the caller owns m.  Returns 0; PX_EOWNERDEAD when
+** the caller owns m but its previous owner ended holding it (the state m
+** protects may be half-updated); PX_EDEADLK when the caller owns m already;
+** and the common wait codes.  Wait reason "Mutex lock".
+** px_mutex_trylock takes m only if it is free and nobody waits: 0 or
+** PX_EOWNERDEAD as lock, PX_EBUSY when it is held or waited for, PX_EDEADLK
+** when the caller owns it, PX_ENOFIBER, PX_EINVAL.  Parks: no.
+** px_mutex_unlock hands m to the first waiter, or frees it.  Returns 0;
+** PX_EPERM when the caller does not own it (nothing changes); PX_ENOFIBER,
+** PX_EINVAL.  Parks: no.
+** px_mutex_owner returns the owner's fiber id, 0 when free (or NULL m);
+** px_mutex_waiters how many fibers wait.  Thread: the scheduler's, on or
+** off-fiber.  Parks: no.
+*/
+typedef struct px_mutex px_mutex;
+
+PX_API px_mutex *px_mutex_new(void);
+PX_API int px_mutex_lock(px_mutex *m);
+PX_API int px_mutex_trylock(px_mutex *m);
+PX_API int px_mutex_unlock(px_mutex *m);
+PX_API uint64_t px_mutex_owner(const px_mutex *m);
+PX_API size_t px_mutex_waiters(const px_mutex *m);
+PX_API int px_mutex_free(px_mutex *m);
+
+/* -- RwLock ----------------------------------------------------------------- */
+
+/*
+** A writer-preferring read/write lock: any number of fibers hold it for
+** reading, or one for writing.  Once a writer waits, no new reader is
+** admitted (a stream of readers cannot starve it); writers are served FIFO;
+** the readers queued behind a writer are admitted together when it leaves.
+**
+** px_rwlock_rdlock adds a read hold.  A fiber that holds read holds already
+** gets another at once (reentrant, even with a writer waiting); the writer
+** may take read holds too.  Returns 0 or the common wait codes.  Wait reason
+** "RwLock read lock".
+** px_rwlock_wrlock parks until the caller holds the write lock.  Returns 0;
+** PX_EOWNERDEAD when the previous writer ended holding it; PX_EDEADLK at once,
+** without parking, when the caller holds it already or holds read holds (an
+** upgrade would wait for itself); the common wait codes.  Wait reason
+** "RwLock write lock".
+** px_rwlock_tryrdlock / px_rwlock_trywrlock never park and never pass a
+** queued waiter: 0 (PX_EOWNERDEAD for a write lock, as above), PX_EBUSY, or
+** PX_EDEADLK as their parking forms.
+** px_rwlock_rdunlock releases one read hold of the caller; px_rwlock_wrunlock
+** releases its write lock (read holds it took while writing stay: that is a
+** downgrade).  Both return 0, or PX_EPERM when the caller holds no such hold.
+** px_rwlock_readers returns the number of fibers holding read holds,
+** px_rwlock_writer the writer's id (0 when none), px_rwlock_waiters the
+** number of waiting fibers.  Thread: the scheduler's, on or off-fiber.
+*/
+typedef struct px_rwlock px_rwlock;
+
+PX_API px_rwlock *px_rwlock_new(void);
+PX_API int px_rwlock_rdlock(px_rwlock *l);
+PX_API int px_rwlock_wrlock(px_rwlock *l);
+PX_API int px_rwlock_tryrdlock(px_rwlock *l);
+PX_API int px_rwlock_trywrlock(px_rwlock *l);
+PX_API int px_rwlock_rdunlock(px_rwlock *l);
+PX_API int px_rwlock_wrunlock(px_rwlock *l);
+PX_API size_t px_rwlock_readers(const px_rwlock *l);
+PX_API uint64_t px_rwlock_writer(const px_rwlock *l);
+PX_API size_t px_rwlock_waiters(const px_rwlock *l);
+PX_API int px_rwlock_free(px_rwlock *l);
+
+/* -- WaitGroup -------------------------------------------------------------- */
+
+/*
+** A counter of outstanding jobs.  px_waitgroup_add(wg, n) adds n (which may be
+** negative) and px_waitgroup_done subtracts one; both are plain arithmetic,
+** need no fiber, and return 0, or PX_EINVAL when the count would go below
+** zero (it is left unchanged).  When the count reaches zero every waiter is
+** woken.  px_waitgroup_wait returns 0 at once at zero, else parks until zero;
+** the common wait codes.  Wait reason "WaitGroup wait".
+** px_waitgroup_count returns the count (0 for NULL).
+*/
+typedef struct px_waitgroup px_waitgroup;
+
+PX_API px_waitgroup *px_waitgroup_new(void);
+PX_API int px_waitgroup_add(px_waitgroup *wg, int64_t n);
+PX_API int px_waitgroup_done(px_waitgroup *wg);
+PX_API int px_waitgroup_wait(px_waitgroup *wg);
+PX_API int64_t px_waitgroup_count(const px_waitgroup *wg);
+PX_API int px_waitgroup_free(px_waitgroup *wg);
+
+/* -- Barrier ---------------------------------------------------------------- */
+
+/*
+** `parties` fibers meet at a phase boundary (new: EINVAL for 0 parties).
+** px_barrier_arrive_and_wait parks until `parties` fibers arrived in this
+** phase.  The last arriver does not park: it returns 1 (the leader), opens
+** the next phase at once (so its arrivals never mix with this one's) and wakes
+** the others, who return 0.  An interrupted arrival withdraws its count and
+** returns the common wait code.  Wait reason "Barrier arrive".
+** px_barrier_phase returns how many phases have completed;
+** px_barrier_waiting how many fibers wait in the current one.
+*/
+typedef struct px_barrier px_barrier;
+
+PX_API px_barrier *px_barrier_new(size_t parties);
+PX_API int px_barrier_arrive_and_wait(px_barrier *b);
+PX_API uint64_t px_barrier_phase(const px_barrier *b);
+PX_API size_t px_barrier_waiting(const px_barrier *b);
+PX_API int px_barrier_free(px_barrier *b);
+
+/* -- Once ------------------------------------------------------------------- */
+
+/*
+** An action run exactly once among any number of racing fibers.
+**
+** px_once_do: the first caller runs fn(arg) and returns what fn returned;
+** callers arriving while it runs park until it finished and return 0; later
+** callers return 0 at once.  The action is done once fn returned, whatever it
+** returned (a failed action is not retried), or once its fiber ended inside
+** it.  PX_EDEADLK when called from inside the action by its own fiber; the
+** common wait codes.  Wait reason "Once init".
+** px_once_begin / px_once_end are the same in two steps, for a binding that
+** runs the action in its own language: begin returns 1 when the caller must
+** run the action and then call end; 0 when it is done (after parking while
+** another fiber ran it, if need be); PX_EDEADLK and the wait codes as do.
+** end returns 0, or PX_EPERM when the caller did not begin the action.
+** px_once_done returns 1 once the action is done, else 0.
+*/
+typedef struct px_once px_once;
+typedef int (*px_once_fn)(void *arg);
+
+PX_API px_once *px_once_new(void);
+PX_API int px_once_do(px_once *o, px_once_fn fn, void *arg);
+PX_API int px_once_begin(px_once *o);
+PX_API int px_once_end(px_once *o);
+PX_API int px_once_done(const px_once *o);
+PX_API int px_once_free(px_once *o);
+
+/* -- Semaphore -------------------------------------------------------------- */
+
+/*
+** A counting semaphore.  px_sem_acquire takes one unit, parking until one is
+** handed to it (FIFO); 0 or the common wait codes; wait reason "Semaphore
+** acquire".  px_sem_tryacquire: 0, or PX_EBUSY when no unit is free or
+** fibers wait.  px_sem_release gives one unit back (to the first waiter, if
+** any): 0, or PX_EINVAL when the count would overflow.  Any fiber may
+** release; release needs no fiber.  px_sem_value returns the free units,
+** px_sem_waiters the waiting fibers.
+*/
+typedef struct px_sem px_sem;
+
+PX_API px_sem *px_sem_new(size_t initial);
+PX_API int px_sem_acquire(px_sem *sem);
+PX_API int px_sem_tryacquire(px_sem *sem);
+PX_API int px_sem_release(px_sem *sem);
+PX_API size_t px_sem_value(const px_sem *sem);
+PX_API size_t px_sem_waiters(const px_sem *sem);
+PX_API int px_sem_free(px_sem *sem);
+
+/* -- Event ------------------------------------------------------------------ */
+
+/*
+** A level, like trio's and asyncio's Event: px_event_wait returns 0 at once
+** while it is set, else parks until px_event_set (wait reason "Event wait").
+** px_event_set sets it and wakes every waiter, returning how many it woke;
+** px_event_clear unsets it (0).  Neither needs a fiber.  px_event_is_set
+** returns 1 or 0.
+*/
+typedef struct px_event px_event;
+
+PX_API px_event *px_event_new(void);
+PX_API int px_event_set(px_event *e);
+PX_API int px_event_clear(px_event *e);
+PX_API int px_event_is_set(const px_event *e);
+PX_API int px_event_wait(px_event *e);
+PX_API int px_event_free(px_event *e);
+
+/* -- Channel ---------------------------------------------------------------- */
+
+/*
+** A FIFO channel of pointers between fibers, holding up to `capacity` values;
+** capacity 0 makes each send a rendezvous with a receiver.
+**
+** px_chan_send parks while the channel is full (wait reason "Channel send");
+** 0 once v is buffered or handed to a receiver; PX_ECLOSED when the channel
+** is or gets closed (v was not sent); the common wait codes.
+** px_chan_recv parks while it is empty (wait reason "Channel recv"); 0 with
+** the value in *v; PX_ECLOSED once it is closed and drained; the common wait
+** codes.  Values come out in the order they went in.
+** px_chan_trysend / px_chan_tryrecv never park: PX_EBUSY when they would.
+** px_chan_close: receivers get what is buffered, then PX_ECLOSED; waiting
+** senders get PX_ECLOSED.  Returns 0, or PX_ECLOSED when already closed.
+** Needs no fiber.  px_chan_len returns the buffered values, px_chan_cap the
+** capacity.
+*/
+typedef struct px_chan px_chan;
+
+PX_API px_chan *px_chan_new(size_t capacity);
+PX_API int px_chan_send(px_chan *ch, void *v);
+PX_API int px_chan_recv(px_chan *ch, void **v);
+PX_API int px_chan_trysend(px_chan *ch, void *v);
+PX_API int px_chan_tryrecv(px_chan *ch, void **v);
+PX_API int px_chan_close(px_chan *ch);
+PX_API size_t px_chan_len(const px_chan *ch);
+PX_API size_t px_chan_cap(const px_chan *ch);
+PX_API int px_chan_free(px_chan *ch);
+
 #ifdef __cplusplus
 }
 #endif

@@ -108,6 +108,7 @@ void px__fiber_free(px_sched *s, px_fiber *f)
 void px__fiber_end(px_sched *s, px_fiber *f)
 {
     px__scopes_close_all(f);
+    px__waits_end(f, 0);
     f->state = PX_F_DONE;
     s->live--;
     px__id_remove(s, f->id);
@@ -142,6 +143,7 @@ void px__fiber_discard(px_sched *s, px_fiber *f)
 {
     if (f->state != PX_F_DONE) {
         px__scopes_close_all(f);
+        px__waits_end(f, 1);
         if (px_tset_contains(&f->timer))
             px_tset_remove(&s->tset, &f->timer);
         if (f->hosted) {

@@ -24,6 +24,41 @@ enum px_fstate {
 };
 
 typedef struct px_scope px_scope;
+typedef struct px_waitq px_waitq;
+typedef struct px_waiter px_waiter;
+typedef struct px_hold px_hold;
+
+/*
+** A fiber's place in a primitive's queue of waiters (waitq.c).  A fiber waits
+** for one thing at a time, so each fiber record carries exactly one: a wait
+** needs no allocation, and the record outlives the C stack of the operation
+** (a hosted fiber returns from the operation with PX_EYIELD before it is
+** woken, and calls it again to collect the outcome).
+*/
+struct px_waiter {
+    px_waiter *next, *prev;  /* in q, FIFO */
+    px_waitq *q;             /* the queue it is on; NULL once off it */
+    const void *obj;         /* the object of the wait under way or uncollected */
+    void (*pass_on)(px_waiter *w);  /* interrupted after a grant: hand it on */
+    uint64_t id;             /* the fiber's id */
+    int op;                  /* the primitive's: what the fiber waits for */
+    int result;              /* set by the grant: what the operation returns */
+    unsigned char granted;   /* the releasing side handed over */
+    void *value;             /* a value handed over with the grant (or offered) */
+    uint64_t n;              /* a count the primitive may need */
+};
+
+/*
+** Something a fiber holds that must not outlive it (a mutex, a write lock, a
+** read hold, a Once it runs).  When the fiber ends holding it, or is discarded
+** with its scheduler, ended() runs: with `discarding` set it must release
+** without waking anyone (every fiber of the scheduler is being discarded).
+*/
+struct px_hold {
+    px_hold *next, *prev;
+    void (*ended)(px_hold *h, uint64_t id, int discarding);
+    px_fiber *owner;         /* NULL while not held */
+};
 
 /*
 ** A scope, on the C stack of px_with_* or on the heap for the push/pop form.
@@ -67,6 +102,8 @@ struct px_fiber {
     void *host_ctx;
     px_stack stack;
     px_context ctx;
+    px_waiter wait;                  /* its place in a primitive's queue */
+    px_hold *holds;                  /* what it holds that it must release */
 };
 
 /* An item posted to a scheduler from any thread. */
@@ -161,6 +198,9 @@ void px__cancel_parked(px_sched *s, uint64_t id);
 /* token.c */
 void px__token_watch(px_token *t, px_scope *sc);
 void px__token_unwatch(px_token *t, px_scope *sc);
+
+/* waitq.c: a fiber that ends or is discarded lets go of its waits and holds. */
+void px__waits_end(px_fiber *f, int discarding);
 
 /* deadlock.c: writes the report; returns PX_EDEADLK. */
 int px__deadlock_report(px_sched *s);

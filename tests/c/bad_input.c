@@ -8,7 +8,7 @@
 
 #include "check.h"
 
-static px_event called;
+static px_latch called;
 static int last_status = 1;
 
 static void on_timer(void *arg, int status)

@@ -2,7 +2,7 @@
 ** check.h -- the few helpers every C test shares.
 **
 ** CHECK* print file:line and exit(1) on failure: a test stops at its first broken
-** promise.  px_event is a one-way latch (mutex + condvar) whose wait gives up
+** promise.  px_latch is a one-way latch (mutex + condvar) whose wait gives up
 ** after a generous timeout, so a broken contract fails a test instead of hanging it.
 */
 #ifndef PX_TEST_CHECK_H
@@ -45,26 +45,26 @@
 /* How long a wait may last before the test calls it a hang (sanitizers are slow). */
 #define PX_TEST_TIMEOUT_NS PX_SEC(30)
 
-typedef struct px_event {
+typedef struct px_latch {
     pthread_mutex_t m;
     pthread_cond_t c;
     int count;               /* how many times it was set */
-} px_event;
+} px_latch;
 
-static inline void ev_init(px_event *e)
+static inline void ev_init(px_latch *e)
 {
     CHECK(pthread_mutex_init(&e->m, NULL) == 0);
     CHECK(pthread_cond_init(&e->c, NULL) == 0);
     e->count = 0;
 }
 
-static inline void ev_destroy(px_event *e)
+static inline void ev_destroy(px_latch *e)
 {
     pthread_cond_destroy(&e->c);
     pthread_mutex_destroy(&e->m);
 }
 
-static inline void ev_set(px_event *e)
+static inline void ev_set(px_latch *e)
 {
     pthread_mutex_lock(&e->m);
     e->count++;
@@ -72,7 +72,7 @@ static inline void ev_set(px_event *e)
     pthread_mutex_unlock(&e->m);
 }
 
-static inline int ev_count(px_event *e)
+static inline int ev_count(px_latch *e)
 {
     pthread_mutex_lock(&e->m);
     int n = e->count;
@@ -81,7 +81,7 @@ static inline int ev_count(px_event *e)
 }
 
 /* Waits until the event was set `n` times; returns 0 on timeout. */
-static inline int ev_wait_n_ns(px_event *e, int n, int64_t timeout_ns)
+static inline int ev_wait_n_ns(px_latch *e, int n, int64_t timeout_ns)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -97,7 +97,7 @@ static inline int ev_wait_n_ns(px_event *e, int n, int64_t timeout_ns)
     return ok;
 }
 
-static inline int ev_wait_n(px_event *e, int n)
+static inline int ev_wait_n(px_latch *e, int n)
 {
     return ev_wait_n_ns(e, n, PX_TEST_TIMEOUT_NS);
 }

@@ -14,7 +14,7 @@ typedef struct waiter {
 } waiter;
 
 static atomic_int seq;        /* order of every wait's call */
-static px_event completed;    /* set once per call */
+static px_latch completed;    /* set once per call */
 
 static void on_wait(void *arg, int status)
 {

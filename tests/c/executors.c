@@ -15,7 +15,7 @@ typedef struct call {
     pthread_t thread;
 } call;
 
-static px_event called;
+static px_latch called;
 
 static void on_call(void *arg, int status)
 {

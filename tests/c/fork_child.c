@@ -9,7 +9,7 @@
 
 #include "check.h"
 
-static px_event fired;
+static px_latch fired;
 static int status_seen = 1;
 
 static void on_timer(void *arg, int status)

@@ -16,7 +16,7 @@ typedef struct rec {
 
 static rec recs[N];
 static atomic_int delivered;
-static px_event last;
+static px_latch last;
 
 static void on_timer(void *arg, int status)
 {

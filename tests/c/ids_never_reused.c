@@ -11,7 +11,7 @@
 #define PER    500
 
 static atomic_int calls;
-static px_event round_done;
+static px_latch round_done;
 
 static void on_timer(void *arg, int status)
 {

@@ -16,7 +16,7 @@ typedef struct item {
 
 static item items[N];
 static atomic_int done;
-static px_event all_done;
+static px_latch all_done;
 
 static void on_timer(void *arg, int status)
 {

@@ -17,7 +17,7 @@ typedef struct ticker {
     int overlaps;
     int ticks, finals, after_final;
     int64_t at[64];             /* start time of each tick */
-    px_event tick, final;
+    px_latch tick, final;
 } ticker;
 
 static void enter(ticker *t)
@@ -82,7 +82,7 @@ static void test_phase(px_timerq *q)
 typedef struct blocker {
     atomic_int in_tick;
     int ticks, finals, final_overlapped;
-    px_event started, go, final;
+    px_latch started, go, final;
 } blocker;
 
 static void on_block(void *arg, int status)

@@ -13,7 +13,7 @@ static px_timerq *q;
 
 #define CHAIN 50
 static int chain_depth;
-static px_event chain_done;
+static px_latch chain_done;
 
 static void on_chain(void *arg, int status)
 {
@@ -37,7 +37,7 @@ static void test_chain(void)
 /* -- a handler cancels another timer, and one it just added ---------------- */
 
 typedef struct call {
-    px_event ev;
+    px_latch ev;
     int status;
     int calls;
 } call;
@@ -87,7 +87,7 @@ static void test_cancel_other(void)
 /* -- a one-shot handler cancels itself: 0, and it is not called again ------ */
 
 typedef struct self {
-    px_event id_known, done;
+    px_latch id_known, done;
     atomic_uint_fast64_t id;
     int rc, calls, status;
 } self;
@@ -159,7 +159,7 @@ static void test_cancel_all_inside(void)
 
 /* -- cancelling a running one-shot timer from another thread returns 0 ---- */
 
-static px_event running, go;
+static px_latch running, go;
 static call blocker;
 
 static void on_blocker(void *arg, int status)

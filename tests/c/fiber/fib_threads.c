@@ -10,7 +10,7 @@
 
 static px_sched *S;
 static atomic_int posted_ran;
-static px_event ev_parked;
+static px_latch ev_parked;
 
 static void *posted(void *arg)
 {

@@ -1,0 +1,2 @@
+/* barrier.c -- being written. */
+#include "waitq.h"

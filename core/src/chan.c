@@ -1,0 +1,2 @@
+/* chan.c -- being written. */
+#include "waitq.h"

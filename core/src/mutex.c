@@ -1,0 +1,2 @@
+/* mutex.c -- being written. */
+#include "waitq.h"

@@ -1,0 +1,2 @@
+/* once.c -- being written. */
+#include "waitq.h"

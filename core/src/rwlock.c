@@ -1,0 +1,2 @@
+/* rwlock.c -- being written. */
+#include "waitq.h"

@@ -1,0 +1,2 @@
+/* sem.c -- being written. */
+#include "waitq.h"

@@ -1,0 +1,2 @@
+/* waitgroup.c -- being written. */
+#include "waitq.h"

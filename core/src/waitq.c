@@ -1,0 +1,145 @@
+/*
+** waitq.c -- queues of waiting fibers, hand-off and holds (see waitq.h).
+*/
+#include <stddef.h>
+
+#include "waitq.h"
+
+px_fiber *px__waiter_fiber(px_waiter *w)
+{
+    return (px_fiber *)((char *)w - offsetof(px_fiber, wait));
+}
+
+px_waiter *px__waiter_begin(const void *obj, int op, void (*pass_on)(px_waiter *w))
+{
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return NULL;
+    px_waiter *w = &f->wait;
+    w->next = w->prev = NULL;
+    w->q = NULL;
+    w->obj = obj;
+    w->pass_on = pass_on;
+    w->id = f->id;
+    w->op = op;
+    w->result = 0;
+    w->granted = 0;
+    w->value = NULL;
+    w->n = 0;
+    return w;
+}
+
+void px__waitq_remove(px_waitq *q, px_waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        q->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        q->tail = w->prev;
+    w->next = w->prev = NULL;
+    w->q = NULL;
+    q->len--;
+}
+
+static void waitq_append(px_waitq *q, px_waiter *w)
+{
+    w->next = NULL;
+    w->prev = q->tail;
+    if (q->tail)
+        q->tail->next = w;
+    else
+        q->head = w;
+    q->tail = w;
+    w->q = q;
+    q->len++;
+}
+
+/* The park was interrupted: leave the queue, or hand on a grant that raced. */
+static void waiter_dereg(void *ctx)
+{
+    px_waiter *w = ctx;
+    if (w->q)
+        px__waitq_remove(w->q, w);
+    if (w->granted && w->pass_on)
+        w->pass_on(w);
+    w->granted = 0;
+}
+
+static int outcome(px_waiter *w, int park_result)
+{
+    w->obj = NULL;
+    return park_result == 0 ? w->result : park_result;
+}
+
+int px__wait(px_waitq *q, px_waiter *w, const px_park_info *info)
+{
+    px_park_info pi = *info;
+    pi.dereg = waiter_dereg;
+    pi.ctx = w;
+    waitq_append(q, w);
+    int r = px_park_with(&pi);
+    if (r == PX_EYIELD)
+        return r;
+    return outcome(w, r);
+}
+
+int px__wait_resumed(const void *obj, int *out)
+{
+    px_fiber *f = px__fiber_here();
+    if (f == NULL || !f->hosted || f->wait.obj != obj || obj == NULL)
+        return 0;
+    *out = outcome(&f->wait, f->park_result);
+    return 1;
+}
+
+void px__grant(px_waiter *w, int result)
+{
+    if (w->q)
+        px__waitq_remove(w->q, w);
+    w->granted = 1;
+    w->result = result;
+    px_wake(w->id);
+}
+
+void px__hold_take(px_hold *h, px_fiber *f,
+                   void (*ended)(px_hold *h, uint64_t id, int discarding))
+{
+    h->ended = ended;
+    h->owner = f;
+    h->prev = NULL;
+    h->next = f->holds;
+    if (f->holds)
+        f->holds->prev = h;
+    f->holds = h;
+}
+
+void px__hold_drop(px_hold *h)
+{
+    px_fiber *f = h->owner;
+    if (f == NULL)
+        return;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        f->holds = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    h->next = h->prev = NULL;
+    h->owner = NULL;
+}
+
+void px__waits_end(px_fiber *f, int discarding)
+{
+    px_waiter *w = &f->wait;
+    if (w->q)
+        px__waitq_remove(w->q, w);   /* discarded while parked */
+    w->obj = NULL;
+    while (f->holds) {
+        px_hold *h = f->holds;
+        px__hold_drop(h);
+        h->ended(h, f->id, discarding);
+    }
+}

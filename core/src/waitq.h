@@ -1,0 +1,64 @@
+/*
+** waitq.h -- the one way the synchronization family waits: a FIFO of waiting
+** fibers, the park at the end of an operation, the hand-off that precedes the
+** wake, and the holds a fiber gives up when it ends.
+**
+** An operation that cannot complete at once does, as its last step:
+**
+**     px_waiter *w = px__waiter_begin(obj, op, pass_on);   (NULL: off-fiber)
+**     return px__wait(&obj->waiters, w, &park_info);
+**
+** and the releasing side, having made the grant its own (the new owner
+** recorded, the value stored), calls px__grant(w, result), which takes w off
+** its queue and wakes the fiber.  An interrupted wait leaves its queue by
+** itself; if a grant raced the interrupt, w->pass_on(w) hands it to the next
+** waiter.  A hosted fiber that got PX_EYIELD calls the operation again once
+** resumed, and the operation first asks px__wait_resumed for the outcome.
+*/
+#ifndef PX_WAITQ_H
+#define PX_WAITQ_H
+
+#include "fiber.h"
+
+struct px_waitq {
+    px_waiter *head, *tail;
+    size_t len;
+};
+
+/* The calling fiber's waiter, made ready for a wait on `obj`; NULL off-fiber. */
+px_waiter *px__waiter_begin(const void *obj, int op, void (*pass_on)(px_waiter *w));
+
+/*
+** Appends w to q and parks with `info` (its dereg and ctx are replaced).
+** Returns w->result once granted; PX_ETIMEDOUT / PX_ECANCELED when a scope
+** interrupted the wait (w is off q, a raced grant passed on); PX_EYIELD in a
+** hosted fiber that must yield.
+*/
+int px__wait(px_waitq *q, px_waiter *w, const px_park_info *info);
+
+/*
+** For an operation called again by a hosted fiber after PX_EYIELD: 1 and the
+** outcome in *out when the calling fiber has a wait on `obj` to collect, else 0.
+*/
+int px__wait_resumed(const void *obj, int *out);
+
+/* Hands the wait of w over with `result` (w leaves its queue), then wakes it. */
+void px__grant(px_waiter *w, int result);
+
+/* Queue access for the releasing side. */
+static inline px_waiter *px__waitq_first(const px_waitq *q) { return q->head; }
+void px__waitq_remove(px_waitq *q, px_waiter *w);
+
+/* The fiber a waiter belongs to. */
+px_fiber *px__waiter_fiber(px_waiter *w);
+
+/*
+** Holds.  px__hold_take records that fiber f (the caller's, or a waiter's
+** through px__waiter_fiber) now holds h; px__hold_drop that it no longer does.
+** Both are O(1).  A hold not held has h->owner NULL.
+*/
+void px__hold_take(px_hold *h, px_fiber *f,
+                   void (*ended)(px_hold *h, uint64_t id, int discarding));
+void px__hold_drop(px_hold *h);
+
+#endif /* PX_WAITQ_H */
