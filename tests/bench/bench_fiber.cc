@@ -1,12 +1,13 @@
 // bench_fiber.cc -- the fiber engine beside Boost.Fiber, in one process:
 //   yield round trip (two fibers), spawn + join, resident memory per parked
 //   fiber at 100,000, and 1,000,000 parked Parataxis fibers.
-// Build (no CMake target of its own yet), from a Release build of the library:
+// Built by make bench (tests/bench/CMakeLists.txt); by hand, from a Release build:
 //   c++ -O2 -std=c++17 -I core/include tests/bench/bench_fiber.cc
 //       build-rel/libparataxis.a -lboost_fiber -lboost_context -lpthread -o bench_fiber
-// Run: ./bench_fiber [how many parked fibers for the big run, default 1000000]
+// Run: ./bench_fiber [parked fibers for the big run, default 1000000] [rounds, default 7]
 #include <boost/fiber/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -130,19 +131,34 @@ static double bf_park(long n)
     return per;
 }
 
+static double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
 int main(int argc, char **argv)
 {
     long big = argc > 1 ? std::atol(argv[1]) : 1000000;
-    double py = 0, ps = 0;
-    px_run(px_yield_main, &py, nullptr);
-    double by = bf_yield();
-    px_run(px_spawn_main, &ps, nullptr);
-    double bs = bf_spawn();
+    int rounds = argc > 2 ? std::atoi(argv[2]) : 7;
+    std::vector<double> py, by, ps, bs;
+    for (int r = 0; r < rounds; r++) {   // interleaved, so that noise hits both
+        double y = 0, s = 0;
+        px_run(px_yield_main, &y, nullptr);
+        py.push_back(y);
+        by.push_back(bf_yield());
+        px_run(px_spawn_main, &s, nullptr);
+        ps.push_back(s);
+        bs.push_back(bf_spawn());
+    }
     park_ctx pc = { 100000, 0 };
     px_run(px_park_main, &pc, nullptr);
     double bp = bf_park(100000);
-    std::printf("yield round trip   parataxis %7.1f ns   boost.fiber %7.1f ns   ratio %.2f\n", py, by, py / by);
-    std::printf("spawn + join       parataxis %7.1f ns   boost.fiber %7.1f ns   ratio %.2f\n", ps, bs, ps / bs);
+    std::printf("== fibers, median of %d rounds\n", rounds);
+    std::printf("yield round trip   parataxis %7.1f ns   boost.fiber %7.1f ns   ratio %.2f\n",
+                median(py), median(by), median(py) / median(by));
+    std::printf("spawn + join       parataxis %7.1f ns   boost.fiber %7.1f ns   ratio %.2f\n",
+                median(ps), median(bs), median(ps) / median(bs));
     std::printf("RSS / parked fiber parataxis %7.2f KiB  boost.fiber %7.2f KiB  (100,000 parked)\n", pc.kib_per, bp);
     park_ctx big_c = { big, 0 };
     int64_t t0 = px_now();

@@ -1,5 +1,5 @@
 #!/bin/sh
-# run.sh -- builds and runs every timer-queue benchmark and prints a summary.
+# run.sh -- builds and runs every benchmark (timers, fibers, sync) and prints a summary.
 #
 #   sh tests/bench/run.sh [BUILD_DIR] [--no-build]     (make bench calls this)
 #
@@ -19,7 +19,14 @@ if [ "${2:-}" != "--no-build" ]; then
         cmake -S "$root" -B "$build" $gen -DCMAKE_BUILD_TYPE=Release \
             -DPARATAXIS_BENCH=ON -DPARATAXIS_TESTS=OFF >/dev/null
     fi
-    if ! cmake --build "$build" --target bench_timers bench_tset bench_wake prof_px \
+    # bench_fiber, bench_sync and bench_switch exist only where Boost has them.
+    targets="bench_timers bench_tset bench_wake prof_px"
+    for t in bench_fiber bench_sync bench_switch; do
+        if cmake --build "$build" --target help 2>/dev/null | grep -q "$t"; then
+            targets="$targets $t"
+        fi
+    done
+    if ! cmake --build "$build" --target $targets \
             >"$build/bench-build.log" 2>&1; then
         tail -30 "$build/bench-build.log"
         echo "run.sh: the benchmarks did not build (full log: $build/bench-build.log)" >&2
@@ -86,9 +93,20 @@ if [ -x "$bin/switch/bench_switch" ]; then
     step "$bin/switch/bench_switch"
 fi
 
+if [ -x "$bin/bench_fiber" ]; then
+    say "== fibers beside Boost.Fiber (targets: yield and spawn+join <= 0.5x, <= 5 KiB/parked fiber)"
+    step "$bin/bench_fiber"
+fi
+if [ -x "$bin/bench_sync" ]; then
+    say "== sync family beside Boost.Fiber (targets: uncontended <= 2x a plain call pair;"
+    say "   hand-off and channels faster than Boost.Fiber)"
+    step "$bin/bench_sync"
+fi
+
 say "== summary (targets at 1e6: add <= 85 ns, cancel <= 100 ns, expiry >= 10 M/s, <= 64 B/timer;"
 say "   lateness p99 below Asio's, no early fire; worker wakes ~1)"
 grep -E '^(add|cancel|expiry|bytes).*@1e6|^lateness |^wakes |^tset .*@1000000|^tset burst' "$out" || true
+grep -E '^(yield|spawn|RSS|[0-9]+ parked|ratio parataxis / )|^(uncontended|mutex hand-off|channel) ' "$out" || true
 grep 'FAILED' "$out" || true
 echo "(full output: $out)"
 exit $status

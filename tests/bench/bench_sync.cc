@@ -1,0 +1,300 @@
+// bench_sync.cc -- the synchronization family beside Boost.Fiber, in one run:
+//
+//   uncontended    lock + unlock by one fiber, beside a plain call pair (two
+//                  non-inlined calls that set and clear a flag), Boost.Fiber's
+//                  mutex and an uncontended pthread mutex;
+//   hand-off       two fibers taking turns on one mutex, per hand-off: ours by
+//                  direct hand-off (unlock gives the lock to the waiter), Boost's
+//                  with a mutex and a condition variable (its mutex lets the
+//                  unlocker barge back in, so turns need the condvar), and two
+//                  threads with pthread mutex + condvar for reference;
+//   channel        send + recv between a producer and a consumer fiber, per
+//                  value: buffered (capacity 64) beside buffered_channel(64),
+//                  unbuffered beside unbuffered_channel.
+//
+// Each figure is the median of ROUNDS rounds; ratios are ours / theirs.
+// Run: build-bench/tests/bench/bench_sync [rounds]
+#include <boost/fiber/all.hpp>
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+extern "C" {
+#include "parataxis.h"
+}
+
+static const long N_LOCK = 5000000, N_HANDOFF = 500000, N_CHAN = 1000000;
+
+static double now_ns()
+{
+    return std::chrono::duration<double, std::nano>(
+        std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+static double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+// -- uncontended -------------------------------------------------------------
+
+static volatile int flag;
+__attribute__((noinline)) static void plain_on() { flag = 1; }
+__attribute__((noinline)) static void plain_off() { flag = 0; }
+
+static double plain_pair()
+{
+    double t0 = now_ns();
+    for (long i = 0; i < N_LOCK; i++) {
+        plain_on();
+        plain_off();
+    }
+    return (now_ns() - t0) / N_LOCK;
+}
+
+static void *px_uncontended(void *out)
+{
+    px_mutex *m = px_mutex_new();
+    double t0 = now_ns();
+    for (long i = 0; i < N_LOCK; i++) {
+        px_mutex_lock(m);
+        px_mutex_unlock(m);
+    }
+    *(double *)out = (now_ns() - t0) / N_LOCK;
+    px_mutex_free(m);
+    return nullptr;
+}
+
+static double bf_uncontended()
+{
+    double r = 0;
+    boost::fibers::fiber f([&] {
+        boost::fibers::mutex m;
+        double t0 = now_ns();
+        for (long i = 0; i < N_LOCK; i++) {
+            m.lock();
+            m.unlock();
+        }
+        r = (now_ns() - t0) / N_LOCK;
+    });
+    f.join();
+    return r;
+}
+
+static double pthread_uncontended()
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    double t0 = now_ns();
+    for (long i = 0; i < N_LOCK; i++) {
+        pthread_mutex_lock(&m);
+        pthread_mutex_unlock(&m);
+    }
+    return (now_ns() - t0) / N_LOCK;
+}
+
+// -- hand-off ----------------------------------------------------------------
+
+struct px_turns { px_mutex *m; };
+
+static void *px_taker(void *arg)
+{
+    px_mutex *m = ((px_turns *)arg)->m;
+    for (long i = 0; i < N_HANDOFF; i++) {
+        px_mutex_lock(m);      // parks: the other fiber holds it
+        px_mutex_unlock(m);    // hands it to the other fiber, which waits
+    }
+    return nullptr;
+}
+
+static void *px_handoff(void *out)
+{
+    px_turns t = { px_mutex_new() };
+    px_mutex_lock(t.m);
+    px_fiber *a = px_spawn(px_taker, &t), *b = px_spawn(px_taker, &t);
+    px_yield();                // both queue on the mutex
+    double t0 = now_ns();
+    px_mutex_unlock(t.m);      // the turns begin
+    px_join(a, nullptr);
+    px_join(b, nullptr);
+    *(double *)out = (now_ns() - t0) / (2.0 * N_HANDOFF);
+    px_fiber_release(a);
+    px_fiber_release(b);
+    px_mutex_free(t.m);
+    return nullptr;
+}
+
+template <class Mutex, class Cond, class Lock>
+struct turns {
+    Mutex m;
+    Cond c;
+    int turn = 0;
+    void take(int me)
+    {
+        for (long i = 0; i < N_HANDOFF; i++) {
+            Lock l(m);
+            c.wait(l, [&] { return turn == me; });
+            turn = 1 - me;
+            c.notify_one();
+        }
+    }
+};
+
+static double bf_handoff()
+{
+    turns<boost::fibers::mutex, boost::fibers::condition_variable,
+          std::unique_lock<boost::fibers::mutex>> t;
+    double t0 = now_ns();
+    boost::fibers::fiber a([&] { t.take(0); }), b([&] { t.take(1); });
+    a.join();
+    b.join();
+    return (now_ns() - t0) / (2.0 * N_HANDOFF);
+}
+
+struct pt_turns {
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+    int turn = 0;
+};
+struct pt_arg { pt_turns *t; int me; long n; };
+
+static void *pt_take(void *p)
+{
+    pt_arg *a = (pt_arg *)p;
+    for (long i = 0; i < a->n; i++) {
+        pthread_mutex_lock(&a->t->m);
+        while (a->t->turn != a->me)
+            pthread_cond_wait(&a->t->c, &a->t->m);
+        a->t->turn = 1 - a->me;
+        pthread_cond_signal(&a->t->c);
+        pthread_mutex_unlock(&a->t->m);
+    }
+    return nullptr;
+}
+
+static double pthread_handoff()
+{
+    const long n = N_HANDOFF / 10;   // a thread hand-off costs a futex wake
+    pt_turns t;
+    pt_arg a0 = { &t, 0, n }, a1 = { &t, 1, n };
+    pthread_t x, y;
+    double t0 = now_ns();
+    pthread_create(&x, nullptr, pt_take, &a0);
+    pthread_create(&y, nullptr, pt_take, &a1);
+    pthread_join(x, nullptr);
+    pthread_join(y, nullptr);
+    return (now_ns() - t0) / (2.0 * n);
+}
+
+// -- channel -----------------------------------------------------------------
+
+static void *px_producer(void *ch)
+{
+    for (long i = 0; i < N_CHAN; i++)
+        px_chan_send((px_chan *)ch, (void *)(intptr_t)(i + 1));
+    return nullptr;
+}
+
+static void *px_consumer(void *ch)
+{
+    long sum = 0;
+    void *v;
+    for (long i = 0; i < N_CHAN; i++) {
+        px_chan_recv((px_chan *)ch, &v);
+        sum += (long)(intptr_t)v;
+    }
+    if (sum != N_CHAN * (N_CHAN + 1) / 2)
+        std::abort();
+    return nullptr;
+}
+
+static size_t chan_cap;
+
+static void *px_channel(void *out)
+{
+    px_chan *ch = px_chan_new(chan_cap);
+    double t0 = now_ns();
+    px_fiber *p = px_spawn(px_producer, ch), *c = px_spawn(px_consumer, ch);
+    px_join(p, nullptr);
+    px_join(c, nullptr);
+    *(double *)out = (now_ns() - t0) / N_CHAN;
+    px_fiber_release(p);
+    px_fiber_release(c);
+    px_chan_free(ch);
+    return nullptr;
+}
+
+template <class Chan>
+static double bf_channel(Chan &ch)
+{
+    double t0 = now_ns();
+    boost::fibers::fiber p([&] {
+        for (long i = 0; i < N_CHAN; i++)
+            ch.push(i + 1);
+    });
+    boost::fibers::fiber c([&] {
+        long sum = 0, v;
+        for (long i = 0; i < N_CHAN; i++) {
+            ch.pop(v);
+            sum += v;
+        }
+        if (sum != N_CHAN * (N_CHAN + 1) / 2)
+            std::abort();
+    });
+    p.join();
+    c.join();
+    return (now_ns() - t0) / N_CHAN;
+}
+
+// ----------------------------------------------------------------------------
+
+static double px_round(px_fiber_fn fn)
+{
+    double r = 0;
+    if (px_run(fn, &r, nullptr) != 0)
+        std::abort();
+    return r;
+}
+
+static void row(const char *what, double ours, const char *peer, double theirs)
+{
+    std::printf("%-24s parataxis %7.1f ns   %-22s %7.1f ns   ratio %.2f\n",
+                what, ours, peer, theirs, ours / theirs);
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = argc > 1 ? std::atoi(argv[1]) : 7;
+    std::vector<double> pu, pl, bu, tu, ph, bh, th, pc, bc, pz, bz;
+    for (int r = 0; r < rounds; r++) {
+        pu.push_back(px_round(px_uncontended));
+        pl.push_back(plain_pair());
+        bu.push_back(bf_uncontended());
+        tu.push_back(pthread_uncontended());
+        ph.push_back(px_round(px_handoff));
+        bh.push_back(bf_handoff());
+        th.push_back(pthread_handoff());
+        chan_cap = 64;
+        pc.push_back(px_round(px_channel));
+        boost::fibers::buffered_channel<long> bch(64);
+        bc.push_back(bf_channel(bch));
+        chan_cap = 0;
+        pz.push_back(px_round(px_channel));
+        boost::fibers::unbuffered_channel<long> uch;
+        bz.push_back(bf_channel(uch));
+    }
+    std::printf("== sync family, median of %d rounds\n", rounds);
+    row("uncontended lock+unlock", median(pu), "plain call pair", median(pl));
+    row("uncontended lock+unlock", median(pu), "boost.fiber mutex", median(bu));
+    row("uncontended lock+unlock", median(pu), "pthread mutex", median(tu));
+    row("mutex hand-off", median(ph), "boost.fiber mutex+cv", median(bh));
+    row("mutex hand-off", median(ph), "pthread 2 threads+cv", median(th));
+    row("channel cap 64", median(pc), "buffered_channel(64)", median(bc));
+    row("channel unbuffered", median(pz), "unbuffered_channel", median(bz));
+    return 0;
+}
