@@ -1,0 +1,820 @@
+/*
+** mutex.c -- the conformance specification of px_mutex.
+**
+** Each SPEC is one documented behaviour.  Fibers synchronize on events (the
+** number of waiters, a fiber's end), never on sleeps; the only timeouts are
+** the ones under test, and they are short while the holds are unbounded.
+*/
+#include <stdarg.h>
+#include <string.h>
+
+#include "spec.h"
+
+/* Yields until cond holds (a broken contract fails instead of spinning on). */
+#define YIELD_UNTIL(cond) do { \
+    for (long y_ = 0; !(cond); y_++) { \
+        CHECK(y_ < 1000000); \
+        CHECK_EQ(px_yield(), 0); \
+    } \
+} while (0)
+
+static px_mutex *M;
+
+static void run(px_fiber_fn main)
+{
+    M = px_mutex_new();
+    CHECK(M != NULL);
+    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    CHECK_EQ(px_mutex_free(M), 0);
+}
+
+static void join(px_fiber *f)
+{
+    CHECK_EQ(px_join(f, NULL), 0);
+    px_fiber_release(f);
+}
+
+static void *lock_unlock(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_lock(M), 0);
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    return NULL;
+}
+
+static int lock_body(void *arg) { (void)arg; return px_mutex_lock(M); }
+
+static int patient_result;
+
+static void *patient_locker(void *arg)
+{
+    (void)arg;
+    patient_result = px_mutex_lock(M);
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    return NULL;
+}
+
+/* -- mutual exclusion and hand-off ------------------------------------------ */
+
+static long counter;
+
+static void *incrementer(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 1000; i++) {
+        CHECK_EQ(px_mutex_lock(M), 0);
+        long v = counter;
+        if (i % 7 == 0)
+            CHECK_EQ(px_yield(), 0);   /* let the others try to get in */
+        counter = v + 1;
+        CHECK_EQ(px_mutex_owner(M), px_self());
+        CHECK_EQ(px_mutex_unlock(M), 0);
+        if (i % 3 == 0)
+            CHECK_EQ(px_yield(), 0);
+    }
+    return NULL;
+}
+
+static void *ten_incrementers(void *arg)
+{
+    (void)arg;
+    px_fiber *f[10];
+    for (int i = 0; i < 10; i++)
+        CHECK((f[i] = px_spawn(incrementer, NULL)) != NULL);
+    for (int i = 0; i < 10; i++)
+        join(f[i]);
+    CHECK_EQ(counter, 10000);
+    return NULL;
+}
+
+SPEC(no_lost_updates_with_10_fibers)
+{
+    run(ten_incrementers);
+}
+
+static char order[16];
+static size_t norder;
+
+static void *note_in_turn(void *arg)
+{
+    CHECK_EQ(px_mutex_lock(M), 0);
+    order[norder++] = (char)(uintptr_t)arg;
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    return NULL;
+}
+
+static void *fifo_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f[5];
+    CHECK_EQ(px_mutex_lock(M), 0);
+    for (int i = 0; i < 5; i++) {
+        CHECK((f[i] = px_spawn(note_in_turn, (void *)(uintptr_t)('a' + i))) != NULL);
+        YIELD_UNTIL(px_mutex_waiters(M) == (size_t)i + 1);   /* queued in this order */
+    }
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    for (int i = 0; i < 5; i++)
+        join(f[i]);
+    CHECK(strcmp(order, "abcde") == 0);
+    return NULL;
+}
+
+SPEC(hands_off_in_fifo_order)
+{
+    run(fifo_main);
+}
+
+static void *owner_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_lock(M), 0);
+    px_fiber *w = px_spawn(lock_unlock, NULL);
+    YIELD_UNTIL(px_mutex_waiters(M) == 1);
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    /* The waiter has not run yet, and already owns it. */
+    CHECK_EQ(px_mutex_owner(M), px_fiber_id(w));
+    CHECK_EQ(px_mutex_waiters(M), 0);
+    join(w);
+    CHECK_EQ(px_mutex_owner(M), 0);
+    return NULL;
+}
+
+SPEC(unlock_makes_the_first_waiter_owner_before_it_wakes)
+{
+    run(owner_main);
+}
+
+static int tried;
+
+static void *trier(void *arg)
+{
+    (void)arg;
+    tried = px_mutex_trylock(M);
+    return NULL;
+}
+
+static void *no_steal_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_lock(M), 0);
+    px_fiber *w = px_spawn(lock_unlock, NULL);
+    YIELD_UNTIL(px_mutex_waiters(M) == 1);
+    /* Held and waited for: a third fiber's trylock is refused. */
+    px_fiber *t = px_spawn(trier, NULL);
+    join(t);
+    CHECK_EQ(tried, PX_EBUSY);
+    t = px_spawn(trier, NULL);                    /* ready before the waiter */
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    /* Handed to the waiter, which has not run: neither the releaser nor a
+    ** newcomer can take it back. */
+    CHECK_EQ(px_mutex_trylock(M), PX_EBUSY);
+    CHECK_EQ(px_mutex_owner(M), px_fiber_id(w));
+    join(t);
+    CHECK_EQ(tried, PX_EBUSY);
+    join(w);
+    return NULL;
+}
+
+SPEC(trylock_never_steals_from_a_queued_waiter)
+{
+    run(no_steal_main);
+}
+
+static void *trylock_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_trylock(M), 0);
+    CHECK_EQ(px_mutex_owner(M), px_self());
+    px_fiber *t = px_spawn(trier, NULL);
+    join(t);
+    CHECK_EQ(tried, PX_EBUSY);
+    CHECK_EQ(px_mutex_waiters(M), 0);   /* trylock never parks */
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    return NULL;
+}
+
+SPEC(trylock_takes_a_free_mutex_and_refuses_a_held_one)
+{
+    run(trylock_main);
+}
+
+static int unlocked;
+
+static void *foreign_unlocker(void *arg)
+{
+    (void)arg;
+    unlocked = px_mutex_unlock(M);
+    return NULL;
+}
+
+static void *foreign_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_unlock(M), PX_EPERM);       /* not locked at all */
+    CHECK_EQ(px_mutex_owner(M), 0);
+    CHECK_EQ(px_mutex_lock(M), 0);
+    px_fiber *u = px_spawn(foreign_unlocker, NULL);
+    join(u);
+    CHECK_EQ(unlocked, PX_EPERM);
+    CHECK_EQ(px_mutex_owner(M), px_self());       /* nothing changed */
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    CHECK_EQ(px_mutex_unlock(M), PX_EPERM);       /* and not twice */
+    return NULL;
+}
+
+SPEC(unlock_by_a_non_owner_or_of_a_free_mutex_is_eperm)
+{
+    run(foreign_main);
+}
+
+static void *reentry_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_lock(M), 0);
+    CHECK_EQ(px_mutex_lock(M), PX_EDEADLK);
+    CHECK_EQ(px_mutex_trylock(M), PX_EDEADLK);
+    CHECK_EQ(px_mutex_waiters(M), 0);              /* refused without parking */
+    CHECK_EQ(px_mutex_unlock(M), 0);               /* held once, not thrice */
+    CHECK_EQ(px_mutex_owner(M), 0);
+    return NULL;
+}
+
+SPEC(relock_and_trylock_by_the_owner_are_edeadlk)
+{
+    run(reentry_main);
+}
+
+/* -- interrupted waits -------------------------------------------------------- */
+
+static int timed_result;
+
+static void *timed_locker(void *arg)
+{
+    (void)arg;
+    int64_t t0 = px_now();
+    timed_result = px_with_timeout(PX_MSEC(20), lock_body, NULL);
+    CHECK_GE(px_now() - t0, PX_MSEC(20));
+    return NULL;
+}
+
+static void *timeout_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_lock(M), 0);
+    px_fiber *t = px_spawn(timed_locker, NULL);
+    YIELD_UNTIL(px_mutex_waiters(M) == 1);
+    px_fiber *w = px_spawn(lock_unlock, NULL);
+    YIELD_UNTIL(px_mutex_waiters(M) == 2);
+    join(t);                                       /* it gave up */
+    CHECK_EQ(timed_result, PX_ETIMEDOUT);
+    CHECK_EQ(px_mutex_waiters(M), 1);              /* only the patient one */
+    CHECK_EQ(px_mutex_owner(M), px_self());
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    CHECK_EQ(px_mutex_owner(M), px_fiber_id(w));   /* the next waiter gets it */
+    join(w);
+    CHECK_EQ(px_mutex_waiters(M), 0);
+    return NULL;
+}
+
+SPEC(timed_out_lock_leaves_no_waiter_and_the_next_waiter_gets_it)
+{
+    run(timeout_main);
+}
+
+static px_token *T;
+static px_fiber *C;                              /* the cancellable waiter */
+static int cancel_result;
+
+static void *cancellable_locker(void *arg)
+{
+    (void)arg;
+    cancel_result = px_with_cancel(T, lock_body, NULL);
+    return NULL;
+}
+
+static void *canceller(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_token_cancel(T), 1);
+    return NULL;
+}
+
+/* The holder queues a cancellable waiter and a patient one, lets `cancel`
+** cancel the token, and checks that only the patient one is left. */
+static void cancel_scenario(void (*cancel)(void))
+{
+    CHECK_EQ(px_mutex_lock(M), 0);
+    px_fiber *c = C = px_spawn(cancellable_locker, NULL);
+    YIELD_UNTIL(px_mutex_waiters(M) == 1);
+    px_fiber *w = px_spawn(lock_unlock, NULL);
+    YIELD_UNTIL(px_mutex_waiters(M) == 2);
+    cancel();
+    join(c);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(px_mutex_waiters(M), 1);
+    CHECK_EQ(px_mutex_owner(M), px_self());
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    CHECK_EQ(px_mutex_owner(M), px_fiber_id(w));
+    join(w);
+}
+
+static void cancel_by_fiber(void) { join(px_spawn(canceller, NULL)); }
+
+static void *cancel_fiber_main(void *arg)
+{
+    (void)arg;
+    cancel_scenario(cancel_by_fiber);
+    return NULL;
+}
+
+SPEC(lock_cancelled_by_another_fiber_leaves_no_waiter)
+{
+    T = px_token_new();
+    run(cancel_fiber_main);
+    px_token_free(T);
+}
+
+static px_latch ready_to_cancel;
+
+static void *cancelling_thread(void *arg)
+{
+    (void)arg;
+    EV_WAIT(&ready_to_cancel, 1);
+    CHECK_EQ(px_token_cancel(T), 1);
+    return NULL;
+}
+
+static int join_body(void *arg) { return px_join(arg, NULL); }
+
+/* The scheduler cannot see the other thread: the holder joins the waiter
+** under a (generous) timeout, whose pending deadline keeps the run from
+** being declared a deadlock while the cancel travels. */
+static void cancel_by_thread(void)
+{
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, cancelling_thread, NULL) == 0);
+    ev_set(&ready_to_cancel);
+    CHECK_EQ(px_with_timeout(PX_TEST_TIMEOUT_NS, join_body, C), 0);
+    pthread_join(t, NULL);
+}
+
+static void *cancel_thread_main(void *arg)
+{
+    (void)arg;
+    cancel_scenario(cancel_by_thread);
+    return NULL;
+}
+
+SPEC(lock_cancelled_by_another_thread_leaves_no_waiter)
+{
+    T = px_token_new();
+    ev_init(&ready_to_cancel);
+    run(cancel_thread_main);
+    ev_destroy(&ready_to_cancel);
+    px_token_free(T);
+}
+
+static void *fired_main(void *arg)
+{
+    (void)arg;
+    px_fiber *h = px_spawn(lock_unlock, NULL);   /* runs later */
+    CHECK_EQ(px_mutex_lock(M), 0);
+    CHECK_EQ(px_token_cancel(T), 1);
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    /* A scope fired before the lock: a free mutex is still taken (no wait
+    ** was needed), a held one fails at once without queueing. */
+    px_fiber *c = px_spawn(cancellable_locker, NULL);
+    CHECK_EQ(px_mutex_lock(M), 0);
+    join(c);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(px_mutex_waiters(M), 1);            /* h, which queued first */
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    join(h);
+    return NULL;
+}
+
+SPEC(lock_in_a_fired_scope_fails_at_once_without_queueing)
+{
+    T = px_token_new();
+    run(fired_main);
+    px_token_free(T);
+}
+
+static void *race_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_lock(M), 0);
+    px_fiber *c = px_spawn(cancellable_locker, NULL);
+    YIELD_UNTIL(px_mutex_waiters(M) == 1);
+    px_fiber *w = px_spawn(patient_locker, NULL);
+    YIELD_UNTIL(px_mutex_waiters(M) == 2);
+    /* Cancel (c is interrupted, but has not run its deregistration), then
+    ** unlock at once: the lock is handed to c, which will not use it. */
+    CHECK_EQ(px_token_cancel(T), 1);
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    CHECK_EQ(px_mutex_owner(M), px_fiber_id(c));
+    CHECK_EQ(px_mutex_waiters(M), 1);
+    join(c);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    /* Nobody unlocked since: w got the lock from c passing the grant on. */
+    join(w);
+    CHECK_EQ(patient_result, 0);
+    CHECK_EQ(px_mutex_owner(M), 0);
+    CHECK_EQ(px_mutex_waiters(M), 0);
+    return NULL;
+}
+
+SPEC(grant_racing_an_interrupt_passes_on_to_the_next_waiter)
+{
+    T = px_token_new();
+    run(race_main);
+    px_token_free(T);
+}
+
+/* -- owner death ---------------------------------------------------------------- */
+
+static void *lock_and_end(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_lock(M), 0);
+    return NULL;   /* ends holding it */
+}
+
+/* Takes the lock, waits until `arg` fibers queue (and, for two, the token
+** is cancelled), and ends holding it. */
+static void *lock_and_end_queued(void *arg)
+{
+    size_t n = (size_t)(uintptr_t)arg;
+    CHECK_EQ(px_mutex_lock(M), 0);
+    YIELD_UNTIL(px_mutex_waiters(M) == n && (n < 2 || px_token_cancelled(T)));
+    return NULL;
+}
+
+static int dead_result;
+
+static void *lock_expecting_death(void *arg)
+{
+    (void)arg;
+    dead_result = px_mutex_lock(M);
+    CHECK_EQ(px_mutex_owner(M), px_self());        /* held, whatever it said */
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    return NULL;
+}
+
+static void *death_handoff_main(void *arg)
+{
+    (void)arg;
+    px_fiber *d = px_spawn(lock_and_end_queued, (void *)1);
+    YIELD_UNTIL(px_mutex_owner(M) == px_fiber_id(d));
+    px_fiber *w = px_spawn(lock_expecting_death, NULL);
+    join(d);                                     /* d ended holding it */
+    join(w);                                     /* and w, parked, was handed it */
+    CHECK_EQ(dead_result, PX_EOWNERDEAD);
+    CHECK_EQ(px_mutex_lock(M), 0);               /* reported once */
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    return NULL;
+}
+
+SPEC(owner_death_hands_the_lock_to_the_waiter_with_eownerdead)
+{
+    run(death_handoff_main);
+}
+
+static void *death_later_main(void *arg)
+{
+    (void)arg;
+    join(px_spawn(lock_and_end, NULL));
+    CHECK_EQ(px_mutex_owner(M), 0);              /* released as it ended */
+    CHECK_EQ(px_mutex_lock(M), PX_EOWNERDEAD);   /* held now */
+    CHECK_EQ(px_mutex_owner(M), px_self());
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    CHECK_EQ(px_mutex_lock(M), 0);               /* reported once */
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    join(px_spawn(lock_and_end, NULL));
+    CHECK_EQ(px_mutex_trylock(M), PX_EOWNERDEAD);
+    CHECK_EQ(px_mutex_owner(M), px_self());
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    CHECK_EQ(px_mutex_trylock(M), 0);
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    return NULL;
+}
+
+SPEC(owner_death_lets_a_later_lock_or_trylock_take_it_with_eownerdead)
+{
+    run(death_later_main);
+}
+
+static void *race_death_main(void *arg)
+{
+    (void)arg;
+    px_fiber *d = px_spawn(lock_and_end_queued, (void *)2);
+    YIELD_UNTIL(px_mutex_owner(M) == px_fiber_id(d));
+    px_fiber *c = px_spawn(cancellable_locker, NULL);
+    YIELD_UNTIL(px_mutex_waiters(M) == 1);
+    px_fiber *w = px_spawn(lock_expecting_death, NULL);
+    YIELD_UNTIL(px_mutex_waiters(M) == 2);
+    /* c is interrupted and queued to run behind d, which ends first and
+    ** hands the lock to c (still in the queue). */
+    CHECK_EQ(px_token_cancel(T), 1);
+    join(d);
+    join(c);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    join(w);
+    CHECK_EQ(dead_result, PX_EOWNERDEAD);        /* the news went on with it */
+    return NULL;
+}
+
+SPEC(eownerdead_passes_on_with_a_grant_that_raced_an_interrupt)
+{
+    T = px_token_new();
+    run(race_death_main);
+    px_token_free(T);
+}
+
+static uint64_t first_id;
+
+static void *lock_unlock_end(void *arg)
+{
+    (void)arg;
+    first_id = px_self();
+    CHECK_EQ(px_mutex_lock(M), 0);
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    return NULL;
+}
+
+static uint64_t ids[64];
+
+static void *newcomer(void *arg)
+{
+    uintptr_t i = (uintptr_t)arg;
+    ids[i] = px_self();
+    CHECK(ids[i] != first_id);
+    CHECK(px_mutex_owner(M) != px_self());
+    int r = px_mutex_trylock(M);                 /* never EDEADLK: not the owner */
+    CHECK(r == 0 || r == PX_EOWNERDEAD);
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    return NULL;
+}
+
+static void *ids_main(void *arg)
+{
+    (void)arg;
+    join(px_spawn(lock_unlock_end, NULL));
+    join(px_spawn(lock_and_end, NULL));          /* and one that died holding it */
+    /* Fiber records are recycled; ids are not. */
+    for (uintptr_t i = 0; i < 64; i++)
+        join(px_spawn(newcomer, (void *)i));
+    for (int i = 0; i < 64; i++)
+        for (int j = 0; j < i; j++)
+            CHECK(ids[i] != ids[j]);
+    return NULL;
+}
+
+SPEC(a_fiber_id_that_held_the_lock_is_never_mistaken_for_a_new_fiber)
+{
+    run(ids_main);
+}
+
+/* -- misuse, introspection, free ---------------------------------------------- */
+
+SPEC(off_fiber_calls_are_enofiber_and_null_is_einval)
+{
+    px_mutex *m = px_mutex_new();
+    CHECK(m != NULL);
+    CHECK_EQ(px_mutex_lock(m), PX_ENOFIBER);
+    CHECK_EQ(px_mutex_trylock(m), PX_ENOFIBER);
+    CHECK_EQ(px_mutex_unlock(m), PX_ENOFIBER);
+    CHECK_EQ(px_mutex_owner(m), 0);
+    CHECK_EQ(px_mutex_waiters(m), 0);
+    CHECK_EQ(px_mutex_lock(NULL), PX_EINVAL);
+    CHECK_EQ(px_mutex_trylock(NULL), PX_EINVAL);
+    CHECK_EQ(px_mutex_unlock(NULL), PX_EINVAL);
+    CHECK_EQ(px_mutex_owner(NULL), 0);
+    CHECK_EQ(px_mutex_waiters(NULL), 0);
+    CHECK_EQ(px_mutex_free(NULL), 0);
+    CHECK_EQ(px_mutex_free(m), 0);
+}
+
+static px_mutex *A, *B;
+static uint64_t left_id, right_id;
+static char report[8192];
+
+static void on_deadlock(void *ctx, const char *text)
+{
+    (void)ctx;
+    snprintf(report, sizeof report, "%s", text);
+}
+
+static void *left(void *arg)
+{
+    (void)arg;
+    left_id = px_self();
+    CHECK_EQ(px_mutex_lock(A), 0);
+    YIELD_UNTIL(px_mutex_owner(B) != 0);
+    px_mutex_lock(B);                            /* never returns */
+    return NULL;
+}
+
+static void *right(void *arg)
+{
+    (void)arg;
+    right_id = px_self();
+    CHECK_EQ(px_mutex_lock(B), 0);
+    YIELD_UNTIL(px_mutex_waiters(B) == 1);
+    px_mutex_lock(A);                            /* never returns */
+    return NULL;
+}
+
+static void check_has(const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (strstr(report, line) == NULL) {
+        fprintf(stderr, "missing \"%s\" in:\n%s", line, report);
+        exit(1);
+    }
+}
+
+SPEC(deadlock_report_names_the_holders_and_prints_the_cycle)
+{
+    A = px_mutex_new();
+    B = px_mutex_new();
+    px_sched_opts o = { .on_deadlock = on_deadlock };
+    px_sched *s = px_sched_new(&o);
+    CHECK_EQ(px_sched_post(s, left, NULL), 0);
+    CHECK_EQ(px_sched_post(s, right, NULL), 0);
+    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    check_has("fiber %llu: parked on \"Mutex lock\", waits on mutex@%p held by fiber %llu",
+              (unsigned long long)left_id, (void *)B, (unsigned long long)right_id);
+    check_has("fiber %llu: parked on \"Mutex lock\", waits on mutex@%p held by fiber %llu",
+              (unsigned long long)right_id, (void *)A, (unsigned long long)left_id);
+    CHECK(strstr(report, "wait-for cycle: fiber ") != NULL);
+    check_has("-> mutex@%p (\"Mutex lock\") held by fiber %llu", (void *)A,
+              (unsigned long long)left_id);
+    check_has("-> mutex@%p (\"Mutex lock\") held by fiber %llu", (void *)B,
+              (unsigned long long)right_id);
+    /* Off-fiber, the state is still there to see. */
+    CHECK_EQ(px_mutex_owner(A), left_id);
+    CHECK_EQ(px_mutex_owner(B), right_id);
+    CHECK_EQ(px_mutex_waiters(A), 1);
+    CHECK_EQ(px_mutex_waiters(B), 1);
+    CHECK_EQ(px_mutex_free(A), PX_EBUSY);
+    /* Freeing the scheduler discards the fibers: their holds and waits go,
+    ** and nobody is woken. */
+    px_sched_free(s);
+    CHECK_EQ(px_mutex_owner(A), 0);
+    CHECK_EQ(px_mutex_waiters(A), 0);
+    CHECK_EQ(px_mutex_free(A), 0);
+    CHECK_EQ(px_mutex_free(B), 0);
+}
+
+static int free_held, free_waited;
+
+static void *free_main(void *arg)
+{
+    (void)arg;
+    px_mutex *m = px_mutex_new();
+    CHECK_EQ(px_mutex_lock(m), 0);
+    free_held = px_mutex_free(m);
+    M = m;
+    px_fiber *w = px_spawn(lock_unlock, NULL);
+    YIELD_UNTIL(px_mutex_waiters(m) == 1);
+    CHECK_EQ(px_mutex_unlock(m), 0);             /* now only waited for by w */
+    free_waited = px_mutex_free(m);              /* owned by w: refused */
+    join(w);
+    CHECK_EQ(px_mutex_free(m), 0);
+    return NULL;
+}
+
+SPEC(free_refuses_a_held_or_waited_on_mutex_with_ebusy)
+{
+    CHECK_EQ(px_run(free_main, NULL, NULL), 0);
+    CHECK_EQ(free_held, PX_EBUSY);
+    CHECK_EQ(free_waited, PX_EBUSY);
+}
+
+/* -- a hosted fiber (a host that cannot switch inside C, as Lua) ------------- */
+
+typedef struct machine {
+    int step;
+    int results[4];
+} machine;
+
+static machine HM;
+
+static int host_resume(void *ctx)
+{
+    machine *m = ctx;
+    switch (m->step++) {
+    case 0:                                      /* contended: parks */
+        CHECK_EQ(px_mutex_lock(M), PX_EYIELD);
+        return 0;
+    case 1:                                      /* resumed: the same call again */
+        m->results[0] = px_mutex_lock(M);
+        m->results[1] = (int)(px_mutex_owner(M) == px_self());
+        CHECK_EQ(px_mutex_unlock(M), 0);
+        return PX_HOST_DONE;
+    }
+    return PX_HOST_DONE;
+}
+
+static px_sched *HS;
+
+static void *hosted_holder(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_lock(M), 0);
+    px_host_ops ops = { host_resume, NULL, NULL };
+    px_fiber *h = px_spawn_hosted(HS, &ops, &HM);
+    CHECK(h != NULL);
+    YIELD_UNTIL(px_mutex_waiters(M) == 1);
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    CHECK_EQ(px_mutex_owner(M), px_fiber_id(h));
+    join(h);
+    CHECK_EQ(HM.results[0], 0);
+    CHECK_EQ(HM.results[1], 1);
+    CHECK_EQ(px_mutex_owner(M), 0);
+    return NULL;
+}
+
+SPEC(hosted_fiber_locks_a_contended_mutex_through_eyield_and_a_recall)
+{
+    M = px_mutex_new();
+    HS = px_sched_new(NULL);
+    CHECK_EQ(px_sched_post(HS, hosted_holder, NULL), 0);
+    CHECK_EQ(px_sched_run(HS), 0);
+    CHECK_EQ(HM.step, 2);
+    px_sched_free(HS);
+    CHECK_EQ(px_mutex_free(M), 0);
+}
+
+/* -- two schedulers ----------------------------------------------------------- */
+
+static px_latch held, done;
+
+static void *hold_across(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_lock(M), 0);
+    ev_set(&held);
+    EV_WAIT(&done, 1);                           /* blocks this scheduler's thread */
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    return NULL;
+}
+
+static void *other_scheduler(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_run(hold_across, NULL, NULL), 0);
+    return NULL;
+}
+
+static void *stranger(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_lock(M), PX_ETHREAD);      /* would park on a foreign holder */
+    CHECK_EQ(px_mutex_trylock(M), PX_EBUSY);
+    CHECK_EQ(px_mutex_unlock(M), PX_EPERM);
+    return NULL;
+}
+
+SPEC(lock_held_by_a_fiber_of_another_scheduler_is_ethread)
+{
+    M = px_mutex_new();
+    ev_init(&held);
+    ev_init(&done);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, other_scheduler, NULL) == 0);
+    EV_WAIT(&held, 1);
+    CHECK_EQ(px_run(stranger, NULL, NULL), 0);
+    ev_set(&done);
+    pthread_join(t, NULL);
+    CHECK_EQ(px_mutex_free(M), 0);
+    ev_destroy(&held);
+    ev_destroy(&done);
+}
+
+SPECS(no_lost_updates_with_10_fibers,
+      hands_off_in_fifo_order,
+      unlock_makes_the_first_waiter_owner_before_it_wakes,
+      trylock_never_steals_from_a_queued_waiter,
+      trylock_takes_a_free_mutex_and_refuses_a_held_one,
+      unlock_by_a_non_owner_or_of_a_free_mutex_is_eperm,
+      relock_and_trylock_by_the_owner_are_edeadlk,
+      timed_out_lock_leaves_no_waiter_and_the_next_waiter_gets_it,
+      lock_cancelled_by_another_fiber_leaves_no_waiter,
+      lock_cancelled_by_another_thread_leaves_no_waiter,
+      lock_in_a_fired_scope_fails_at_once_without_queueing,
+      grant_racing_an_interrupt_passes_on_to_the_next_waiter,
+      owner_death_hands_the_lock_to_the_waiter_with_eownerdead,
+      owner_death_lets_a_later_lock_or_trylock_take_it_with_eownerdead,
+      eownerdead_passes_on_with_a_grant_that_raced_an_interrupt,
+      a_fiber_id_that_held_the_lock_is_never_mistaken_for_a_new_fiber,
+      off_fiber_calls_are_enofiber_and_null_is_einval,
+      deadlock_report_names_the_holders_and_prints_the_cycle,
+      free_refuses_a_held_or_waited_on_mutex_with_ebusy,
+      hosted_fiber_locks_a_contended_mutex_through_eyield_and_a_recall,
+      lock_held_by_a_fiber_of_another_scheduler_is_ethread)
