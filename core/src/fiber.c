@@ -380,7 +380,10 @@ int px_park_with(const px_park_info *info)
     f->park = *info;
     int r = px__scope_check(f);
     if (r != 0) {
-        /* A scope fired already: the park ends before it begins. */
+        /* A scope fired already: the park ends before it begins.  A sleep
+        ** must not leave its deadline behind: the next park would take it
+        ** for its own and px_wake would think that park a sleep. */
+        f->sleep_until = INT64_MAX;
         PX_TRACE(f->id, interrupt_event(r), info->reason);
         f->park_result = r;
         f->dereg_due = 1;

@@ -106,6 +106,32 @@ static void *third(void *arg)
     return NULL;
 }
 
+static uint64_t main_id;
+
+static void *waker(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_wake(main_id), 1);      /* a park, not taken for a sleep */
+    return NULL;
+}
+
+/* A sleep that a fired scope ended before it began leaves no deadline behind:
+** the next park is woken by px_wake, not by the sleep's old deadline. */
+static void sleep_in_a_fired_scope_leaves_nothing(void)
+{
+    px_token *t = px_token_new();
+    CHECK_EQ(px_token_cancel(t), 1);
+    CHECK_EQ(px_scope_push_cancel(t), 0);
+    CHECK_EQ(px_sleep(PX_MSEC(20)), PX_ECANCELED);
+    CHECK_EQ(px_scope_pop(), PX_ECANCELED);
+    px_token_free(t);
+    main_id = px_self();
+    px_fiber *w = px_spawn(waker, NULL);
+    CHECK_EQ(px_park("woken by waker", NULL, NULL), 0);
+    CHECK_EQ(px_join(w, NULL), 0);
+    px_fiber_release(w);
+}
+
 static void *main_fiber(void *arg)
 {
     (void)arg;
@@ -134,6 +160,7 @@ static void *main_fiber(void *arg)
     CHECK(t_nested - t0 < PX_SEC(5));
 
     CHECK_EQ(px_with_timeout(PX_MSEC(30), fired_then_park, NULL), PX_ETIMEDOUT);
+    sleep_in_a_fired_scope_leaves_nothing();
 
     /* Push/pop. */
     CHECK_EQ(px_scope_pop(), PX_EINVAL);
