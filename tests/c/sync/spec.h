@@ -40,7 +40,7 @@ typedef struct spec {
     SPEC_28_, SPEC_27_, SPEC_26_, SPEC_25_, SPEC_24_, SPEC_23_, SPEC_22_, SPEC_21_, \
     SPEC_20_, SPEC_19_, SPEC_18_, SPEC_17_, SPEC_16_, SPEC_15_, SPEC_14_, SPEC_13_, \
     SPEC_12_, SPEC_11_, SPEC_10_, SPEC_9_, SPEC_8_, SPEC_7_, SPEC_6_, SPEC_5_, \
-    SPEC_4_, SPEC_3_, SPEC_2_, SPEC_1_)(__VA_ARGS__)
+    SPEC_4_, SPEC_3_, SPEC_2_, SPEC_1_, SPEC_0_)(__VA_ARGS__)
 #define SPEC_N_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, \
     _16, _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, \
     _32, N, ...) N
