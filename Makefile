@@ -1,7 +1,8 @@
 # Parataxis -- the two commands a new user runs:
 #
 #   make demo     build the library and watch it work from C and Python (and Lua)
-#   make check    every test: C (plain, ASan+UBSan, TSan, ucontext fallback, fuzz),
+#   make check    every test: C (plain, ASan+UBSan, TSan, ucontext fallback,
+#                 AArch64 under qemu, fuzz),
 #                 install tree, Python, Lua
 #
 # Both install missing Debian and PyPI packages first (.ci/deps).  Other targets:
@@ -13,7 +14,7 @@ CONFIGURE = cmake -S . $(GENERATOR) -DPARATAXIS_WERROR=ON
 CTEST     = ctest --output-on-failure --no-tests=ignore
 
 .PHONY: all deps build demo check test-c test-asan test-tsan test-ucontext test-fuzz \
-        test-python test-lua python-install bench clean
+        test-aarch64 test-python test-lua python-install bench clean
 
 all: build
 
@@ -36,7 +37,7 @@ demo: build python-install
 	    LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
 	    lua5.4 docs/examples/timer_demo.lua; fi
 
-check: test-c test-asan test-tsan test-ucontext test-fuzz test-python test-lua
+check: test-c test-asan test-tsan test-ucontext test-aarch64 test-fuzz test-python test-lua
 	@echo "make check: every suite passed"
 
 test-c: build
@@ -59,6 +60,13 @@ test-ucontext: deps
 	@cmake --build build-ucontext
 	cd build-ucontext && $(CTEST) -L fiber
 
+# The AArch64 context switch, cross-built and run under qemu-user.
+test-aarch64: deps
+	@$(CONFIGURE) -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
+	    -DPARATAXIS_PYTHON=OFF >/dev/null
+	@cmake --build build-aarch64
+	cd build-aarch64 && $(CTEST) -L fiber -E fib_million
+
 test-fuzz: deps
 	@CC=clang $(CONFIGURE) -B build-fuzz -DPARATAXIS_FUZZ=ON >/dev/null
 	@cmake --build build-fuzz
@@ -76,4 +84,4 @@ bench: deps
 	sh tests/bench/run.sh build-bench
 
 clean:
-	rm -rf build build-asan build-tsan build-ucontext build-fuzz build-bench
+	rm -rf build build-asan build-tsan build-ucontext build-aarch64 build-fuzz build-bench
