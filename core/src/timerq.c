@@ -59,6 +59,7 @@ typedef struct px_trec {
 #define CHUNK_BYTES (CHUNK_RECS * sizeof(px_trec))
 #define BATCH       256                            /* handlers per lock round */
 #define AWAKE       INT64_MIN                      /* q->wake_at while the worker needs no wake */
+#define ABORT_LINGER PX_USEC(50)                   /* how long an owed abort may wait unsignalled */
 
 typedef struct chunk_head {
     px_timerq *q;
@@ -82,6 +83,8 @@ struct px_timerq {
     int detached;                /* ... from the worker, which then releases the queue */
     int worker_done;             /* the worker has left its loop */
     int wake_owed;               /* signal the worker once the lock is released */
+    int wake_soon;               /* the sleeping worker wakes within ABORT_LINGER by itself */
+    int aborts_seen;             /* the worker delivered aborts since it last slept */
     pthread_t worker;
     atomic_size_t refs;          /* the owner's, plus one per handler posted to an executor */
     unsigned fork_gen;
@@ -174,6 +177,20 @@ static void rec_free(px_timerq *q, px_trec *r)
 static void wake_for_deadline(px_timerq *q, int64_t deadline)
 {
     if (deadline < q->wake_at) {
+        q->wake_at = AWAKE;
+        q->wake_owed = 1;
+    }
+}
+
+/* An abort is owed: wake the worker unless it is awake or wakes by itself
+** within ABORT_LINGER.  A cancel that had to signal costs a syscall (~1 us) and
+** makes the worker contend for the lock, so a burst of cancels would pay it about
+** once per cancel; instead, a worker that delivered aborts sleeps at most
+** ABORT_LINGER before looking again, and the cancels meanwhile leave it be.  The
+** aborted handlers still run once each, at most ABORT_LINGER (plus slack) late. */
+static void wake_for_abort(px_timerq *q)
+{
+    if (q->wake_at != AWAKE && !q->wake_soon) {
         q->wake_at = AWAKE;
         q->wake_owed = 1;
     }
@@ -292,7 +309,7 @@ int px_timerq_cancel(px_timerq *q, uint64_t id)
     if (r != NULL && atomic_load(&r->state) == REC_ARMED) {
         px_tset_remove(&q->set, &r->node);
         abort_armed(q, r);
-        wake_now(q);
+        wake_for_abort(q);
         won = 1;
     } else if (r != NULL) {
         won = abort_inflight(r);
@@ -313,7 +330,7 @@ static size_t abort_all(px_timerq *q)
     for (node = q->inflight.next; node != &q->inflight; node = node->next)
         n += (size_t)abort_inflight(rec_of(node));
     if (n)
-        wake_now(q);
+        wake_for_abort(q);
     return n;
 }
 
@@ -432,6 +449,8 @@ static size_t take_batch(px_timerq *q, px_trec **batch)
         px_ring_push(&q->inflight, node);
         batch[n++] = rec_of(node);
     }
+    if (n)
+        q->aborts_seen = 1;
     px_tnode *next, *node = n < BATCH ? px_tset_expire(&q->set, px_now(), BATCH - n) : NULL;
     for (; node != NULL; node = next) {
         next = node->next;
@@ -461,8 +480,17 @@ static void deliver(px_timerq *q, px_trec **batch, size_t n)
             posted_call(batch[i], 0);
 }
 
+/* Sleeps until `deadline`, or for at most ABORT_LINGER after delivering aborts,
+** since more tend to follow (see wake_for_abort). */
 static void sleep_until(px_timerq *q, int64_t deadline)
 {
+    if (q->aborts_seen) {
+        int64_t soon = px_now() + ABORT_LINGER;
+        if (soon < deadline)
+            deadline = soon;
+        q->wake_soon = 1;
+        q->aborts_seen = 0;
+    }
     q->wake_at = deadline;
     if (deadline == INT64_MAX) {
         pthread_cond_wait(&q->wake, &q->lock);
@@ -471,6 +499,7 @@ static void sleep_until(px_timerq *q, int64_t deadline)
         pthread_cond_timedwait(&q->wake, &q->lock, &ts);
     }
     q->wake_at = AWAKE;
+    q->wake_soon = 0;
 }
 
 static void *worker_main(void *arg)
