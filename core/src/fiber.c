@@ -301,6 +301,7 @@ int px_yield(void)
     if (f == NULL)
         return PX_ENOFIBER;
     px__ready_push(f->s, f);
+    f->park_result = 0;      /* what a hosted fiber reads once resumed */
     return suspend(f);
 }
 

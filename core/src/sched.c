@@ -469,10 +469,11 @@ static int run_begin(px_sched *s)
         r = PX_EBUSY;
     else if (s->bound && !pthread_equal(s->thread, pthread_self()))
         r = PX_ETHREAD;
-    else
+    else {
         s->running = 1;
-    s->bound = 1;
-    s->thread = pthread_self();
+        s->bound = 1;            /* only a run that starts binds: a refused */
+        s->thread = pthread_self();   /* call must not move s to its thread */
+    }
     pthread_mutex_unlock(&s->lock);
     if (r == 0 && s->pool == NULL) {
         /* Made here, not in px_sched_new: the pool sets up this thread's

@@ -140,8 +140,31 @@ static void test_timerq_executor(void)
     px_sched_free(S);
 }
 
+/* A scheduler stays on the thread of its first run: a refused run from
+** another thread must not move it there, however often it is tried. */
+static void *run_elsewhere(void *arg)
+{
+    px_sched *s = arg;
+    CHECK_EQ(px_sched_run(s), PX_ETHREAD);
+    CHECK_EQ(px_sched_run(s), PX_ETHREAD);
+    return NULL;
+}
+
+static void test_bound_to_its_thread(void)
+{
+    px_sched *s = px_sched_new(NULL);
+    CHECK(s != NULL);
+    CHECK_EQ(px_sched_run(s), 0);             /* binds s to this thread */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, run_elsewhere, s) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK_EQ(px_sched_run(s), 0);             /* still ours */
+    px_sched_free(s);
+}
+
 int main(void)
 {
+    test_bound_to_its_thread();
     test_posts();
     test_cancel_and_wake();
     test_timerq_executor();
