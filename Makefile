@@ -53,7 +53,7 @@ test-tsan: deps
 	@$(CONFIGURE) -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DPARATAXIS_SANITIZE=thread >/dev/null
 	@cmake --build build-tsan
-	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -L threaded
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -L "threaded|fiber"
 
 test-ucontext: deps
 	@$(CONFIGURE) -B build-ucontext -DPARATAXIS_CONTEXT=ucontext >/dev/null
