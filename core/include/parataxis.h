@@ -804,10 +804,11 @@ PX_API int px_rwlock_free(px_rwlock *l);
 ** A counter of outstanding jobs.  px_waitgroup_add(wg, n) adds n (which may be
 ** negative) and px_waitgroup_done subtracts one; both are plain arithmetic,
 ** need no fiber, and return 0, or PX_EINVAL when the count would go below
-** zero (it is left unchanged).  When the count reaches zero every waiter is
-** woken.  px_waitgroup_wait returns 0 at once at zero, else parks until zero;
-** the common wait codes.  Wait reason "WaitGroup wait".
-** px_waitgroup_count returns the count (0 for NULL).
+** zero or past INT64_MAX (it is left unchanged).  When the count reaches
+** zero every waiter is woken.  px_waitgroup_wait returns 0 at once at zero,
+** else parks until zero; a waiter woken at zero returns 0 even if the count
+** rose again before it ran.  The common wait codes.  Wait reason "WaitGroup
+** wait".  px_waitgroup_count returns the count (0 for NULL).
 */
 typedef struct px_waitgroup px_waitgroup;
 
@@ -826,7 +827,9 @@ PX_API int px_waitgroup_free(px_waitgroup *wg);
 ** phase.  The last arriver does not park: it returns 1 (the leader), opens
 ** the next phase at once (so its arrivals never mix with this one's) and wakes
 ** the others, who return 0.  An interrupted arrival withdraws its count and
-** returns the common wait code.  Wait reason "Barrier arrive".
+** returns the common wait code: it is not counted even when a scope
+** interrupted it just before the arrival that would have completed the phase
+** (that arrival then waits for another).  Wait reason "Barrier arrive".
 ** px_barrier_phase returns how many phases have completed;
 ** px_barrier_waiting how many fibers wait in the current one.
 */
@@ -871,11 +874,12 @@ PX_API int px_once_free(px_once *o);
 /*
 ** A counting semaphore.  px_sem_acquire takes one unit, parking until one is
 ** handed to it (FIFO); 0 or the common wait codes; wait reason "Semaphore
-** acquire".  px_sem_tryacquire: 0, or PX_EBUSY when no unit is free or
-** fibers wait.  px_sem_release gives one unit back (to the first waiter, if
-** any): 0, or PX_EINVAL when the count would overflow.  Any fiber may
-** release; release needs no fiber.  px_sem_value returns the free units,
-** px_sem_waiters the waiting fibers.
+** acquire".  px_sem_tryacquire: 0, or PX_EBUSY when no unit is free (units
+** are never free while fibers wait: tryacquire cannot take one from them).
+** px_sem_release gives one unit back (to the first waiter, if any): 0, or
+** PX_EINVAL when the count would overflow.  Any fiber may release; neither
+** release nor tryacquire needs a fiber.  px_sem_value returns the free
+** units, px_sem_waiters the waiting fibers.
 */
 typedef struct px_sem px_sem;
 
@@ -893,6 +897,7 @@ PX_API int px_sem_free(px_sem *sem);
 ** A level, like trio's and asyncio's Event: px_event_wait returns 0 at once
 ** while it is set, else parks until px_event_set (wait reason "Event wait").
 ** px_event_set sets it and wakes every waiter, returning how many it woke;
+** a woken waiter returns 0 even if the event was cleared before it ran.
 ** px_event_clear unsets it (0).  Neither needs a fiber.  px_event_is_set
 ** returns 1 or 0.
 */
@@ -912,16 +917,23 @@ PX_API int px_event_free(px_event *e);
 ** capacity 0 makes each send a rendezvous with a receiver.
 **
 ** px_chan_send parks while the channel is full (wait reason "Channel send");
-** 0 once v is buffered or handed to a receiver; PX_ECLOSED when the channel
-** is or gets closed (v was not sent); the common wait codes.
+** 0 once v is buffered or handed to a receiver (with capacity 0: once a
+** receiver took it); PX_ECLOSED when the channel is or gets closed (v was
+** not sent); the common wait codes (v was not sent).
 ** px_chan_recv parks while it is empty (wait reason "Channel recv"); 0 with
 ** the value in *v; PX_ECLOSED once it is closed and drained; the common wait
-** codes.  Values come out in the order they went in.
-** px_chan_trysend / px_chan_tryrecv never park: PX_EBUSY when they would.
+** codes (nothing was taken: the value stays first in line).  Values come out
+** in the order they went in; none is lost or duplicated by an interrupt.
+** One exception to the common rule: when a receiver took a parked sender's
+** value before an interrupt of that sender took effect (possible only if
+** the receiver ran while the scheduler was not running: an off-fiber
+** px_chan_tryrecv), the value cannot be taken back and send returns 0.
+** px_chan_trysend / px_chan_tryrecv never park: PX_EBUSY when they would;
+** PX_ECLOSED as their parking forms.  Neither needs a fiber.
 ** px_chan_close: receivers get what is buffered, then PX_ECLOSED; waiting
 ** senders get PX_ECLOSED.  Returns 0, or PX_ECLOSED when already closed.
 ** Needs no fiber.  px_chan_len returns the buffered values, px_chan_cap the
-** capacity.
+** capacity; new: EINVAL for a capacity no ring can hold.
 */
 typedef struct px_chan px_chan;
 

@@ -44,6 +44,19 @@ void px__waitq_remove(px_waitq *q, px_waiter *w)
     q->len--;
 }
 
+int px__waiter_live(const px_waiter *w)
+{
+    return px__waiter_fiber((px_waiter *)w)->state == PX_F_PARKED;
+}
+
+px_waiter *px__waitq_first_live(px_waitq *q)
+{
+    px_waiter *w;
+    while ((w = q->head) != NULL && !px__waiter_live(w))
+        px__waitq_remove(q, w);   /* its dereg finds it off q: nothing to do */
+    return w;
+}
+
 static void waitq_append(px_waitq *q, px_waiter *w)
 {
     w->next = NULL;

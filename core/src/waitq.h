@@ -49,6 +49,18 @@ void px__grant(px_waiter *w, int result);
 static inline px_waiter *px__waitq_first(const px_waitq *q) { return q->head; }
 void px__waitq_remove(px_waitq *q, px_waiter *w);
 
+/*
+** A waiter whose park a scope has interrupted stays on its queue until its
+** fiber runs again and its dereg takes it off.  px__waiter_live(w) is 0 for
+** such a waiter; px__waitq_first_live returns the first waiter that is still
+** parked, taking the interrupted ones before it off q.  A releasing side that
+** grants only to live waiters never hands a grant to a fiber on its way out,
+** so nothing has to be passed on after other fibers ran (a grant then races
+** an interrupt only when the wake must go through the scheduler's inbox).
+*/
+int px__waiter_live(const px_waiter *w);
+px_waiter *px__waitq_first_live(px_waitq *q);
+
 /* The fiber a waiter belongs to. */
 px_fiber *px__waiter_fiber(px_waiter *w);
 
