@@ -463,7 +463,8 @@ static size_t take_batch(px_timerq *q, px_trec **batch)
     return n;
 }
 
-/* Makes or posts the calls of a batch; the lock is not held. */
+/* Makes or posts the calls of a batch; called without the lock, returns with it
+** held: the lock round that settles a batch also takes the next one. */
 static void deliver(px_timerq *q, px_trec **batch, size_t n)
 {
     if (q->exec.post == NULL) {
@@ -472,12 +473,12 @@ static void deliver(px_timerq *q, px_trec **batch, size_t n)
         queue_lock(q);
         for (size_t i = 0; i < n; i++)
             settle(q, batch[i]);
-        queue_unlock(q);
         return;
     }
     for (size_t i = 0; i < n; i++)
         if (q->exec.post(q->exec.ctx, posted_call, batch[i], 0) != 0)
             posted_call(batch[i], 0);
+    queue_lock(q);
 }
 
 /* Sleeps until `deadline`, or for at most ABORT_LINGER after delivering aborts,
@@ -514,7 +515,6 @@ static void *worker_main(void *arg)
         if (n) {
             queue_unlock(q);
             deliver(q, batch, n);
-            queue_lock(q);
             continue;
         }
         if (q->stopping)

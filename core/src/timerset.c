@@ -165,6 +165,8 @@ void px_tset_init(px_tset *s, int64_t now)
         s->occupied[l] = 0;
     }
     s->cursor = TICK(now > 0 ? now : 0);
+    px_ring_init(&s->due);
+    s->due_min = INT64_MAX;
     s->heap = NULL;
     s->heap_len = s->heap_cap = 0;
     s->count = 0;
@@ -192,6 +194,8 @@ void px_tset_remove(px_tset *s, px_tnode *n)
     s->count--;
     if (n->where & PX_TSET_IN_HEAP) {
         heap_delete(s, n->where & ~PX_TSET_IN_HEAP);
+    } else if (n->where == PX_TSET_IN_DUE) {
+        px_ring_unlink(n);
     } else {
         unsigned level = n->where / PX_TSET_SLOTS, slot = n->where % PX_TSET_SLOTS;
         px_tnode *head = &s->slot[level][slot];
@@ -237,6 +241,8 @@ int64_t px_tset_next(px_tset *s)
     if (s->heap_len == 0)
         pull_small_slot(s);
     int64_t best = s->heap_len ? s->heap[0]->deadline : INT64_MAX;
+    if (!px_ring_empty(&s->due) && s->due_min < best)
+        best = s->due_min;
     int64_t tick;
     int level;
     unsigned slot;
@@ -246,7 +252,10 @@ int64_t px_tset_next(px_tset *s)
 }
 
 /* The cursor has entered a tick where slot (level, slot) begins: its nodes move
-** down the wheel, into the heap, or -- when due and *room allows -- out. */
+** down the wheel, into the heap, or -- when due -- out, or to the due list when
+** *room is spent.  The due list, not the heap: a slot may hold tens of thousands
+** of due nodes, and each would leave a large heap by an O(log n) delete where a
+** list gives them back in O(1). */
 static void reach_slot(px_tset *s, int level, unsigned slot, int64_t now,
                        px_tnode ***tail, size_t *room)
 {
@@ -257,6 +266,11 @@ static void reach_slot(px_tset *s, int level, unsigned slot, int64_t now,
             s->count--;
             (*room)--;
             out_append(tail, n);
+        } else if (n->deadline <= now) {
+            px_ring_push(&s->due, n);
+            n->where = PX_TSET_IN_DUE;
+            if (n->deadline < s->due_min)
+                s->due_min = n->deadline;
         } else if (TICK(n->deadline) <= s->cursor) {
             place_near(s, n);
         } else {
@@ -271,6 +285,15 @@ px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max)
     size_t room = max ? max : SIZE_MAX;
     int64_t target = TICK(now > 0 ? now : 0);
 
+    while (room > 0 && !px_ring_empty(&s->due)) {   /* were due at an earlier call */
+        px_tnode *n = s->due.next;
+        px_ring_unlink(n);
+        s->count--;
+        room--;
+        out_append(&tail, n);
+    }
+    if (px_ring_empty(&s->due))
+        s->due_min = INT64_MAX;
     for (;;) {
         while (s->heap_len && s->heap[0]->deadline <= now && room > 0) {
             px_tnode *n = s->heap[0];
@@ -297,6 +320,12 @@ px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max)
 px_tnode *px_tset_take_all(px_tset *s)
 {
     px_tnode *out = NULL, **tail = &out;
+    while (!px_ring_empty(&s->due)) {
+        px_tnode *n = s->due.next;
+        px_ring_unlink(n);
+        out_append(&tail, n);
+    }
+    s->due_min = INT64_MAX;
     for (size_t i = 0; i < s->heap_len; i++)
         out_append(&tail, s->heap[i]);
     s->heap_len = 0;

@@ -38,11 +38,14 @@ struct px_tnode {
 
 #define PX_TSET_OUT     UINT32_MAX
 #define PX_TSET_IN_HEAP 0x80000000u
+#define PX_TSET_IN_DUE  0x40000000u   /* in the list of due nodes a capped expire left */
 
 typedef struct px_tset {
     px_tnode slot[PX_TSET_LEVELS][PX_TSET_SLOTS];   /* list sentinels */
     uint64_t occupied[PX_TSET_LEVELS];              /* bit s: slot s is not empty */
     int64_t cursor;          /* every node due in a tick <= cursor is in the heap */
+    px_tnode due;            /* ring of due nodes px_tset_expire had no room for */
+    int64_t due_min;         /* no node of `due` is due before it */
     px_tnode **heap;         /* min-heap on deadline */
     size_t heap_len, heap_cap;
     size_t count;            /* nodes in the set */
