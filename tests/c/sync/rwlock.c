@@ -1,0 +1,865 @@
+/*
+** rwlock.c -- the conformance specification of px_rwlock.
+**
+** Each SPEC is one documented behaviour.  Fibers synchronize on events (the
+** number of waiters and readers, a fiber's end), never on sleeps.
+*/
+#include <stdarg.h>
+#include <string.h>
+
+#include "spec.h"
+
+#define YIELD_UNTIL(cond) do { \
+    for (long y_ = 0; !(cond); y_++) { \
+        CHECK(y_ < 1000000); \
+        CHECK_EQ(px_yield(), 0); \
+    } \
+} while (0)
+
+static px_rwlock *L;
+static char logbuf[128];                         /* what the fibers did, in order */
+static int crowd_seen;
+
+static void run(px_fiber_fn main)
+{
+    logbuf[0] = 0;
+    crowd_seen = 0;
+    L = px_rwlock_new();
+    CHECK(L != NULL);
+    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    CHECK_EQ(px_rwlock_readers(L), 0);
+    CHECK_EQ(px_rwlock_writer(L), 0);
+    CHECK_EQ(px_rwlock_waiters(L), 0);
+    CHECK_EQ(px_rwlock_free(L), 0);
+}
+
+static void join(px_fiber *f)
+{
+    CHECK_EQ(px_join(f, NULL), 0);
+    px_fiber_release(f);
+}
+
+static void note(const char *s)
+{
+    CHECK(strlen(logbuf) + strlen(s) < sizeof logbuf);
+    strcat(logbuf, s);
+}
+
+static int last;                                 /* a helper fiber's result */
+
+static void *reader(void *arg)
+{
+    last = px_rwlock_rdlock(L);
+    if (arg)
+        note(arg);
+    if (last == 0 || last == PX_EOWNERDEAD)
+        CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    return NULL;
+}
+
+static void *writer(void *arg)
+{
+    last = px_rwlock_wrlock(L);
+    if (arg)
+        note(arg);
+    if (last == 0 || last == PX_EOWNERDEAD)
+        CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    return NULL;
+}
+
+static int rdlock_body(void *arg) { (void)arg; return px_rwlock_rdlock(L); }
+static int wrlock_body(void *arg) { (void)arg; return px_rwlock_wrlock(L); }
+
+/* -- sharing and exclusion ---------------------------------------------------- */
+
+/* Takes a read hold and keeps it until `arg` fibers held read holds at once. */
+static void *hold_read(void *arg)
+{
+    size_t crowd = (size_t)(uintptr_t)arg;
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    YIELD_UNTIL(crowd_seen || px_rwlock_readers(L) == crowd);
+    crowd_seen = 1;
+    CHECK_EQ(px_rwlock_writer(L), 0);
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    return NULL;
+}
+
+static void *readers_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f[3];
+    for (int i = 0; i < 3; i++)
+        f[i] = px_spawn(hold_read, (void *)3);   /* all three at once */
+    for (int i = 0; i < 3; i++)
+        join(f[i]);
+    return NULL;
+}
+
+SPEC(any_number_of_readers_hold_it_together)
+{
+    run(readers_main);
+}
+
+static void *exclusion_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_wrlock(L), 0);
+    CHECK_EQ(px_rwlock_writer(L), px_self());
+    px_fiber *r = px_spawn(reader, "r");
+    px_fiber *w = px_spawn(writer, "w");
+    YIELD_UNTIL(px_rwlock_waiters(L) == 2);      /* both wait for the writer */
+    CHECK_EQ(px_rwlock_readers(L), 0);
+    CHECK(strcmp(logbuf, "") == 0);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    join(r);
+    join(w);
+    CHECK(strcmp(logbuf, "rw") == 0);            /* FIFO */
+    return NULL;
+}
+
+SPEC(a_writer_excludes_readers_and_other_writers)
+{
+    run(exclusion_main);
+}
+
+/* A+ A- W+ W- R+ R-: reader A holds; writer W arrives and waits; reader R
+** arrives while W waits and must queue behind it. */
+static void *reader_a(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    note("A+");
+    YIELD_UNTIL(px_rwlock_waiters(L) == 2);
+    note("A-");
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    return NULL;
+}
+
+static void *writer_w(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_wrlock(L), 0);
+    note("W+");
+    for (int i = 0; i < 10; i++)
+        CHECK_EQ(px_yield(), 0);                 /* R would slip in here */
+    note("W-");
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    return NULL;
+}
+
+static void *reader_r(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    note("R+");
+    note("R-");
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    return NULL;
+}
+
+static void *preference_main(void *arg)
+{
+    (void)arg;
+    px_fiber *a = px_spawn(reader_a, NULL);
+    YIELD_UNTIL(px_rwlock_readers(L) == 1);
+    px_fiber *w = px_spawn(writer_w, NULL);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 1);
+    px_fiber *r = px_spawn(reader_r, NULL);
+    CHECK_EQ(px_rwlock_tryrdlock(L), PX_EBUSY);  /* no new reader while W waits */
+    join(a);
+    join(w);
+    join(r);
+    CHECK(strcmp(logbuf, "A+A-W+W-R+R-") == 0);
+    return NULL;
+}
+
+SPEC(writer_preference_orders_a_in_a_out_w_in_w_out_r_in_r_out)
+{
+    run(preference_main);
+}
+
+static void *batch_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_wrlock(L), 0);
+    px_fiber *f[5];
+    f[0] = px_spawn(reader, NULL);
+    f[1] = px_spawn(reader, NULL);
+    f[2] = px_spawn(reader, NULL);
+    f[3] = px_spawn(writer, NULL);               /* and one writer behind them */
+    f[4] = px_spawn(reader, NULL);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 5);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    /* The three readers at the head hold it before any of them runs; the
+    ** writer and the reader behind it still wait. */
+    CHECK_EQ(px_rwlock_readers(L), 3);
+    CHECK_EQ(px_rwlock_waiters(L), 2);
+    for (int i = 0; i < 5; i++)
+        join(f[i]);
+    return NULL;
+}
+
+SPEC(readers_queued_behind_a_writer_are_admitted_together)
+{
+    run(batch_main);
+}
+
+static void *writers_fifo_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    px_fiber *f[3];
+    const char *names[3] = { "1", "2", "3" };
+    for (int i = 0; i < 3; i++) {
+        f[i] = px_spawn(writer, (void *)names[i]);
+        YIELD_UNTIL(px_rwlock_waiters(L) == (size_t)i + 1);
+    }
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    CHECK_EQ(px_rwlock_writer(L), px_fiber_id(f[0]));   /* handed over directly */
+    for (int i = 0; i < 3; i++)
+        join(f[i]);
+    CHECK(strcmp(logbuf, "123") == 0);
+    return NULL;
+}
+
+SPEC(writers_are_served_in_fifo_order_by_direct_hand_off)
+{
+    run(writers_fifo_main);
+}
+
+/* -- holds of one fiber ---------------------------------------------------------- */
+
+static void *reentrant_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    px_fiber *w = px_spawn(writer, NULL);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 1);
+    /* A writer waits, yet a fiber holding read holds gets more at once. */
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    CHECK_EQ(px_rwlock_tryrdlock(L), 0);
+    CHECK_EQ(px_rwlock_readers(L), 1);           /* one fiber, three holds */
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    CHECK_EQ(px_rwlock_writer(L), 0);            /* still one hold left */
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    CHECK_EQ(px_rwlock_writer(L), px_fiber_id(w));
+    CHECK_EQ(px_rwlock_rdunlock(L), PX_EPERM);
+    join(w);
+    return NULL;
+}
+
+SPEC(read_side_is_reentrant_even_with_a_writer_waiting)
+{
+    run(reentrant_main);
+}
+
+static void *writer_reads_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_wrlock(L), 0);
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    CHECK_EQ(px_rwlock_tryrdlock(L), 0);
+    CHECK_EQ(px_rwlock_readers(L), 1);
+    CHECK_EQ(px_rwlock_wrlock(L), PX_EDEADLK);   /* not reentrant on the write side */
+    CHECK_EQ(px_rwlock_trywrlock(L), PX_EDEADLK);
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    CHECK_EQ(px_rwlock_writer(L), px_self());
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    CHECK_EQ(px_rwlock_wrunlock(L), PX_EPERM);
+    return NULL;
+}
+
+SPEC(the_writer_may_take_read_holds_but_not_a_second_write_lock)
+{
+    run(writer_reads_main);
+}
+
+static void *upgrade_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    CHECK_EQ(px_rwlock_wrlock(L), PX_EDEADLK);
+    CHECK_EQ(px_rwlock_trywrlock(L), PX_EDEADLK);
+    CHECK_EQ(px_rwlock_waiters(L), 0);           /* refused without parking */
+    CHECK_EQ(px_rwlock_writer(L), 0);
+    /* Also with another reader in: still refused at once. */
+    px_fiber *r = px_spawn(hold_read, (void *)3);   /* holds until we release */
+    YIELD_UNTIL(px_rwlock_readers(L) == 2);
+    CHECK_EQ(px_rwlock_wrlock(L), PX_EDEADLK);
+    CHECK_EQ(px_rwlock_waiters(L), 0);
+    crowd_seen = 1;
+    join(r);
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    CHECK_EQ(px_rwlock_wrlock(L), 0);            /* with no read hold it is fine */
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    return NULL;
+}
+
+SPEC(upgrade_from_read_to_write_is_edeadlk_without_parking)
+{
+    run(upgrade_main);
+}
+
+static void *downgrade_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_wrlock(L), 0);
+    px_fiber *r = px_spawn(reader, "r");
+    YIELD_UNTIL(px_rwlock_waiters(L) == 1);
+    px_fiber *w = px_spawn(writer, "w");
+    YIELD_UNTIL(px_rwlock_waiters(L) == 2);
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);          /* downgrade: the read hold stays */
+    CHECK_EQ(px_rwlock_writer(L), 0);
+    CHECK_EQ(px_rwlock_readers(L), 2);           /* us, and the reader let in */
+    join(r);
+    CHECK(strcmp(logbuf, "r") == 0);
+    CHECK_EQ(px_rwlock_waiters(L), 1);           /* the writer waits for us */
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    CHECK_EQ(px_rwlock_writer(L), px_fiber_id(w));
+    join(w);
+    CHECK(strcmp(logbuf, "rw") == 0);
+    return NULL;
+}
+
+SPEC(wrunlock_keeps_the_writers_read_holds_as_a_downgrade)
+{
+    run(downgrade_main);
+}
+
+static int tried;
+
+static void *try_both(void *arg)
+{
+    (void)arg;
+    tried = px_rwlock_tryrdlock(L) * 100 + px_rwlock_trywrlock(L);
+    return NULL;
+}
+
+static void *try_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_tryrdlock(L), 0);
+    px_fiber *w = px_spawn(writer, NULL);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 1);
+    /* A writer waits for our read hold: a newcomer may neither read nor write. */
+    join(px_spawn(try_both, NULL));
+    CHECK_EQ(tried, PX_EBUSY * 100 + PX_EBUSY);
+    /* Released: the writer owns it before it runs, and try* cannot pass it. */
+    px_fiber *t = px_spawn(try_both, NULL);
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    CHECK_EQ(px_rwlock_writer(L), px_fiber_id(w));
+    join(t);
+    CHECK_EQ(tried, PX_EBUSY * 100 + PX_EBUSY);
+    CHECK_EQ(px_rwlock_waiters(L), 0);           /* try* never parked */
+    join(w);
+    CHECK_EQ(px_rwlock_trywrlock(L), 0);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    return NULL;
+}
+
+SPEC(try_forms_never_park_and_never_pass_a_queued_waiter)
+{
+    run(try_main);
+}
+
+static int unlocked;
+
+static void *foreign_unlocks(void *arg)
+{
+    (void)arg;
+    unlocked = px_rwlock_rdunlock(L) * 100 + px_rwlock_wrunlock(L);
+    return NULL;
+}
+
+static void *eperm_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_rdunlock(L), PX_EPERM);
+    CHECK_EQ(px_rwlock_wrunlock(L), PX_EPERM);
+    CHECK_EQ(px_rwlock_wrlock(L), 0);
+    CHECK_EQ(px_rwlock_rdunlock(L), PX_EPERM);   /* the write lock is not a read hold */
+    join(px_spawn(foreign_unlocks, NULL));
+    CHECK_EQ(unlocked, PX_EPERM * 100 + PX_EPERM);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    join(px_spawn(foreign_unlocks, NULL));
+    CHECK_EQ(unlocked, PX_EPERM * 100 + PX_EPERM);
+    CHECK_EQ(px_rwlock_readers(L), 1);           /* nothing changed */
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    return NULL;
+}
+
+SPEC(releasing_a_hold_the_caller_does_not_have_is_eperm)
+{
+    run(eperm_main);
+}
+
+/* -- interrupted waits ------------------------------------------------------------ */
+
+static int timed_result;
+
+static void *timed_writer(void *arg)
+{
+    (void)arg;
+    timed_result = px_with_timeout(PX_MSEC(20), wrlock_body, NULL);
+    return NULL;
+}
+
+static void *timed_writer_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    px_fiber *w = px_spawn(timed_writer, NULL);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 1);
+    px_fiber *r = px_spawn(hold_read, (void *)3);   /* queues behind the writer */
+    YIELD_UNTIL(px_rwlock_waiters(L) == 2);
+    px_fiber *r2 = px_spawn(hold_read, (void *)3);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 3);
+    join(w);                                     /* it gave up ... */
+    CHECK_EQ(timed_result, PX_ETIMEDOUT);
+    /* ... and the readers it held up came in. */
+    CHECK_EQ(px_rwlock_waiters(L), 0);
+    join(r);
+    join(r2);
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    return NULL;
+}
+
+SPEC(timed_out_writer_leaves_no_waiter_and_lets_the_readers_behind_it_in)
+{
+    run(timed_writer_main);
+}
+
+static px_token *T;
+static int cancel_result;
+
+static void *cancellable_reader(void *arg)
+{
+    (void)arg;
+    cancel_result = px_with_cancel(T, rdlock_body, NULL);
+    return NULL;
+}
+
+static void *cancellable_writer(void *arg)
+{
+    (void)arg;
+    cancel_result = px_with_cancel(T, wrlock_body, NULL);
+    return NULL;
+}
+
+static void *canceller(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_token_cancel(T), 1);
+    return NULL;
+}
+
+static void *cancel_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_wrlock(L), 0);
+    px_fiber *c = px_spawn(cancellable_reader, NULL);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 1);
+    px_fiber *w = px_spawn(writer, NULL);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 2);
+    join(px_spawn(canceller, NULL));
+    join(c);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(px_rwlock_waiters(L), 1);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    CHECK_EQ(px_rwlock_writer(L), px_fiber_id(w));
+    join(w);
+    return NULL;
+}
+
+SPEC(cancelled_reader_leaves_no_waiter)
+{
+    T = px_token_new();
+    run(cancel_main);
+    px_token_free(T);
+}
+
+static void *race_writer_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_wrlock(L), 0);
+    px_fiber *c = px_spawn(cancellable_writer, NULL);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 1);
+    px_fiber *r1 = px_spawn(reader, NULL);
+    px_fiber *r2 = px_spawn(reader, NULL);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 3);
+    CHECK_EQ(px_token_cancel(T), 1);             /* c interrupted, still queued */
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    CHECK_EQ(px_rwlock_writer(L), px_fiber_id(c));   /* handed to c ... */
+    join(c);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    /* ... which passed it on: nobody unlocked since, and the readers got in. */
+    join(r1);
+    CHECK_EQ(last, 0);
+    join(r2);
+    CHECK_EQ(last, 0);
+    return NULL;
+}
+
+SPEC(write_grant_racing_an_interrupt_passes_on_to_the_readers_behind)
+{
+    T = px_token_new();
+    run(race_writer_main);
+    px_token_free(T);
+}
+
+static void *race_reader_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_wrlock(L), 0);
+    px_fiber *c = px_spawn(cancellable_reader, NULL);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 1);
+    px_fiber *w = px_spawn(writer, NULL);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 2);
+    CHECK_EQ(px_token_cancel(T), 1);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    CHECK_EQ(px_rwlock_readers(L), 1);           /* c admitted, not yet out */
+    CHECK_EQ(px_rwlock_waiters(L), 1);
+    join(c);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    /* c let its read hold go; the writer had nobody else to wait for. */
+    join(w);
+    CHECK_EQ(last, 0);
+    return NULL;
+}
+
+SPEC(read_grant_racing_an_interrupt_is_released_for_the_writer_behind)
+{
+    T = px_token_new();
+    run(race_reader_main);
+    px_token_free(T);
+}
+
+/* -- owner death --------------------------------------------------------------------- */
+
+/* Takes the lock and ends holding it once `arg` fibers wait. */
+static void *write_and_end(void *arg)
+{
+    CHECK_EQ(px_rwlock_wrlock(L), 0);
+    CHECK_EQ(px_rwlock_rdlock(L), 0);            /* and a read hold, for good measure */
+    YIELD_UNTIL(px_rwlock_waiters(L) == (size_t)(uintptr_t)arg);
+    return NULL;
+}
+
+static void *read_and_end(void *arg)
+{
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    CHECK_EQ(px_rwlock_rdlock(L), 0);            /* three holds */
+    YIELD_UNTIL(px_rwlock_waiters(L) == (size_t)(uintptr_t)arg);
+    return NULL;
+}
+
+static void *dead_writer_main(void *arg)
+{
+    (void)arg;
+    px_fiber *d = px_spawn(write_and_end, (void *)1);
+    YIELD_UNTIL(px_rwlock_writer(L) == px_fiber_id(d));
+    px_fiber *w = px_spawn(writer, NULL);
+    join(d);                                     /* ended holding both */
+    join(w);                                     /* handed over at the death */
+    CHECK_EQ(last, PX_EOWNERDEAD);
+    CHECK_EQ(px_rwlock_wrlock(L), 0);            /* the new writer repaired it */
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    /* Taken later: no waiter at the death. */
+    join(px_spawn(write_and_end, (void *)0));
+    CHECK_EQ(px_rwlock_writer(L), 0);
+    CHECK_EQ(px_rwlock_readers(L), 0);
+    CHECK_EQ(px_rwlock_trywrlock(L), PX_EOWNERDEAD);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    CHECK_EQ(px_rwlock_trywrlock(L), 0);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    return NULL;
+}
+
+SPEC(dead_writer_releases_its_holds_and_the_next_writer_gets_eownerdead)
+{
+    run(dead_writer_main);
+}
+
+static void *dead_writer_readers_main(void *arg)
+{
+    (void)arg;
+    px_fiber *d = px_spawn(write_and_end, (void *)1);
+    YIELD_UNTIL(px_rwlock_writer(L) == px_fiber_id(d));
+    px_fiber *r = px_spawn(reader, NULL);
+    join(d);
+    join(r);
+    CHECK_EQ(last, PX_EOWNERDEAD);               /* admitted at the death */
+    /* Until a writer takes it, every read hold is told. */
+    CHECK_EQ(px_rwlock_rdlock(L), PX_EOWNERDEAD);
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    CHECK_EQ(px_rwlock_tryrdlock(L), PX_EOWNERDEAD);
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    CHECK_EQ(px_rwlock_wrlock(L), PX_EOWNERDEAD);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    CHECK_EQ(px_rwlock_rdlock(L), 0);            /* repaired */
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    return NULL;
+}
+
+SPEC(readers_after_a_dead_writer_get_eownerdead_until_a_writer_takes_it)
+{
+    run(dead_writer_readers_main);
+}
+
+static void *dead_reader_main(void *arg)
+{
+    (void)arg;
+    px_fiber *d = px_spawn(read_and_end, (void *)1);
+    YIELD_UNTIL(px_rwlock_readers(L) == 1);
+    px_fiber *w = px_spawn(writer, NULL);
+    join(d);                                     /* ended with three read holds */
+    join(w);
+    CHECK_EQ(last, 0);                           /* a reader changed nothing */
+    join(px_spawn(read_and_end, (void *)0));
+    CHECK_EQ(px_rwlock_readers(L), 0);
+    CHECK_EQ(px_rwlock_wrlock(L), 0);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    return NULL;
+}
+
+SPEC(dead_reader_releases_all_its_read_holds)
+{
+    run(dead_reader_main);
+}
+
+static void *newcomer(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_readers(L), 0);
+    CHECK_EQ(px_rwlock_rdunlock(L), PX_EPERM);   /* holds nothing */
+    CHECK_EQ(px_rwlock_wrunlock(L), PX_EPERM);
+    int r = px_rwlock_wrlock(L);                 /* not an upgrade: no EDEADLK */
+    CHECK(r == 0 || r == PX_EOWNERDEAD);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    return NULL;
+}
+
+static void *ids_main(void *arg)
+{
+    (void)arg;
+    join(px_spawn(read_and_end, (void *)0));
+    join(px_spawn(write_and_end, (void *)0));
+    for (int i = 0; i < 64; i++)                 /* on recycled fiber records */
+        join(px_spawn(newcomer, NULL));
+    return NULL;
+}
+
+SPEC(a_fiber_that_once_held_it_is_never_mistaken_for_a_new_fiber)
+{
+    run(ids_main);
+}
+
+/* -- misuse, introspection, free, reports -------------------------------------------- */
+
+SPEC(off_fiber_calls_are_enofiber_and_null_is_einval)
+{
+    px_rwlock *l = px_rwlock_new();
+    CHECK_EQ(px_rwlock_rdlock(l), PX_ENOFIBER);
+    CHECK_EQ(px_rwlock_wrlock(l), PX_ENOFIBER);
+    CHECK_EQ(px_rwlock_tryrdlock(l), PX_ENOFIBER);
+    CHECK_EQ(px_rwlock_trywrlock(l), PX_ENOFIBER);
+    CHECK_EQ(px_rwlock_rdunlock(l), PX_ENOFIBER);
+    CHECK_EQ(px_rwlock_wrunlock(l), PX_ENOFIBER);
+    CHECK_EQ(px_rwlock_rdlock(NULL), PX_EINVAL);
+    CHECK_EQ(px_rwlock_wrlock(NULL), PX_EINVAL);
+    CHECK_EQ(px_rwlock_tryrdlock(NULL), PX_EINVAL);
+    CHECK_EQ(px_rwlock_trywrlock(NULL), PX_EINVAL);
+    CHECK_EQ(px_rwlock_rdunlock(NULL), PX_EINVAL);
+    CHECK_EQ(px_rwlock_wrunlock(NULL), PX_EINVAL);
+    CHECK_EQ(px_rwlock_readers(NULL), 0);
+    CHECK_EQ(px_rwlock_writer(NULL), 0);
+    CHECK_EQ(px_rwlock_waiters(NULL), 0);
+    CHECK_EQ(px_rwlock_free(NULL), 0);
+    CHECK_EQ(px_rwlock_free(l), 0);
+}
+
+static char report[8192];
+
+static void on_deadlock(void *ctx, const char *text)
+{
+    (void)ctx;
+    snprintf(report, sizeof report, "%s", text);
+}
+
+static void check_has(const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (strstr(report, line) == NULL) {
+        fprintf(stderr, "missing \"%s\" in:\n%s", line, report);
+        exit(1);
+    }
+}
+
+static px_mutex *Mx;
+static uint64_t rd_id, wr_id, late_id;
+
+/* rd holds a read hold and waits for the mutex; wr holds the mutex and
+** waits for the write lock; late waits behind wr for a read hold. */
+static void *stuck_reader(void *arg)
+{
+    (void)arg;
+    rd_id = px_self();
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    YIELD_UNTIL(px_mutex_owner(Mx) != 0);
+    px_mutex_lock(Mx);
+    return NULL;
+}
+
+static void *stuck_writer(void *arg)
+{
+    (void)arg;
+    wr_id = px_self();
+    CHECK_EQ(px_mutex_lock(Mx), 0);
+    YIELD_UNTIL(px_rwlock_readers(L) == 1);
+    px_rwlock_wrlock(L);
+    return NULL;
+}
+
+static void *stuck_late(void *arg)
+{
+    (void)arg;
+    late_id = px_self();
+    YIELD_UNTIL(px_rwlock_waiters(L) == 1 && px_mutex_waiters(Mx) == 1);
+    px_rwlock_rdlock(L);
+    return NULL;
+}
+
+SPEC(deadlock_report_names_readers_and_writer_and_prints_the_cycle)
+{
+    L = px_rwlock_new();
+    Mx = px_mutex_new();
+    px_sched_opts o = { .on_deadlock = on_deadlock };
+    px_sched *s = px_sched_new(&o);
+    CHECK_EQ(px_sched_post(s, stuck_reader, NULL), 0);
+    CHECK_EQ(px_sched_post(s, stuck_writer, NULL), 0);
+    CHECK_EQ(px_sched_post(s, stuck_late, NULL), 0);
+    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    check_has("fiber %llu: parked on \"RwLock write lock\", waits on rwlock@%p held by fiber %llu\n",
+              (unsigned long long)wr_id, (void *)L, (unsigned long long)rd_id);
+    check_has("fiber %llu: parked on \"RwLock read lock\", waits on rwlock@%p held by fiber %llu\n",
+              (unsigned long long)late_id, (void *)L, (unsigned long long)rd_id);
+    check_has("-> rwlock@%p (\"RwLock write lock\") held by fiber %llu", (void *)L,
+              (unsigned long long)rd_id);
+    check_has("-> mutex@%p (\"Mutex lock\") held by fiber %llu", (void *)Mx,
+              (unsigned long long)wr_id);
+    /* Introspection off-fiber. */
+    CHECK_EQ(px_rwlock_readers(L), 1);
+    CHECK_EQ(px_rwlock_writer(L), 0);
+    CHECK_EQ(px_rwlock_waiters(L), 2);
+    CHECK_EQ(px_rwlock_free(L), PX_EBUSY);
+    px_sched_free(s);                            /* discards holds and waits */
+    CHECK_EQ(px_rwlock_readers(L), 0);
+    CHECK_EQ(px_rwlock_waiters(L), 0);
+    CHECK_EQ(px_rwlock_free(L), 0);
+    CHECK_EQ(px_mutex_free(Mx), 0);
+}
+
+static int free_read, free_write, free_waited;
+
+static void *free_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    free_read = px_rwlock_free(L);
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    CHECK_EQ(px_rwlock_wrlock(L), 0);
+    free_write = px_rwlock_free(L);
+    px_fiber *r = px_spawn(reader, NULL);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 1);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    free_waited = px_rwlock_free(L);             /* held by the admitted reader */
+    join(r);
+    return NULL;
+}
+
+SPEC(free_refuses_a_held_or_waited_on_rwlock_with_ebusy)
+{
+    run(free_main);
+    CHECK_EQ(free_read, PX_EBUSY);
+    CHECK_EQ(free_write, PX_EBUSY);
+    CHECK_EQ(free_waited, PX_EBUSY);
+}
+
+/* -- a hosted fiber (a host that cannot switch inside C) ----------------------------- */
+
+static int host_step, host_results[2];
+
+static int host_resume(void *ctx)
+{
+    (void)ctx;
+    switch (host_step++) {
+    case 0:
+        CHECK_EQ(px_rwlock_rdlock(L), PX_EYIELD);   /* a writer holds it */
+        return 0;
+    case 1:
+        host_results[0] = px_rwlock_rdlock(L);      /* the same call again */
+        host_results[1] = (int)px_rwlock_readers(L);
+        CHECK_EQ(px_rwlock_rdunlock(L), 0);
+        return PX_HOST_DONE;
+    }
+    return PX_HOST_DONE;
+}
+
+static px_sched *HS;
+
+static void *hosted_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_wrlock(L), 0);
+    px_host_ops ops = { host_resume, NULL, NULL };
+    px_fiber *h = px_spawn_hosted(HS, &ops, NULL);
+    YIELD_UNTIL(px_rwlock_waiters(L) == 1);
+    CHECK_EQ(px_rwlock_wrunlock(L), 0);
+    join(h);
+    CHECK_EQ(host_results[0], 0);
+    CHECK_EQ(host_results[1], 1);
+    return NULL;
+}
+
+SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
+{
+    L = px_rwlock_new();
+    HS = px_sched_new(NULL);
+    CHECK_EQ(px_sched_post(HS, hosted_main, NULL), 0);
+    CHECK_EQ(px_sched_run(HS), 0);
+    px_sched_free(HS);
+    CHECK_EQ(px_rwlock_free(L), 0);
+}
+
+SPECS(any_number_of_readers_hold_it_together,
+      a_writer_excludes_readers_and_other_writers,
+      writer_preference_orders_a_in_a_out_w_in_w_out_r_in_r_out,
+      readers_queued_behind_a_writer_are_admitted_together,
+      writers_are_served_in_fifo_order_by_direct_hand_off,
+      read_side_is_reentrant_even_with_a_writer_waiting,
+      the_writer_may_take_read_holds_but_not_a_second_write_lock,
+      upgrade_from_read_to_write_is_edeadlk_without_parking,
+      wrunlock_keeps_the_writers_read_holds_as_a_downgrade,
+      try_forms_never_park_and_never_pass_a_queued_waiter,
+      releasing_a_hold_the_caller_does_not_have_is_eperm,
+      timed_out_writer_leaves_no_waiter_and_lets_the_readers_behind_it_in,
+      cancelled_reader_leaves_no_waiter,
+      write_grant_racing_an_interrupt_passes_on_to_the_readers_behind,
+      read_grant_racing_an_interrupt_is_released_for_the_writer_behind,
+      dead_writer_releases_its_holds_and_the_next_writer_gets_eownerdead,
+      readers_after_a_dead_writer_get_eownerdead_until_a_writer_takes_it,
+      dead_reader_releases_all_its_read_holds,
+      a_fiber_that_once_held_it_is_never_mistaken_for_a_new_fiber,
+      off_fiber_calls_are_enofiber_and_null_is_einval,
+      deadlock_report_names_readers_and_writer_and_prints_the_cycle,
+      free_refuses_a_held_or_waited_on_rwlock_with_ebusy,
+      hosted_fiber_waits_through_eyield_and_a_recall)
