@@ -76,7 +76,8 @@ test-python: python-install
 	$(PYTHON) -m pytest -q tests/python
 
 test-lua: build
-	@if [ -d tests/lua ]; then cd tests/lua && busted .; else echo "no Lua tests yet"; fi
+	LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
+	    busted --lua=lua5.4 tests/lua
 
 bench: deps
 	@$(CONFIGURE) -B build-bench -DCMAKE_BUILD_TYPE=Release -DPARATAXIS_BENCH=ON >/dev/null

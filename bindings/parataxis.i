@@ -1,0 +1,197 @@
+/*
+** parataxis.i -- the SWIG interface of the bindings.  Lua is its target today:
+** `parataxis_core`, the low-level module under bindings/lua/parataxis.lua.
+**
+** A Lua state is never touched from another thread, so timer handlers do not
+** call into Lua: the timer queue's executor is a px_queue, drained on the Lua
+** thread by TimerQueue:drain(), and each handler only records (key, status)
+** for the Lua side to dispatch.  Keys name the Lua functions (kept in a Lua
+** table), so no Lua value crosses into C.
+*/
+%module parataxis_core
+
+%{
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "parataxis.h"
+
+typedef struct fired { long long key; int status; } fired;
+
+typedef struct TimerQueue {
+    px_timerq *tq;
+    px_queue *hq;
+    px_executor ex;          /* hq as the executor of tq */
+    fired *fired;            /* recorded by the handlers of the last drain */
+    size_t len, cap;
+} TimerQueue;
+
+typedef struct pending_arg { TimerQueue *owner; long long key; } pending_arg;
+
+/* Runs on the Lua thread, inside px_queue_drain. */
+static void on_fire(void *arg, int status)
+{
+    pending_arg *p = arg;
+    TimerQueue *t = p->owner;
+    if (t->len == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        fired *f = realloc(t->fired, cap * sizeof *f);
+        if (f == NULL)
+            abort();   /* cannot lose a handler call, cannot report it either */
+        t->fired = f;
+        t->cap = cap;
+    }
+    t->fired[t->len].key = p->key;
+    t->fired[t->len].status = status;
+    t->len++;
+    if (status != 0 || p->key >= 0)  /* a one-shot's call, a periodic's last */
+        free(p);
+}
+
+static pending_arg *new_arg(TimerQueue *t, long long key)
+{
+    pending_arg *p = malloc(sizeof *p);
+    if (p) {
+        p->owner = t;
+        p->key = key;
+    }
+    return p;
+}
+
+static int64_t to_ns(double s)
+{
+    if (!(s >= 0) || s > 9.2e9)
+        return -1;
+    return (int64_t)(s * 1e9);
+}
+
+/* Stops the timer queue: every call it still owed is in hq when this returns. */
+static void shutdown_queue(TimerQueue *t)
+{
+    if (t->tq != NULL)
+        px_timerq_free(t->tq);
+    t->tq = NULL;
+}
+
+static void close_queue(TimerQueue *t)
+{
+    shutdown_queue(t);
+    if (t->hq == NULL)
+        return;
+    px_queue_drain(t->hq, 0);        /* frees their args; the calls are dropped */
+    px_queue_free(t->hq);
+    t->hq = NULL;
+}
+%}
+
+/* Ids and keys are 64-bit: Lua integers, never floats (an id above 2^53
+** would not survive a double). */
+%typemap(in, checkfn="lua_isinteger") long long %{ $1 = (long long)lua_tointeger(L, $input); %}
+%typemap(out) long long %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
+%typemap(out) int %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
+
+%rename(version) px_version;
+%rename(strerror) px_strerror;
+const char *px_version(void);
+const char *px_strerror(int code);
+
+%inline %{
+/* The library's monotonic clock, in seconds. */
+double now(void) { return (double)px_now() / 1e9; }
+%}
+
+typedef struct TimerQueue {} TimerQueue;
+
+%extend TimerQueue {
+    TimerQueue() {
+        TimerQueue *t = calloc(1, sizeof *t);
+        if (t == NULL)
+            return NULL;
+        px_timerq_opts o = { 0 };
+        if ((t->hq = px_queue_new()) == NULL)
+            goto fail;
+        t->ex = px_queue_executor(t->hq);
+        o.executor = &t->ex;
+        if ((t->tq = px_timerq_new(&o)) == NULL)
+            goto fail;
+        return t;
+    fail:
+        px_queue_free(t->hq);
+        free(t);
+        return NULL;
+    }
+    ~TimerQueue() {
+        close_queue($self);
+        free($self->fired);
+        free($self);
+    }
+    /* A one-shot timer: its one call records `key` (>= 0).  Returns the id, or
+    ** 0 for a bad delay, a closed queue or no memory. */
+    long long add(double delay_s, long long key) {
+        int64_t ns = to_ns(delay_s);
+        if ($self->tq == NULL || ns < 0 || key < 0)
+            return 0;
+        pending_arg *p = new_arg($self, key);
+        if (p == NULL)
+            return 0;
+        uint64_t id = px_timerq_add($self->tq, ns, on_fire, p);
+        if (id == 0)
+            free(p);
+        return (long long)id;
+    }
+    /* A periodic timer: its calls record -1 - key, the final aborted one too. */
+    long long add_periodic(double first_s, double period_s, long long key) {
+        int64_t f = to_ns(first_s), per = to_ns(period_s);
+        if ($self->tq == NULL || f < 0 || per <= 0 || key < 0)
+            return 0;
+        pending_arg *p = new_arg($self, -1 - key);
+        if (p == NULL)
+            return 0;
+        uint64_t id = px_timerq_add_periodic($self->tq, f, per, on_fire, p);
+        if (id == 0)
+            free(p);
+        return (long long)id;
+    }
+    int cancel(long long id) {
+        return $self->tq ? px_timerq_cancel($self->tq, (uint64_t)id) : 0;
+    }
+    int cancel_all() {
+        return $self->tq ? (int)px_timerq_cancel_all($self->tq) : 0;
+    }
+    int pending() {
+        return $self->tq ? (int)px_timerq_pending($self->tq) : 0;
+    }
+    int fileno() {
+        return $self->hq ? px_queue_fd($self->hq) : -1;
+    }
+    /* Waits up to timeout_s for handler calls; 1 when some wait. */
+    int wait(double timeout_s) {
+        int64_t ns = to_ns(timeout_s);
+        return $self->hq ? px_queue_wait($self->hq, ns < 0 ? 0 : ns) : 0;
+    }
+    /* Runs the waiting handler calls, which record what fired; returns how many. */
+    int drain() {
+        $self->len = 0;
+        if ($self->hq)
+            px_queue_drain($self->hq, 0);
+        return (int)$self->len;
+    }
+    long long fired_key(int i) {
+        return i >= 0 && (size_t)i < $self->len ? $self->fired[i].key : 0;
+    }
+    int fired_status(int i) {
+        return i >= 0 && (size_t)i < $self->len ? $self->fired[i].status : 0;
+    }
+    int closed() {
+        return $self->tq == NULL;
+    }
+    /* Aborts what is pending and stops the worker; the calls it owed wait in
+    ** the handler queue for drain().  Later adds fail. */
+    void shutdown() {
+        shutdown_queue($self);
+    }
+    /* shutdown(), then frees the handler queue: calls not drained are dropped. */
+    void close() {
+        close_queue($self);
+    }
+}

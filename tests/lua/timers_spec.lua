@@ -1,0 +1,115 @@
+-- The Lua binding's timers: every handler runs exactly once, on the Lua thread.
+local parataxis = require "parataxis"
+
+-- Runs q until cond() holds; fails instead of hanging (margins are generous).
+local function run_until(q, cond)
+  for _ = 1, 400 do
+    if cond() then return end
+    q:run(0.05)
+  end
+  error("condition not reached in 20 s")
+end
+
+describe("TimerQueue", function()
+  local q
+  before_each(function() q = parataxis.TimerQueue() end)
+  after_each(function() q:close() end)
+
+  it("runs an expired handler once with aborted = false", function()
+    local calls = {}
+    q:add(0.005, function(aborted) calls[#calls + 1] = aborted end)
+    run_until(q, function() return #calls == 1 end)
+    q:run(0.02)
+    assert.same({ false }, calls)
+    assert.equal(0, q:pending())
+  end)
+
+  it("runs a cancelled handler once with aborted = true", function()
+    local calls = {}
+    local id = q:add(60, function(aborted) calls[#calls + 1] = aborted end)
+    assert.is_true(math.type(id) == "integer")
+    assert.is_true(q:cancel(id))
+    assert.is_false(q:cancel(id))            -- the second cancel finds nothing
+    run_until(q, function() return #calls == 1 end)
+    assert.same({ true }, calls)
+  end)
+
+  it("fires in deadline order", function()
+    local order = {}
+    for _, d in ipairs({ 0.03, 0.01, 0.02 }) do
+      q:add(d, function() order[#order + 1] = d end)
+    end
+    run_until(q, function() return #order == 3 end)
+    assert.same({ 0.01, 0.02, 0.03 }, order)
+  end)
+
+  it("ticks a periodic timer, then calls it once more with true", function()
+    local ticks, finals = 0, 0
+    local id
+    id = q:add_periodic(0.001, 0.002, function(aborted)
+      if aborted then finals = finals + 1 else ticks = ticks + 1 end
+    end)
+    run_until(q, function() return ticks >= 3 end)
+    assert.is_true(q:cancel(id))
+    run_until(q, function() return finals == 1 end)
+    q:run(0.02)
+    assert.equal(1, finals)
+  end)
+
+  it("lets handlers add and cancel timers", function()
+    local seen = {}
+    local victim = q:add(60, function(aborted) seen[#seen + 1] = "victim " .. tostring(aborted) end)
+    q:add(0.001, function()
+      seen[#seen + 1] = "first"
+      q:cancel(victim)
+      q:add(0.001, function() seen[#seen + 1] = "second" end)
+    end)
+    run_until(q, function() return #seen == 3 end)
+    table.sort(seen)
+    assert.same({ "first", "second", "victim true" }, seen)
+  end)
+
+  it("cancel_all aborts every pending timer", function()
+    local aborted = 0
+    for _ = 1, 100 do q:add(60, function(a) if a then aborted = aborted + 1 end end) end
+    assert.equal(100, q:pending())
+    assert.equal(100, q:cancel_all())
+    run_until(q, function() return aborted == 100 end)
+  end)
+
+  it("close runs the pending handlers with true, and refuses later adds", function()
+    local calls = {}
+    q:add(60, function(a) calls[#calls + 1] = a end)
+    q:close()
+    assert.same({ true }, calls)
+    assert.has_error(function() q:add(1, function() end) end, nil)
+    q:close()                                -- twice is harmless
+  end)
+
+  it("refuses bad input with a clear error", function()
+    assert.has_error(function() q:add(-1, function() end) end)
+    assert.has_error(function() q:add(0 / 0, function() end) end)
+    assert.has_error(function() q:add(1, "not callable") end)
+    assert.has_error(function() q:add_periodic(0, 0, function() end) end)
+    assert.has_error(function() q:cancel("7") end)
+    assert.is_false(q:cancel(123456789))     -- unknown id
+  end)
+
+  it("an error in a handler propagates and loses no other call", function()
+    local ok_calls = 0
+    q:add(0.001, function() error("boom") end)
+    q:add(0.001, function() ok_calls = ok_calls + 1 end)
+    q:add(0.001, function() ok_calls = ok_calls + 1 end)
+    local raised = false
+    run_until(q, function()
+      local ok = pcall(q.run, q, 0.01)
+      if not ok then raised = true end
+      return ok_calls == 2
+    end)
+    assert.is_true(raised)
+  end)
+
+  it("has a file descriptor for event loops", function()
+    assert.is_true(q:fileno() >= 0)
+  end)
+end)
