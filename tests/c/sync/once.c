@@ -1,0 +1,433 @@
+/*
+** once.c -- the conformance specification of px_once.
+**
+** Each SPEC is one documented behaviour.  Fibers synchronize on events (the
+** runner's progress, a fiber's end), never on sleeps.
+*/
+#include <stdarg.h>
+#include <string.h>
+
+#include "spec.h"
+
+#define YIELD_UNTIL(cond) do { \
+    for (long y_ = 0; !(cond); y_++) { \
+        CHECK(y_ < 1000000); \
+        CHECK_EQ(px_yield(), 0); \
+    } \
+} while (0)
+
+static px_once *O;
+static int runs;                                 /* how often an action ran */
+
+static void run(px_fiber_fn main)
+{
+    O = px_once_new();
+    CHECK(O != NULL);
+    runs = 0;
+    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    CHECK_EQ(px_once_free(O), 0);
+}
+
+static void join(px_fiber *f)
+{
+    CHECK_EQ(px_join(f, NULL), 0);
+    px_fiber_release(f);
+}
+
+/* Runs for a while (other fibers run meanwhile) and returns 7. */
+static int slow_action(void *arg)
+{
+    (void)arg;
+    runs++;
+    for (int i = 0; i < 20; i++)
+        CHECK_EQ(px_yield(), 0);
+    return 7;
+}
+
+static int results[5], done_seen[5];
+
+static void *racer(void *arg)
+{
+    uintptr_t i = (uintptr_t)arg;
+    results[i] = px_once_do(O, slow_action, NULL);
+    done_seen[i] = px_once_done(O);              /* nobody returns before it is done */
+    return NULL;
+}
+
+static void *racers_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f[5];
+    for (uintptr_t i = 0; i < 5; i++)
+        f[i] = px_spawn(racer, (void *)i);
+    for (int i = 0; i < 5; i++)
+        join(f[i]);
+    CHECK_EQ(runs, 1);
+    CHECK_EQ(results[0], 7);                     /* the runner gets fn's result */
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(done_seen[i], 1);
+        if (i > 0)
+            CHECK_EQ(results[i], 0);             /* the others get 0 */
+    }
+    return NULL;
+}
+
+SPEC(runs_the_action_once_among_5_racers_who_wait_for_it)
+{
+    run(racers_main);
+}
+
+static void *later_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_once_done(O), 0);
+    CHECK_EQ(px_once_do(O, slow_action, NULL), 7);
+    CHECK_EQ(px_once_done(O), 1);
+    CHECK_EQ(px_once_do(O, slow_action, NULL), 0);   /* at once, not run again */
+    CHECK_EQ(px_once_begin(O), 0);
+    CHECK_EQ(runs, 1);
+    return NULL;
+}
+
+SPEC(later_callers_return_at_once_without_running_it)
+{
+    run(later_main);
+}
+
+static int failing_action(void *arg)
+{
+    (void)arg;
+    runs++;
+    return PX_EINVAL;                            /* it failed */
+}
+
+static void *failing_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_once_do(O, failing_action, NULL), PX_EINVAL);
+    CHECK_EQ(px_once_done(O), 1);                /* done all the same */
+    CHECK_EQ(px_once_do(O, failing_action, NULL), 0);
+    CHECK_EQ(runs, 1);                           /* never retried */
+    return NULL;
+}
+
+SPEC(a_failed_action_is_done_and_never_retried)
+{
+    run(failing_main);
+}
+
+static int inner_result;
+
+static int reentrant_action(void *arg)
+{
+    (void)arg;
+    runs++;
+    inner_result = px_once_do(O, failing_action, NULL);
+    CHECK_EQ(px_once_begin(O), PX_EDEADLK);
+    return 0;
+}
+
+static void *reentrant_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_once_do(O, reentrant_action, NULL), 0);
+    CHECK_EQ(inner_result, PX_EDEADLK);
+    CHECK_EQ(runs, 1);                           /* the inner action never ran */
+    CHECK_EQ(px_once_done(O), 1);
+    return NULL;
+}
+
+SPEC(reentrant_do_from_inside_the_action_is_edeadlk)
+{
+    run(reentrant_main);
+}
+
+static int begin_results[3];
+
+static void *beginner(void *arg)
+{
+    uintptr_t i = (uintptr_t)arg;
+    begin_results[i] = px_once_begin(O);
+    return NULL;
+}
+
+/* The runner ends the action with end(); its waiters then return 0. */
+static void *end_wakes_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_once_end(O), PX_EPERM);          /* nothing begun */
+    CHECK_EQ(px_once_begin(O), 1);               /* this fiber runs the action */
+    CHECK_EQ(px_once_done(O), 0);
+    begin_results[0] = begin_results[1] = -100;
+    px_fiber *a = px_spawn(beginner, (void *)0);
+    px_fiber *b = px_spawn(beginner, (void *)1);
+    for (int i = 0; i < 10; i++)
+        CHECK_EQ(px_yield(), 0);
+    CHECK_EQ(begin_results[0], -100);            /* both parked meanwhile */
+    CHECK_EQ(begin_results[1], -100);
+    CHECK_EQ(px_once_free(O), PX_EBUSY);         /* running, and waited on */
+    CHECK_EQ(px_once_end(O), 0);
+    CHECK_EQ(px_once_done(O), 1);
+    CHECK_EQ(px_once_end(O), PX_EPERM);          /* only once */
+    join(a);
+    join(b);
+    CHECK_EQ(begin_results[0], 0);
+    CHECK_EQ(begin_results[1], 0);
+    return NULL;
+}
+
+SPEC(begin_and_end_run_the_action_in_two_steps)
+{
+    run(end_wakes_main);
+}
+
+static int end_result;
+
+static void *foreign_ender(void *arg)
+{
+    (void)arg;
+    end_result = px_once_end(O);
+    return NULL;
+}
+
+static void *foreign_end_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_once_begin(O), 1);
+    join(px_spawn(foreign_ender, NULL));
+    CHECK_EQ(end_result, PX_EPERM);              /* not the runner */
+    CHECK_EQ(px_once_done(O), 0);
+    CHECK_EQ(px_once_end(O), 0);
+    return NULL;
+}
+
+SPEC(end_by_a_fiber_that_did_not_begin_is_eperm)
+{
+    run(foreign_end_main);
+}
+
+static void *begin_and_end_the_fiber(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_once_begin(O), 1);
+    for (int i = 0; i < 20; i++)
+        CHECK_EQ(px_yield(), 0);                 /* the others queue meanwhile */
+    CHECK_EQ(begin_results[0], -100);
+    CHECK_EQ(begin_results[1], -100);
+    return NULL;                                 /* ends inside the action */
+}
+
+static void *runner_death_main(void *arg)
+{
+    (void)arg;
+    begin_results[0] = begin_results[1] = -100;
+    px_fiber *d = px_spawn(begin_and_end_the_fiber, NULL);
+    px_fiber *a = px_spawn(beginner, (void *)0);
+    px_fiber *b = px_spawn(beginner, (void *)1);
+    join(d);
+    CHECK_EQ(px_once_done(O), 1);                /* marked done as it ended */
+    join(a);
+    join(b);
+    CHECK_EQ(begin_results[0], 0);               /* woken; nobody runs it again */
+    CHECK_EQ(begin_results[1], 0);
+    CHECK_EQ(px_once_begin(O), 0);
+    return NULL;
+}
+
+SPEC(a_runner_that_ends_inside_the_action_marks_it_done_and_wakes_the_waiters)
+{
+    run(runner_death_main);
+}
+
+static int timed_result;
+
+static int begin_body(void *arg) { (void)arg; return px_once_begin(O); }
+
+static void *timed_waiter(void *arg)
+{
+    (void)arg;
+    timed_result = px_with_timeout(PX_MSEC(20), begin_body, NULL);
+    return NULL;
+}
+
+static px_token *T;
+static int cancel_result;
+
+static void *cancelled_waiter(void *arg)
+{
+    (void)arg;
+    cancel_result = px_with_cancel(T, begin_body, NULL);
+    return NULL;
+}
+
+static void *interrupt_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_once_begin(O), 1);
+    px_fiber *t = px_spawn(timed_waiter, NULL);
+    px_fiber *c = px_spawn(cancelled_waiter, NULL);
+    begin_results[0] = -100;
+    px_fiber *w = px_spawn(beginner, (void *)0);
+    for (int i = 0; i < 10; i++)
+        CHECK_EQ(px_yield(), 0);
+    CHECK_EQ(px_token_cancel(T), 1);
+    join(c);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    join(t);
+    CHECK_EQ(timed_result, PX_ETIMEDOUT);
+    CHECK_EQ(begin_results[0], -100);            /* the patient one still waits */
+    CHECK_EQ(px_once_done(O), 0);                /* and nothing changed */
+    CHECK_EQ(px_once_end(O), 0);
+    join(w);
+    CHECK_EQ(begin_results[0], 0);
+    return NULL;
+}
+
+SPEC(interrupted_waiters_leave_nothing_queued)
+{
+    T = px_token_new();
+    run(interrupt_main);
+    px_token_free(T);
+}
+
+SPEC(off_fiber_calls_are_enofiber_and_done_works_anywhere)
+{
+    px_once *o = px_once_new();
+    CHECK_EQ(px_once_do(o, failing_action, NULL), PX_ENOFIBER);
+    CHECK_EQ(px_once_begin(o), PX_ENOFIBER);
+    CHECK_EQ(px_once_end(o), PX_ENOFIBER);
+    CHECK_EQ(px_once_done(o), 0);
+    CHECK_EQ(px_once_do(NULL, failing_action, NULL), PX_EINVAL);
+    CHECK_EQ(px_once_do(o, NULL, NULL), PX_EINVAL);
+    CHECK_EQ(px_once_begin(NULL), PX_EINVAL);
+    CHECK_EQ(px_once_end(NULL), PX_EINVAL);
+    CHECK_EQ(px_once_done(NULL), 0);
+    CHECK_EQ(px_once_free(NULL), 0);
+    CHECK_EQ(px_once_free(o), 0);
+}
+
+static char report[8192];
+
+static void on_deadlock(void *ctx, const char *text)
+{
+    (void)ctx;
+    snprintf(report, sizeof report, "%s", text);
+}
+
+static void check_has(const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (strstr(report, line) == NULL) {
+        fprintf(stderr, "missing \"%s\" in:\n%s", line, report);
+        exit(1);
+    }
+}
+
+/* The action needs a mutex that a fiber waiting for the Once holds. */
+static px_mutex *Mx;
+static uint64_t runner_id, holder_id;
+
+static int locking_action(void *arg)
+{
+    (void)arg;
+    YIELD_UNTIL(px_mutex_owner(Mx) != 0);
+    return px_mutex_lock(Mx);                    /* never returns */
+}
+
+static void *stuck_runner(void *arg)
+{
+    (void)arg;
+    runner_id = px_self();
+    px_once_do(O, locking_action, NULL);
+    return NULL;
+}
+
+static void *stuck_holder(void *arg)
+{
+    (void)arg;
+    holder_id = px_self();
+    CHECK_EQ(px_mutex_lock(Mx), 0);
+    px_once_do(O, failing_action, NULL);         /* parks behind the runner */
+    return NULL;
+}
+
+SPEC(deadlock_report_names_the_runner_and_prints_the_cycle)
+{
+    O = px_once_new();
+    Mx = px_mutex_new();
+    px_sched_opts o = { .on_deadlock = on_deadlock };
+    px_sched *s = px_sched_new(&o);
+    CHECK_EQ(px_sched_post(s, stuck_runner, NULL), 0);
+    CHECK_EQ(px_sched_post(s, stuck_holder, NULL), 0);
+    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    check_has("fiber %llu: parked on \"Once init\", waits on once@%p held by fiber %llu\n",
+              (unsigned long long)holder_id, (void *)O, (unsigned long long)runner_id);
+    check_has("-> once@%p (\"Once init\") held by fiber %llu", (void *)O,
+              (unsigned long long)runner_id);
+    check_has("-> mutex@%p (\"Mutex lock\") held by fiber %llu", (void *)Mx,
+              (unsigned long long)holder_id);
+    CHECK_EQ(px_once_free(O), PX_EBUSY);
+    px_sched_free(s);                            /* discards runner and waiter */
+    CHECK_EQ(px_once_free(O), 0);
+    CHECK_EQ(px_mutex_free(Mx), 0);
+}
+
+/* -- a hosted fiber (a host that cannot switch inside C) ----------------------- */
+
+static int host_step, host_result;
+
+static int host_resume(void *ctx)
+{
+    (void)ctx;
+    switch (host_step++) {
+    case 0:
+        CHECK_EQ(px_once_begin(O), PX_EYIELD);   /* another fiber runs it */
+        return 0;
+    case 1:
+        host_result = px_once_begin(O);          /* the same call again */
+        return PX_HOST_DONE;
+    }
+    return PX_HOST_DONE;
+}
+
+static px_sched *HS;
+
+static void *hosted_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_once_begin(O), 1);
+    px_host_ops ops = { host_resume, NULL, NULL };
+    px_fiber *h = px_spawn_hosted(HS, &ops, NULL);
+    YIELD_UNTIL(host_step == 1);
+    CHECK_EQ(px_once_end(O), 0);
+    join(h);
+    CHECK_EQ(host_result, 0);
+    return NULL;
+}
+
+SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
+{
+    O = px_once_new();
+    HS = px_sched_new(NULL);
+    CHECK_EQ(px_sched_post(HS, hosted_main, NULL), 0);
+    CHECK_EQ(px_sched_run(HS), 0);
+    CHECK_EQ(host_step, 2);
+    px_sched_free(HS);
+    CHECK_EQ(px_once_free(O), 0);
+}
+
+SPECS(runs_the_action_once_among_5_racers_who_wait_for_it,
+      later_callers_return_at_once_without_running_it,
+      a_failed_action_is_done_and_never_retried,
+      reentrant_do_from_inside_the_action_is_edeadlk,
+      begin_and_end_run_the_action_in_two_steps,
+      end_by_a_fiber_that_did_not_begin_is_eperm,
+      a_runner_that_ends_inside_the_action_marks_it_done_and_wakes_the_waiters,
+      interrupted_waiters_leave_nothing_queued,
+      off_fiber_calls_are_enofiber_and_done_works_anywhere,
+      deadlock_report_names_the_runner_and_prints_the_cycle,
+      hosted_fiber_waits_through_eyield_and_a_recall)
