@@ -1,0 +1,397 @@
+/*
+** sem.c -- the conformance specification of px_sem.
+**
+** Fibers synchronize on observable state (px_sem_waiters, a fiber's end),
+** never on sleeps; the only timeouts are the ones under test.
+*/
+#include "spec.h"
+
+#define YIELD_UNTIL(cond) do { \
+    for (long y_ = 0; !(cond); y_++) { \
+        CHECK(y_ < 1000000); \
+        CHECK_EQ(px_yield(), 0); \
+    } \
+} while (0)
+
+static px_sem *S;
+static px_token *T;
+
+static void run(size_t initial, px_fiber_fn main)
+{
+    S = px_sem_new(initial);
+    CHECK(S != NULL);
+    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    CHECK_EQ(px_sem_waiters(S), 0);
+    CHECK_EQ(px_sem_free(S), 0);
+}
+
+static void join(px_fiber *f)
+{
+    CHECK_EQ(px_join(f, NULL), 0);
+    px_fiber_release(f);
+}
+
+static int results[8];
+
+/* Acquires, records the outcome in results[arg], and keeps the unit. */
+static void *acquirer(void *arg)
+{
+    results[(uintptr_t)arg] = px_sem_acquire(S);
+    return NULL;
+}
+
+static int acquire_body(void *arg) { (void)arg; return px_sem_acquire(S); }
+
+static int cancel_result;
+
+static void *cancellable(void *arg)
+{
+    (void)arg;
+    cancel_result = px_with_cancel(T, acquire_body, NULL);
+    return NULL;
+}
+
+/* -- units --------------------------------------------------------------------- */
+
+static void *free_units_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_sem_acquire(S), 0);
+    CHECK_EQ(px_sem_acquire(S), 0);
+    CHECK_EQ(px_sem_value(S), 0);
+    CHECK_EQ(px_sem_tryacquire(S), PX_EBUSY);
+    CHECK_EQ(px_sem_waiters(S), 0);              /* tryacquire never parks */
+    CHECK_EQ(px_sem_release(S), 0);
+    CHECK_EQ(px_sem_tryacquire(S), 0);
+    CHECK_EQ(px_sem_release(S), 0);
+    CHECK_EQ(px_sem_release(S), 0);
+    CHECK_EQ(px_sem_value(S), 2);
+    return NULL;
+}
+
+SPEC(acquire_takes_a_free_unit_at_once_and_tryacquire_refuses_when_none)
+{
+    run(2, free_units_main);
+}
+
+static int inside, most_inside;
+
+static void *bounded(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 20; i++) {
+        CHECK_EQ(px_sem_acquire(S), 0);
+        if (++inside > most_inside)
+            most_inside = inside;
+        for (int y = 0; y < i % 3; y++)
+            CHECK_EQ(px_yield(), 0);
+        inside--;
+        CHECK_EQ(px_sem_release(S), 0);
+    }
+    return NULL;
+}
+
+static void *bounded_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f[6];
+    for (int i = 0; i < 6; i++)
+        CHECK((f[i] = px_spawn(bounded, NULL)) != NULL);
+    for (int i = 0; i < 6; i++)
+        join(f[i]);
+    CHECK_EQ(most_inside, 2);
+    CHECK_EQ(px_sem_value(S), 2);
+    return NULL;
+}
+
+SPEC(at_most_initial_fibers_hold_units_at_once)
+{
+    run(2, bounded_main);
+}
+
+/* -- hand-off -------------------------------------------------------------------- */
+
+static char order[8];
+static size_t norder;
+
+static void *note_in_turn(void *arg)
+{
+    CHECK_EQ(px_sem_acquire(S), 0);
+    order[norder++] = (char)(uintptr_t)arg;
+    return NULL;
+}
+
+static void *fifo_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f[5];
+    for (int i = 0; i < 5; i++) {
+        CHECK((f[i] = px_spawn(note_in_turn, (void *)(uintptr_t)('a' + i))) != NULL);
+        YIELD_UNTIL(px_sem_waiters(S) == (size_t)i + 1);   /* queued in this order */
+    }
+    for (int i = 0; i < 5; i++)
+        CHECK_EQ(px_sem_release(S), 0);
+    CHECK_EQ(px_sem_waiters(S), 0);
+    CHECK_EQ(px_sem_value(S), 0);                /* every unit went to a waiter */
+    for (int i = 0; i < 5; i++)
+        join(f[i]);
+    CHECK(strcmp(order, "abcde") == 0);
+    return NULL;
+}
+
+SPEC(hands_units_off_in_fifo_order)
+{
+    run(0, fifo_main);
+}
+
+static void *tryer(void *arg)
+{
+    (void)arg;
+    results[1] = px_sem_tryacquire(S);
+    return NULL;
+}
+
+static void *no_steal_main(void *arg)
+{
+    (void)arg;
+    px_fiber *w = px_spawn(acquirer, (void *)0);
+    YIELD_UNTIL(px_sem_waiters(S) == 1);
+    px_fiber *t = px_spawn(tryer, NULL);         /* ready before the waiter runs */
+    CHECK_EQ(px_sem_release(S), 0);
+    /* The unit is w's before w runs: neither we nor t can take it. */
+    CHECK_EQ(px_sem_value(S), 0);
+    CHECK_EQ(px_sem_waiters(S), 0);
+    CHECK_EQ(px_sem_tryacquire(S), PX_EBUSY);
+    join(t);
+    CHECK_EQ(results[1], PX_EBUSY);
+    join(w);
+    CHECK_EQ(results[0], 0);
+    return NULL;
+}
+
+SPEC(release_hands_the_unit_to_the_first_waiter_and_tryacquire_never_steals_it)
+{
+    run(0, no_steal_main);
+}
+
+SPEC(release_and_tryacquire_need_no_fiber)
+{
+    px_sem *sem = px_sem_new(0);
+    CHECK(sem != NULL);
+    CHECK_EQ(px_sem_tryacquire(sem), PX_EBUSY);
+    CHECK_EQ(px_sem_release(sem), 0);
+    CHECK_EQ(px_sem_value(sem), 1);
+    CHECK_EQ(px_sem_tryacquire(sem), 0);
+    CHECK_EQ(px_sem_value(sem), 0);
+    CHECK_EQ(px_sem_free(sem), 0);
+}
+
+SPEC(release_past_the_largest_count_is_einval)
+{
+    px_sem *sem = px_sem_new(SIZE_MAX);
+    CHECK(sem != NULL);
+    CHECK_EQ(px_sem_release(sem), PX_EINVAL);
+    CHECK_EQ(px_sem_value(sem), SIZE_MAX);
+    CHECK_EQ(px_sem_free(sem), 0);
+}
+
+/* -- interrupted acquires ----------------------------------------------------------- */
+
+static void *timeout_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_with_timeout(PX_MSEC(5), acquire_body, NULL), PX_ETIMEDOUT);
+    CHECK_EQ(px_sem_waiters(S), 0);
+    CHECK_EQ(px_sem_release(S), 0);
+    CHECK_EQ(px_sem_value(S), 1);                /* nobody took it */
+    return NULL;
+}
+
+SPEC(timed_out_acquire_leaves_no_waiter_and_takes_nothing)
+{
+    run(0, timeout_main);
+}
+
+static void *cancel_race_main(void *arg)
+{
+    (void)arg;
+    px_fiber *c = px_spawn(cancellable, NULL);
+    YIELD_UNTIL(px_sem_waiters(S) == 1);
+    px_fiber *w = px_spawn(acquirer, (void *)0);
+    YIELD_UNTIL(px_sem_waiters(S) == 2);
+    /* c is interrupted but has not run yet; the release right after must
+    ** not be lost on it: it goes on to w. */
+    CHECK_EQ(px_token_cancel(T), 1);
+    CHECK_EQ(px_sem_release(S), 0);
+    CHECK_EQ(px_sem_waiters(S), 0);
+    CHECK_EQ(px_sem_value(S), 0);
+    join(c);
+    join(w);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(results[0], 0);
+    return NULL;
+}
+
+SPEC(cancelled_acquire_lets_a_racing_release_go_to_the_next_waiter)
+{
+    T = px_token_new();
+    run(0, cancel_race_main);
+    px_token_free(T);
+}
+
+/*
+** A grant that really races the interrupt: the release is made while the
+** scheduler is not running, so its wake waits in the scheduler's inbox
+** behind a cancel posted first.  The cancelled fiber runs its pass_on.
+*/
+static void quiet(void *ctx, const char *text) { (void)ctx; (void)text; }
+
+static void raced_grant(int with_next_waiter)
+{
+    T = px_token_new();
+    S = px_sem_new(0);
+    results[0] = -99;
+    px_sched_opts o = { .on_deadlock = quiet };
+    px_sched *s = px_sched_new(&o);
+    CHECK_EQ(px_sched_post(s, cancellable, NULL), 0);
+    if (with_next_waiter)
+        CHECK_EQ(px_sched_post(s, acquirer, (void *)0), 0);
+    CHECK_EQ(px_sched_run(s), PX_EDEADLK);       /* all parked, nothing pending */
+    CHECK_EQ(px_sem_waiters(S), (size_t)(1 + with_next_waiter));
+    CHECK_EQ(px_token_cancel(T), 1);             /* posted: the scheduler is idle */
+    CHECK_EQ(px_sem_release(S), 0);              /* granted to the cancelled one */
+    CHECK_EQ(px_sem_value(S), 0);
+    CHECK_EQ(px_sched_run(s), 0);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    if (with_next_waiter)
+        CHECK_EQ(results[0], 0);                 /* passed on to the next waiter */
+    CHECK_EQ(px_sem_value(S), (size_t)!with_next_waiter);   /* ... or the count */
+    CHECK_EQ(px_sem_waiters(S), 0);
+    px_sched_free(s);
+    CHECK_EQ(px_sem_free(S), 0);
+    px_token_free(T);
+}
+
+SPEC(interrupted_acquire_passes_a_raced_unit_to_the_next_waiter)
+{
+    raced_grant(1);
+}
+
+SPEC(interrupted_acquire_passes_a_raced_unit_back_to_the_count)
+{
+    raced_grant(0);
+}
+
+/* -- misuse, reports, hosts ------------------------------------------------------- */
+
+SPEC(acquire_off_fiber_is_enofiber_and_null_is_einval)
+{
+    px_sem *sem = px_sem_new(1);
+    CHECK(sem != NULL);
+    CHECK_EQ(px_sem_acquire(sem), PX_ENOFIBER);
+    CHECK_EQ(px_sem_value(sem), 1);
+    CHECK_EQ(px_sem_acquire(NULL), PX_EINVAL);
+    CHECK_EQ(px_sem_tryacquire(NULL), PX_EINVAL);
+    CHECK_EQ(px_sem_release(NULL), PX_EINVAL);
+    CHECK_EQ(px_sem_value(NULL), 0);
+    CHECK_EQ(px_sem_waiters(NULL), 0);
+    CHECK_EQ(px_sem_free(NULL), 0);
+    CHECK_EQ(px_sem_free(sem), 0);
+}
+
+static void *busy_main(void *arg)
+{
+    (void)arg;
+    px_fiber *w = px_spawn(acquirer, (void *)0);
+    YIELD_UNTIL(px_sem_waiters(S) == 1);
+    CHECK_EQ(px_sem_free(S), PX_EBUSY);
+    CHECK_EQ(px_sem_release(S), 0);
+    join(w);
+    return NULL;
+}
+
+SPEC(free_refuses_a_waited_on_semaphore_with_ebusy)
+{
+    run(0, busy_main);
+}
+
+static char report[8192];
+
+static void on_deadlock(void *ctx, const char *text)
+{
+    (void)ctx;
+    snprintf(report, sizeof report, "%s", text);
+}
+
+SPEC(deadlock_report_names_the_wait_and_the_semaphore)
+{
+    S = px_sem_new(0);
+    px_sched_opts o = { .on_deadlock = on_deadlock };
+    px_sched *s = px_sched_new(&o);
+    CHECK_EQ(px_sched_post(s, acquirer, (void *)0), 0);
+    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    char want[64];
+    snprintf(want, sizeof want, "semaphore@%p", (void *)S);
+    CHECK(strstr(report, "\"Semaphore acquire\"") != NULL);
+    CHECK(strstr(report, want) != NULL);
+    px_sched_free(s);
+    CHECK_EQ(px_sem_waiters(S), 0);
+    CHECK_EQ(px_sem_free(S), 0);
+}
+
+static int host_step, host_result;
+
+static int host_resume(void *ctx)
+{
+    (void)ctx;
+    switch (host_step++) {
+    case 0:
+        CHECK_EQ(px_sem_acquire(S), PX_EYIELD);
+        return 0;
+    default:
+        host_result = px_sem_acquire(S);         /* the re-call: the outcome */
+        return PX_HOST_DONE;
+    }
+}
+
+static px_sched *HS;
+
+static void *hosted_main(void *arg)
+{
+    (void)arg;
+    px_host_ops ops = { host_resume, NULL, NULL };
+    px_fiber *h = px_spawn_hosted(HS, &ops, NULL);
+    CHECK(h != NULL);
+    YIELD_UNTIL(px_sem_waiters(S) == 1);
+    CHECK_EQ(px_sem_release(S), 0);
+    join(h);
+    CHECK_EQ(host_step, 2);
+    CHECK_EQ(host_result, 0);
+    CHECK_EQ(px_sem_value(S), 0);                /* one unit, taken once */
+    return NULL;
+}
+
+SPEC(hosted_fiber_acquires_through_eyield_and_a_recall)
+{
+    S = px_sem_new(0);
+    HS = px_sched_new(NULL);
+    CHECK_EQ(px_sched_post(HS, hosted_main, NULL), 0);
+    CHECK_EQ(px_sched_run(HS), 0);
+    px_sched_free(HS);
+    CHECK_EQ(px_sem_free(S), 0);
+}
+
+SPECS(acquire_takes_a_free_unit_at_once_and_tryacquire_refuses_when_none,
+      at_most_initial_fibers_hold_units_at_once,
+      hands_units_off_in_fifo_order,
+      release_hands_the_unit_to_the_first_waiter_and_tryacquire_never_steals_it,
+      release_and_tryacquire_need_no_fiber,
+      release_past_the_largest_count_is_einval,
+      timed_out_acquire_leaves_no_waiter_and_takes_nothing,
+      cancelled_acquire_lets_a_racing_release_go_to_the_next_waiter,
+      interrupted_acquire_passes_a_raced_unit_to_the_next_waiter,
+      interrupted_acquire_passes_a_raced_unit_back_to_the_count,
+      acquire_off_fiber_is_enofiber_and_null_is_einval,
+      free_refuses_a_waited_on_semaphore_with_ebusy,
+      deadlock_report_names_the_wait_and_the_semaphore,
+      hosted_fiber_acquires_through_eyield_and_a_recall)
