@@ -526,6 +526,8 @@ PX_API int px_sleep_until(int64_t deadline);
 **   4. The releasing side hands over first -- records the new owner, takes the
 **      id off the queue -- and then calls px_wake(id).  So the woken fiber only
 **      collects what is already its own, and a third fiber can never slip in.
+**      Any code may call px_wake with any id, so px_park returning 0 means
+**      "look again": park again while the hand-over is not yours yet.
 **
 ** When a scope interrupts the park (its deadline passed, its token was
 ** cancelled, or it had fired before the park), the fiber is woken by the
@@ -735,8 +737,12 @@ PX_API px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host
 **
 ** px_mutex_lock parks until the caller owns m.  Returns 0; PX_EOWNERDEAD when
 ** the caller owns m but its previous owner ended holding it (the state m
-** protects may be half-updated); PX_EDEADLK when the caller owns m already;
-** and the common wait codes.  Wait reason "Mutex lock".
+** protects may be half-updated; only the first owner after the death is
+** told, so it is the one to repair it); PX_EDEADLK when the caller owns m
+** already; PX_ETHREAD, without parking, when m is held by a fiber of another
+** scheduler (using one mutex from two schedulers is the caller's error, and
+** is caught only when the lock would wait); and the common wait codes.  Wait
+** reason "Mutex lock".
 ** px_mutex_trylock takes m only if it is free and nobody waits: 0 or
 ** PX_EOWNERDEAD as lock, PX_EBUSY when it is held or waited for, PX_EDEADLK
 ** when the caller owns it, PX_ENOFIBER, PX_EINVAL.  Parks: no.
@@ -746,6 +752,7 @@ PX_API px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host
 ** px_mutex_owner returns the owner's fiber id, 0 when free (or NULL m);
 ** px_mutex_waiters how many fibers wait.  Thread: the scheduler's, on or
 ** off-fiber.  Parks: no.
+** The uncontended lock and unlock allocate nothing and take no lock.
 */
 typedef struct px_mutex px_mutex;
 
@@ -767,22 +774,29 @@ PX_API int px_mutex_free(px_mutex *m);
 **
 ** px_rwlock_rdlock adds a read hold.  A fiber that holds read holds already
 ** gets another at once (reentrant, even with a writer waiting); the writer
-** may take read holds too.  Returns 0 or the common wait codes.  Wait reason
-** "RwLock read lock".
+** may take read holds too.  Returns 0; PX_EOWNERDEAD (the hold is taken) when
+** a writer ended holding the lock and no writer has taken it since (readers
+** cannot repair the state, but must know it may be torn); PX_ENOMEM when the
+** caller's first read hold needs memory there is none of; PX_ETHREAD as
+** px_mutex_lock; the common wait codes.  Wait reason "RwLock read lock".
 ** px_rwlock_wrlock parks until the caller holds the write lock.  Returns 0;
-** PX_EOWNERDEAD when the previous writer ended holding it; PX_EDEADLK at once,
+** PX_EOWNERDEAD when a writer ended holding it and no writer took it since
+** (the caller is the one to repair the state); PX_EDEADLK at once,
 ** without parking, when the caller holds it already or holds read holds (an
-** upgrade would wait for itself); the common wait codes.  Wait reason
-** "RwLock write lock".
+** upgrade would wait for itself); PX_ETHREAD as px_mutex_lock; the common
+** wait codes.  Wait reason "RwLock write lock".
 ** px_rwlock_tryrdlock / px_rwlock_trywrlock never park and never pass a
-** queued waiter: 0 (PX_EOWNERDEAD for a write lock, as above), PX_EBUSY, or
-** PX_EDEADLK as their parking forms.
+** queued waiter: 0, PX_EOWNERDEAD, PX_ENOMEM (read) or PX_EDEADLK as their
+** parking forms, or PX_EBUSY where those would park.
 ** px_rwlock_rdunlock releases one read hold of the caller; px_rwlock_wrunlock
 ** releases its write lock (read holds it took while writing stay: that is a
 ** downgrade).  Both return 0, or PX_EPERM when the caller holds no such hold.
 ** px_rwlock_readers returns the number of fibers holding read holds,
 ** px_rwlock_writer the writer's id (0 when none), px_rwlock_waiters the
 ** number of waiting fibers.  Thread: the scheduler's, on or off-fiber.
+** A fiber that ends holding the write lock or read holds releases all of
+** them; only the write lock's death is reported (PX_EOWNERDEAD above).
+** Finding the caller's read holds costs one step per hold the caller has.
 */
 typedef struct px_rwlock px_rwlock;
 
@@ -846,18 +860,22 @@ PX_API int px_barrier_free(px_barrier *b);
 /*
 ** An action run exactly once among any number of racing fibers.
 **
-** px_once_do: the first caller runs fn(arg) and returns what fn returned;
+** px_once_do: the first caller runs fn(arg) in its own fiber and returns
+** what fn returned (so keep fn's codes apart from the 0 the others get);
 ** callers arriving while it runs park until it finished and return 0; later
 ** callers return 0 at once.  The action is done once fn returned, whatever it
 ** returned (a failed action is not retried), or once its fiber ended inside
-** it.  PX_EDEADLK when called from inside the action by its own fiber; the
-** common wait codes.  Wait reason "Once init".
+** it.  PX_EDEADLK when called from inside the action by its own fiber;
+** PX_EINVAL for NULL o or fn; PX_ETHREAD as px_mutex_lock; the common wait
+** codes.  Wait reason "Once init".
 ** px_once_begin / px_once_end are the same in two steps, for a binding that
 ** runs the action in its own language: begin returns 1 when the caller must
 ** run the action and then call end; 0 when it is done (after parking while
 ** another fiber ran it, if need be); PX_EDEADLK and the wait codes as do.
-** end returns 0, or PX_EPERM when the caller did not begin the action.
-** px_once_done returns 1 once the action is done, else 0.
+** end returns 0, or PX_EPERM when the caller did not begin the action (or
+** ended it already), PX_ENOFIBER, PX_EINVAL.  A runner that ends between
+** begin and end has ended the action: it is done and its waiters return 0.
+** px_once_done returns 1 once the action is done, else 0 (on or off-fiber).
 */
 typedef struct px_once px_once;
 typedef int (*px_once_fn)(void *arg);

@@ -245,7 +245,10 @@ int px_join(px_fiber *f, void **result)
         me->joining = f;
     }
     px_park_info pi = { "fiber join", join_dereg, me, f, "fiber", join_holders, 0 };
-    int r = px_park_with(&pi);
+    int r;
+    do   /* a px_wake from elsewhere is not f's end: wait on */
+        r = px_park_with(&pi);
+    while (r == 0 && me->joining == f);
     if (r == 0 && result)
         *result = me->joined;
     return r;

@@ -93,7 +93,10 @@ int px__wait(px_waitq *q, px_waiter *w, const px_park_info *info)
     pi.dereg = waiter_dereg;
     pi.ctx = w;
     waitq_append(q, w);
-    int r = px_park_with(&pi);
+    int r;
+    do   /* anybody may px_wake any id: a wake without a grant is not ours */
+        r = px_park_with(&pi);
+    while (r == 0 && !w->granted);
     if (r == PX_EYIELD)
         return r;
     return outcome(w, r);
@@ -104,7 +107,15 @@ int px__wait_resumed(const void *obj, int *out)
     px_fiber *f = px__fiber_here();
     if (f == NULL || !f->hosted || f->wait.obj != obj || obj == NULL)
         return 0;
-    *out = outcome(&f->wait, f->park_result);
+    int r = f->park_result;
+    while (r == 0 && !f->wait.granted) {   /* a stray wake: wait on */
+        px_park_info pi = f->park;
+        if ((r = px_park_with(&pi)) == PX_EYIELD) {
+            *out = r;
+            return 1;
+        }
+    }
+    *out = outcome(&f->wait, r);
     return 1;
 }
 

@@ -76,7 +76,11 @@ int gate_take(gate *g)
     }
     g->waiters[g->len++] = me;
     px_park_info pi = { "gate take", gate_dereg, g, g, "gate", gate_holders, 0 };
-    return px_park_with(&pi);
+    int r;
+    do   /* any code may px_wake any id: only a hand-over ends the wait */
+        r = px_park_with(&pi);
+    while (r == 0 && g->owner != me);
+    return r;
 }
 
 /* Hands the gate to the next waiter (1) or opens it (0). */
