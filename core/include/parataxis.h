@@ -125,9 +125,10 @@ typedef struct px_queue px_queue;
 PX_API px_queue *px_queue_new(void);
 
 /*
-** Returns an executor that posts into `q`.  Posting never blocks; it fails with
-** PX_ENOMEM (the handler then runs inline in the poster) or PX_ECLOSED.  `q` must
-** outlive every timer queue that uses the executor.  Thread: any.  Parks: no.
+** Returns an executor that posts into `q`.  Posting never blocks; it fails only
+** with PX_ENOMEM (PX_EINVAL for a NULL q), and the handler then runs inline in
+** the poster.  `q` must outlive every timer queue that uses the executor.
+** Thread: any.  Parks: no.
 */
 PX_API px_executor px_queue_executor(px_queue *q);
 
@@ -140,7 +141,9 @@ PX_API int px_queue_post(px_queue *q, px_handler_fn fn, void *arg, int status);
 /*
 ** Runs up to `max` queued handlers (0 means: all that are queued when the call
 ** starts) on the calling thread, in FIFO order, and returns how many ran; PX_EINVAL
-** for NULL.  Handlers may post more; those wait for the next drain.
+** for NULL.  Handlers may post more.  With max 0 those wait for the next drain;
+** with max > 0 calls are taken 64 at a time, so a later chunk may hold calls
+** that handlers of an earlier chunk posted.
 ** Thread: any; each handler runs on the caller.  Parks: no.
 */
 PX_API int px_queue_drain(px_queue *q, size_t max);
@@ -183,7 +186,8 @@ typedef struct px_timerq_opts {
     const px_executor *executor;
     /* The worker's timer slack in nanoseconds (Linux PR_SET_TIMERSLACK): how late
     ** the kernel may wake it.  0 selects the library's default (1 us); a negative
-    ** value keeps the kernel's default (50 us). */
+    ** value leaves it alone: the worker inherits the slack of the thread that
+    ** called px_timerq_new (the kernel's default is 50 us). */
     int64_t timer_slack_ns;
 } px_timerq_opts;
 
@@ -261,8 +265,9 @@ PX_API size_t px_timerq_pending(px_timerq *q);
 ** aborts every timer and returns at once, and the worker releases the queue
 ** after the current handler returns and every owed call is delivered.
 **
-** In the child of a fork() it releases the memory without running any handler
-** (they belong to the parent).  NULL does nothing.  No call on `q` may follow, and
+** In the child of a fork() it runs no handler (they belong to the parent), and
+** releases the memory only when no call is outstanding in an executor; else it
+** leaves the memory alone.  NULL does nothing.  No call on `q` may follow, and
 ** none may be under way in another thread.  Thread: any.  Parks: yes, it joins the
 ** worker thread (except when called from it).
 */
@@ -306,8 +311,10 @@ PX_API int64_t px_timer_expiry(px_timer *t);
 
 /*
 ** Adds a waiter: fn(arg, 0) when the expiry is reached, or fn(arg, PX_ECANCELED)
-** when the wait is aborted first.  Returns 0, or PX_EINVAL, PX_ENOMEM or
-** PX_ECLOSED (its queue is closing) -- and then fn is never called.
+** when the wait is aborted first.  Returns 0, or PX_EINVAL, PX_ENOMEM (no memory
+** for the wait record) or PX_ECLOSED (its queue is closing or belongs to the
+** parent of a fork, or no memory for the expiry's batch or the queue's timer
+** record) -- and then fn is never called.
 ** Thread: any.  Parks: no.
 */
 PX_API int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg);
@@ -365,7 +372,8 @@ typedef struct px_sched_opts {
     ** Stacks are touched lazily, so a large size costs address space, not memory. */
     size_t stack_size;
     /* The scheduler thread's timer slack while it runs (as px_timerq_opts):
-    ** 0 selects 1 us, a negative value keeps the kernel's (50 us). */
+    ** 0 selects 1 us, a negative value leaves the thread's slack alone.  The
+    ** previous slack is restored when px_sched_run returns. */
     int64_t timer_slack_ns;
     /* Where a deadlock report goes (see px_sched_run).  NULL: written to stderr.
     ** `report` is one NUL-terminated text of several lines, valid during the call. */
@@ -403,7 +411,9 @@ PX_API px_sched *px_sched_new(const px_sched_opts *opts);
 ** holds that, and the wait-for cycle when the primitives say who holds what.  The
 ** parked fibers stay parked; px_sched_free releases them.
 ** Returns PX_EINVAL for NULL, PX_EBUSY when `s` runs already or the thread runs
-** another scheduler, PX_ETHREAD when `s` ran on another thread before.
+** another scheduler, PX_ETHREAD when `s` ran on another thread before (a refused
+** call changes nothing and does not bind `s`), PX_ENOMEM when the stack pool
+** cannot be made on the first run (`s` stays bound to the calling thread).
 ** Thread: see above.  Parks: blocks the calling thread while it runs.
 */
 PX_API int px_sched_run(px_sched *s);
@@ -473,7 +483,9 @@ PX_API int px_join(px_fiber *f, void **result);
 /*
 ** Gives the handle up.  A fiber still running goes on as a detached fiber; the
 ** record of an ended fiber is freed.  NULL does nothing; releasing twice is an
-** error of the caller.  Thread: scheduler.  Parks: no.
+** error of the caller.  Thread: the scheduler's, or any thread while the
+** scheduler is not running; from another thread while it runs, the call does
+** nothing (the record is then kept until px_sched_free).  Parks: no.
 */
 PX_API void px_fiber_release(px_fiber *f);
 
@@ -576,10 +588,14 @@ PX_API int px_park_with(const px_park_info *info);
 /*
 ** Makes parked fiber `id` ready; it returns 0 from its park.  Returns 1 when the
 ** fiber was parked and is now queued to run; 0 when `id` is finished, unknown,
-** not parked, or already woken or interrupted (a stale wake does nothing).  From
+** not parked (a sleep is no park), or already woken or interrupted (then the
+** wake does nothing).  From
 ** a thread other than the fiber's scheduler's, the wake is handed to that
-** scheduler (woken if it waits) and applied there with the same rules; it then
-** returns 1 when it was handed over and 0 when no live scheduler has `id`.
+** scheduler (woken if it waits) and applied there with the same rules, to the
+** park the fiber is in when the scheduler takes it in: a late wake can end a
+** later park with 0, which px_join and the sync waits treat as "look again".
+** It then returns 1 when it was handed over and 0 when no live scheduler has
+** `id` or the hand-over ran out of memory.
 ** Thread: any.  Parks: no.
 */
 PX_API int px_wake(uint64_t id);
@@ -642,8 +658,9 @@ PX_API int px_scope_pop(void);
 ** park inside a scope that uses it, in any scheduler.
 ** px_token_new returns a token or NULL (no memory).  Thread: any.  Parks: no.
 ** px_token_cancel cancels it and wakes the fibers parked under it (through
-** their schedulers); returns 1 when this call cancelled it, 0 when it already
-** was, PX_EINVAL for NULL.  Thread: any.  Parks: no.
+** their schedulers; should that hand-over run out of memory, such a fiber is
+** interrupted only at its next park); returns 1 when this call cancelled
+** it, 0 when it already was, PX_EINVAL for NULL.  Thread: any.  Parks: no.
 ** px_token_cancelled returns 1 or 0 (0 for NULL).  Thread: any.  Parks: no.
 ** px_token_free releases it; no scope may still use it.  NULL does nothing.
 */
