@@ -224,6 +224,8 @@ static int foreign(const px_rwlock *l, const px_fiber *f)
 ** an interrupt let in whom the leaver was holding up. */
 static int after_wait(px_rwlock *l, px_waiter *w, int r)
 {
+    if (r == PX_EYIELD)
+        return r;                   /* still waiting (a hosted fiber's re-call) */
     if (w->value) {
         record_put(l, w->value);
         w->value = NULL;
@@ -245,7 +247,7 @@ static int park(px_rwlock *l, px_fiber *f, int op)
     px_park_info pi = { .object = l, .kind = "rwlock", .holders = rwlock_holders };
     pi.reason = op == OP_READ ? "RwLock read lock" : "RwLock write lock";
     int r = px__wait(&l->waiters, w, &pi);
-    return r == PX_EYIELD ? r : after_wait(l, w, r);
+    return after_wait(l, w, r);
 }
 
 /* Steps 1 of every operation: the object and the fiber. */

@@ -10,6 +10,9 @@
 
 #include "spec.h"
 
+#define SYNC_EXAMPLE_NO_MAIN
+#include "sync_mutex.c"   /* docs/examples: run below as a spec */
+
 /* Yields until cond holds (a broken contract fails instead of spinning on). */
 #define YIELD_UNTIL(cond) do { \
     for (long y_ = 0; !(cond); y_++) { \
@@ -797,6 +800,11 @@ SPEC(lock_held_by_a_fiber_of_another_scheduler_is_ethread)
     ev_destroy(&done);
 }
 
+SPEC(the_documented_example_runs)
+{
+    CHECK_EQ(sync_mutex_example(), 0);
+}
+
 SPECS(no_lost_updates_with_10_fibers,
       hands_off_in_fifo_order,
       unlock_makes_the_first_waiter_owner_before_it_wakes,
@@ -817,4 +825,5 @@ SPECS(no_lost_updates_with_10_fibers,
       deadlock_report_names_the_holders_and_prints_the_cycle,
       free_refuses_a_held_or_waited_on_mutex_with_ebusy,
       hosted_fiber_locks_a_contended_mutex_through_eyield_and_a_recall,
-      lock_held_by_a_fiber_of_another_scheduler_is_ethread)
+      lock_held_by_a_fiber_of_another_scheduler_is_ethread,
+      the_documented_example_runs)

@@ -9,6 +9,9 @@
 
 #include "spec.h"
 
+#define SYNC_EXAMPLE_NO_MAIN
+#include "sync_once.c"   /* docs/examples: run below as a spec */
+
 #define YIELD_UNTIL(cond) do { \
     for (long y_ = 0; !(cond); y_++) { \
         CHECK(y_ < 1000000); \
@@ -420,6 +423,11 @@ SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
     CHECK_EQ(px_once_free(O), 0);
 }
 
+SPEC(the_documented_example_runs)
+{
+    CHECK_EQ(sync_once_example(), 0);
+}
+
 SPECS(runs_the_action_once_among_5_racers_who_wait_for_it,
       later_callers_return_at_once_without_running_it,
       a_failed_action_is_done_and_never_retried,
@@ -430,4 +438,5 @@ SPECS(runs_the_action_once_among_5_racers_who_wait_for_it,
       interrupted_waiters_leave_nothing_queued,
       off_fiber_calls_are_enofiber_and_done_works_anywhere,
       deadlock_report_names_the_runner_and_prints_the_cycle,
-      hosted_fiber_waits_through_eyield_and_a_recall)
+      hosted_fiber_waits_through_eyield_and_a_recall,
+      the_documented_example_runs)

@@ -9,6 +9,9 @@
 
 #include "spec.h"
 
+#define SYNC_EXAMPLE_NO_MAIN
+#include "sync_rwlock.c"   /* docs/examples: run below as a spec */
+
 #define YIELD_UNTIL(cond) do { \
     for (long y_ = 0; !(cond); y_++) { \
         CHECK(y_ < 1000000); \
@@ -840,6 +843,11 @@ SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
     CHECK_EQ(px_rwlock_free(L), 0);
 }
 
+SPEC(the_documented_example_runs)
+{
+    CHECK_EQ(sync_rwlock_example(), 0);
+}
+
 SPECS(any_number_of_readers_hold_it_together,
       a_writer_excludes_readers_and_other_writers,
       writer_preference_orders_a_in_a_out_w_in_w_out_r_in_r_out,
@@ -862,4 +870,5 @@ SPECS(any_number_of_readers_hold_it_together,
       off_fiber_calls_are_enofiber_and_null_is_einval,
       deadlock_report_names_readers_and_writer_and_prints_the_cycle,
       free_refuses_a_held_or_waited_on_rwlock_with_ebusy,
-      hosted_fiber_waits_through_eyield_and_a_recall)
+      hosted_fiber_waits_through_eyield_and_a_recall,
+      the_documented_example_runs)
