@@ -24,10 +24,7 @@
 #include "fiber.h"
 #include "trace.h"
 
-static _Thread_local px_sched *tl_sched;
-
-px_sched *px__sched_here(void) { return tl_sched; }
-px_fiber *px__fiber_here(void) { return tl_sched ? tl_sched->cur : NULL; }
+_Thread_local px_sched *px__tl_sched;
 
 /* -- the registry of live schedulers: only cross-thread wakes look here ---- */
 
@@ -461,7 +458,7 @@ px_sched *px_sched_new(const px_sched_opts *opts)
 /* Binds `s` to the calling thread for a run; 0 or the error of px_sched_run. */
 static int run_begin(px_sched *s)
 {
-    if (tl_sched != NULL)
+    if (px__tl_sched != NULL)
         return PX_EBUSY;
     int r = 0;
     pthread_mutex_lock(&s->lock);
@@ -501,9 +498,9 @@ int px_sched_run(px_sched *s)
     if (s->slack_ns > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)s->slack_ns, 0, 0, 0);
     px_context_init_thread(&s->ctx);
-    tl_sched = s;
+    px__tl_sched = s;
     r = loop(s);
-    tl_sched = NULL;
+    px__tl_sched = NULL;
     if (s->slack_ns > 0 && old_slack > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
     pthread_mutex_lock(&s->lock);
@@ -556,7 +553,7 @@ int px_run(px_fiber_fn main, void *arg, void **result)
         *result = NULL;
     if (main == NULL)
         return PX_EINVAL;
-    if (tl_sched != NULL)
+    if (px__tl_sched != NULL)
         return PX_EBUSY;
     px_sched *s = px_sched_new(NULL);
     if (s == NULL)

@@ -128,33 +128,6 @@ void px__grant(px_waiter *w, int result)
     px_wake(w->id);
 }
 
-void px__hold_take(px_hold *h, px_fiber *f,
-                   void (*ended)(px_hold *h, uint64_t id, int discarding))
-{
-    h->ended = ended;
-    h->owner = f;
-    h->prev = NULL;
-    h->next = f->holds;
-    if (f->holds)
-        f->holds->prev = h;
-    f->holds = h;
-}
-
-void px__hold_drop(px_hold *h)
-{
-    px_fiber *f = h->owner;
-    if (f == NULL)
-        return;
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        f->holds = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
-    h->next = h->prev = NULL;
-    h->owner = NULL;
-}
-
 void px__waits_end(px_fiber *f, int discarding)
 {
     px_waiter *w = &f->wait;
