@@ -95,18 +95,15 @@ px_mutex *px_mutex_new(void)
     return calloc(1, sizeof(px_mutex));   /* errno is ENOMEM on failure */
 }
 
-int px_mutex_lock(px_mutex *m)
+/* Everything but the free mutex: kept out of line so that the uncontended
+** lock needs no stack frame. */
+static int __attribute__((noinline)) lock_slow(px_mutex *m, px_fiber *f)
 {
-    if (m == NULL)
-        return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return PX_ENOFIBER;
     int r;
     if (f->hosted && px__wait_resumed(m, &r))
         return r;                                /* the re-call after PX_EYIELD */
     if (m->owner == 0)
-        return take(m, f);                       /* free means nobody waits */
+        return take(m, f);
     if (m->owner == f->id)
         return PX_EDEADLK;
     if (m->hold.owner->s != f->s)
@@ -114,6 +111,20 @@ int px_mutex_lock(px_mutex *m)
     px_park_info pi = { .reason = "Mutex lock", .object = m, .kind = "mutex",
                         .holders = mutex_holders };
     return px__wait(&m->waiters, px__waiter_begin(m, 0, mutex_pass_on), &pi);
+}
+
+int px_mutex_lock(px_mutex *m)
+{
+    if (m == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    /* Free means nobody waits.  A hosted fiber may be calling again to
+    ** collect a wait, which the slow path looks for first. */
+    if (m->owner == 0 && !f->hosted)
+        return take(m, f);
+    return lock_slow(m, f);
 }
 
 int px_mutex_trylock(px_mutex *m)
@@ -140,7 +151,10 @@ int px_mutex_unlock(px_mutex *m)
     if (m->owner != f->id)
         return PX_EPERM;
     px__hold_drop(&m->hold);
-    release(m, 0);
+    if (m->waiters.len == 0)
+        m->owner = 0;                            /* `dead` is 0 while held */
+    else
+        release(m, 0);
     return 0;
 }
 
