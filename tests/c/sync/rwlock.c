@@ -843,6 +843,126 @@ SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
     CHECK_EQ(px_rwlock_free(L), 0);
 }
 
+/* -- a randomized soak ------------------------------------------------------------ */
+
+/* 24 fibers take read holds (sometimes reentrant), write locks and a mutex at
+** random, under random short timeouts, holding them across yields, and check
+** the exclusion invariants at every step; at the end nothing is held or
+** queued. */
+static px_mutex *SM;
+static int in_write, in_read, in_mutex;
+static long soak_ops, soak_timeouts, soak_waits;
+
+static int soak_rd(void *arg) { (void)arg; return px_rwlock_rdlock(L); }
+static int soak_wr(void *arg) { (void)arg; return px_rwlock_wrlock(L); }
+static int soak_mx(void *arg) { (void)arg; return px_mutex_lock(SM); }
+
+static int bounded(uint64_t *rng, px_scope_fn body)
+{
+    soak_waits += px_rwlock_writer(L) != 0 || px_rwlock_waiters(L) != 0
+                  || px_mutex_owner(SM) != 0;
+    int r;
+    if (rng_next(rng) % 4 == 0)
+        r = body(NULL);                          /* unbounded */
+    else
+        r = px_with_timeout(PX_USEC(rng_next(rng) % 300), body, NULL);
+    soak_timeouts += r == PX_ETIMEDOUT;
+    return r;
+}
+
+static void hold_for(uint64_t *rng)
+{
+    if (rng_next(rng) % 8 == 0)
+        CHECK_EQ(px_sleep(PX_USEC(50)), 0);      /* long enough for timeouts to fire */
+    for (uint64_t n = rng_next(rng) % 3; n > 0; n--)
+        CHECK_EQ(px_yield(), 0);
+}
+
+static void soak_step(uint64_t *rng)
+{
+    int r;
+    switch (rng_next(rng) % 3) {
+    case 0:
+        if ((r = bounded(rng, soak_rd)) != 0) {
+            CHECK(r == PX_ETIMEDOUT);
+            return;
+        }
+        CHECK_EQ(in_write, 0);
+        in_read++;
+        if (rng_next(rng) % 2)
+            CHECK_EQ(px_rwlock_rdlock(L), 0);    /* reentrant: at once */
+        else
+            CHECK_EQ(px_rwlock_tryrdlock(L), 0);
+        CHECK_EQ(px_rwlock_wrlock(L), PX_EDEADLK);
+        hold_for(rng);
+        CHECK_EQ(in_write, 0);
+        in_read--;
+        CHECK_EQ(px_rwlock_rdunlock(L), 0);
+        CHECK_EQ(px_rwlock_rdunlock(L), 0);
+        return;
+    case 1:
+        if ((r = bounded(rng, soak_wr)) != 0) {
+            CHECK(r == PX_ETIMEDOUT);
+            return;
+        }
+        CHECK(in_write == 0 && in_read == 0);
+        CHECK_EQ(px_rwlock_readers(L), 0);
+        in_write = 1;
+        hold_for(rng);
+        CHECK(in_read == 0);
+        in_write = 0;
+        CHECK_EQ(px_rwlock_wrunlock(L), 0);
+        return;
+    default:
+        if ((r = bounded(rng, soak_mx)) != 0) {
+            CHECK(r == PX_ETIMEDOUT);
+            return;
+        }
+        CHECK_EQ(in_mutex, 0);
+        in_mutex = 1;
+        CHECK_EQ(px_mutex_owner(SM), px_self());
+        hold_for(rng);
+        in_mutex = 0;
+        CHECK_EQ(px_mutex_unlock(SM), 0);
+    }
+}
+
+static void *soaker(void *arg)
+{
+    uint64_t rng = (uint64_t)(uintptr_t)arg;
+    for (int i = 0; i < 1000; i++) {
+        soak_step(&rng);
+        soak_ops++;
+        if (rng_next(&rng) % 2)
+            CHECK_EQ(px_yield(), 0);
+    }
+    return NULL;
+}
+
+static void *soak_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f[24];
+    for (uintptr_t i = 0; i < 24; i++)
+        f[i] = px_spawn(soaker, (void *)(i * 7919 + 1));
+    for (int i = 0; i < 24; i++)
+        join(f[i]);
+    CHECK_EQ(soak_ops, 24 * 1000);
+    printf("%ld operations, %ld found it busy, %ld timed out\n", soak_ops, soak_waits,
+           soak_timeouts);
+    CHECK(soak_timeouts > 0);
+    CHECK_EQ(px_mutex_owner(SM), 0);
+    CHECK_EQ(px_mutex_waiters(SM), 0);
+    return NULL;
+}
+
+SPEC(random_locking_under_random_timeouts_keeps_exclusion_and_leaves_nothing_queued)
+{
+    SM = px_mutex_new();
+    run(soak_main);                              /* checks L is idle at the end */
+    CHECK_EQ(px_mutex_free(SM), 0);
+}
+
 SPEC(the_documented_example_runs)
 {
     CHECK_EQ(sync_rwlock_example(), 0);
@@ -871,4 +991,5 @@ SPECS(any_number_of_readers_hold_it_together,
       deadlock_report_names_readers_and_writer_and_prints_the_cycle,
       free_refuses_a_held_or_waited_on_rwlock_with_ebusy,
       hosted_fiber_waits_through_eyield_and_a_recall,
-      the_documented_example_runs)
+      the_documented_example_runs,
+      random_locking_under_random_timeouts_keeps_exclusion_and_leaves_nothing_queued)
