@@ -1,15 +1,18 @@
 /*
-** soak.c -- many fibers doing random operations on the locks, each wait bounded
-** by a random timeout or interrupted by a random cancel, checking the
-** invariants of mutual exclusion all along and, at the end, that no waiter is
-** left queued and nothing is left held.  CI runs it under ASan+UBSan too.
+** soak.c -- many fibers doing random operations on mutexes, an rwlock, a
+** semaphore and a channel, each wait bounded by a random timeout or
+** interrupted by a random cancel, checking the invariants all along (mutual
+** exclusion, reader/writer exclusion, the semaphore's bound) and at the end
+** that nothing is held or queued and that every value sent was received
+** exactly once.  CI runs it under ASan+UBSan and TSan too.
 **
-** The run is deterministic for a seed (argument 2, default 1): a failure can be
-** replayed with `sync_soak random_operations_keep_every_invariant <seed>`.
+** The seed (argument 2, default 1) fixes the choices; which waits time out
+** depends on the clock as well, so a rerun explores nearby interleavings:
+** `sync_soak random_operations_keep_every_invariant <seed>`.
 */
 #include "spec.h"
 
-enum { FIBERS = 64, OPS = 400, MUTEXES = 3 };
+enum { FIBERS = 64, OPS = 400, MUTEXES = 3, SEM_UNITS = 2, CHAN_CAP = 4 };
 
 static uint64_t rng_state = 1;
 
@@ -25,6 +28,11 @@ static px_mutex *mtx[MUTEXES];
 static int inside[MUTEXES];          /* fibers inside each mutex: 0 or 1 */
 static px_rwlock *rw;
 static int readers_in, writers_in;   /* fibers inside the rwlock, by kind */
+static px_sem *sem;
+static int sem_in;                   /* fibers holding a unit: at most SEM_UNITS */
+static px_chan *ch;
+static unsigned char sent[FIBERS * OPS + 1], received[FIBERS * OPS + 1];
+static uintptr_t next_value = 1;
 static px_token *tokens[FIBERS];
 static long granted, interrupted;
 
@@ -85,19 +93,61 @@ static int on_write(void *arg)
     return 0;
 }
 
+static int on_sem(void *arg)
+{
+    (void)arg;
+    int r = px_sem_acquire(sem);
+    if (r != 0)
+        return r;
+    CHECK(++sem_in <= SEM_UNITS);
+    dwell();
+    sem_in--;
+    CHECK_EQ(px_sem_release(sem), 0);
+    return 0;
+}
+
+/* Every value is sent at most once and must be received exactly once if its
+** send returned 0 (checked at the end, after the channel is drained). */
+static int on_send(void *arg)
+{
+    (void)arg;
+    uintptr_t v = next_value++;
+    int r = px_chan_send(ch, (void *)v);
+    if (r == 0)
+        sent[v] = 1;
+    return r;
+}
+
+static int on_recv(void *arg)
+{
+    (void)arg;
+    void *v;
+    int r = px_chan_recv(ch, &v);
+    if (r == 0) {
+        uintptr_t i = (uintptr_t)v;
+        CHECK(i > 0 && i < next_value);
+        CHECK_EQ(received[i]++, 0);
+    }
+    return r;
+}
+
 /* One operation, bounded by a timeout or by this fiber's token (which other
 ** fibers cancel at random), or not bounded at all. */
 static void one_op(int me)
 {
     px_scope_fn body;
     void *arg = NULL;
-    switch (rnd(3)) {
+    int bounded = 0;   /* a channel wait may have no partner left: always bound it */
+    switch (rnd(6)) {
     case 0:  body = on_mutex; arg = (void *)(intptr_t)rnd(MUTEXES); break;
     case 1:  body = on_read; break;
-    default: body = on_write; break;
+    case 2:  body = on_write; break;
+    case 3:  body = on_sem; break;
+    case 4:  body = on_send; bounded = 1; break;
+    default: body = on_recv; bounded = 1; break;
     }
     int r;
-    switch (rnd(3)) {
+    switch (bounded ? 0 : rnd(3)) {
     case 0:
         r = px_with_timeout(PX_USEC(rnd(300)), body, arg);
         break;
@@ -150,6 +200,8 @@ SPEC(random_operations_keep_every_invariant)
     for (int i = 0; i < MUTEXES; i++)
         CHECK((mtx[i] = px_mutex_new()) != NULL);
     CHECK((rw = px_rwlock_new()) != NULL);
+    CHECK((sem = px_sem_new(SEM_UNITS)) != NULL);
+    CHECK((ch = px_chan_new(CHAN_CAP)) != NULL);
     for (int i = 0; i < FIBERS; i++)
         CHECK((tokens[i] = px_token_new()) != NULL);
     CHECK_EQ(px_run(soak_main, NULL, NULL), 0);
@@ -162,6 +214,15 @@ SPEC(random_operations_keep_every_invariant)
     CHECK_EQ(px_rwlock_writer(rw), 0);
     CHECK_EQ(px_rwlock_waiters(rw), 0);
     CHECK_EQ(px_rwlock_free(rw), 0);
+    CHECK_EQ(px_sem_value(sem), SEM_UNITS);
+    CHECK_EQ(px_sem_waiters(sem), 0);
+    CHECK_EQ(px_sem_free(sem), 0);
+    void *v;
+    while (px_chan_tryrecv(ch, &v) == 0)
+        CHECK_EQ(received[(uintptr_t)v]++, 0);
+    for (uintptr_t i = 1; i < next_value; i++)
+        CHECK_EQ(received[i], sent[i]);     /* nothing lost, nothing made up */
+    CHECK_EQ(px_chan_free(ch), 0);
     for (int i = 0; i < FIBERS; i++)
         px_token_free(tokens[i]);
     CHECK_EQ(granted + interrupted, (long)FIBERS * OPS);
