@@ -235,6 +235,8 @@ static int after_wait(px_rwlock *l, px_waiter *w, int r)
     return r;
 }
 
+/* Steps 3 and 4: queue and park last (a reader first reserves the record
+** admit() will give it); collect the outcome. */
 static int park(px_rwlock *l, px_fiber *f, int op)
 {
     if (foreign(l, f))
@@ -250,7 +252,7 @@ static int park(px_rwlock *l, px_fiber *f, int op)
     return after_wait(l, w, r);
 }
 
-/* Steps 1 of every operation: the object and the fiber. */
+/* Step 1 of every operation: the object, then the calling fiber. */
 #define RESOLVE(l, f) \
     if ((l) == NULL) \
         return PX_EINVAL; \

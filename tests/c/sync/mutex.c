@@ -754,6 +754,52 @@ SPEC(hosted_fiber_locks_a_contended_mutex_through_eyield_and_a_recall)
     CHECK_EQ(px_mutex_free(M), 0);
 }
 
+static int host2_step, host2_result, host2_waiters;
+
+/* The same host, with the wait bounded by a pushed timeout that fires. */
+static int host_resume_timed(void *ctx)
+{
+    (void)ctx;
+    switch (host2_step++) {
+    case 0:
+        CHECK_EQ(px_scope_push_timeout(PX_MSEC(10)), 0);
+        CHECK_EQ(px_mutex_lock(M), PX_EYIELD);
+        return 0;
+    case 1:
+        host2_result = px_mutex_lock(M);         /* collects the timeout */
+        host2_waiters = (int)px_mutex_waiters(M);
+        CHECK_EQ(px_scope_pop(), PX_ETIMEDOUT);
+        CHECK(px_mutex_owner(M) != px_self());
+        return PX_HOST_DONE;
+    }
+    return PX_HOST_DONE;
+}
+
+static void *hosted_timed_holder(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_lock(M), 0);
+    px_host_ops ops = { host_resume_timed, NULL, NULL };
+    px_fiber *h = px_spawn_hosted(HS, &ops, NULL);
+    join(h);                                     /* it gives up while we hold it */
+    CHECK_EQ(host2_result, PX_ETIMEDOUT);
+    CHECK_EQ(host2_waiters, 0);
+    CHECK_EQ(px_mutex_owner(M), px_self());
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    return NULL;
+}
+
+SPEC(hosted_fiber_timed_out_lock_leaves_no_waiter)
+{
+    M = px_mutex_new();
+    HS = px_sched_new(NULL);
+    CHECK_EQ(px_sched_post(HS, hosted_timed_holder, NULL), 0);
+    CHECK_EQ(px_sched_run(HS), 0);
+    CHECK_EQ(host2_step, 2);
+    px_sched_free(HS);
+    CHECK_EQ(px_mutex_free(M), 0);
+}
+
 /* -- two schedulers ----------------------------------------------------------- */
 
 static px_latch held, done;
@@ -825,5 +871,6 @@ SPECS(no_lost_updates_with_10_fibers,
       deadlock_report_names_the_holders_and_prints_the_cycle,
       free_refuses_a_held_or_waited_on_mutex_with_ebusy,
       hosted_fiber_locks_a_contended_mutex_through_eyield_and_a_recall,
+      hosted_fiber_timed_out_lock_leaves_no_waiter,
       lock_held_by_a_fiber_of_another_scheduler_is_ethread,
       the_documented_example_runs)
