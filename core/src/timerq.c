@@ -210,16 +210,19 @@ static void queue_lock(px_timerq *q)
     pthread_mutex_lock(&q->lock);
 }
 
-/* Releases the lock, then signals the worker if a wake is owed: signalled
-** after the unlock, the worker does not wake only to block on the lock.  It
-** cannot miss the wake: it looks for work under the lock before sleeping. */
+/* Signals the worker if a wake is owed, then releases the lock.  Signalled
+** under the lock: once the lock is released, a worker that frees its own queue
+** from a handler may destroy the queue, condition variable included (TSan saw
+** exactly that in free_semantics).  The worker may then wake only to wait for
+** the lock, but wakes are rare: only a new earliest deadline or an abort the
+** worker would not find by itself within ABORT_LINGER owes one. */
 static void queue_unlock(px_timerq *q)
 {
-    int owed = q->wake_owed;
-    q->wake_owed = 0;
-    pthread_mutex_unlock(&q->lock);
-    if (owed)
+    if (q->wake_owed) {
+        q->wake_owed = 0;
         pthread_cond_signal(&q->wake);
+    }
+    pthread_mutex_unlock(&q->lock);
 }
 
 static void abort_armed(px_timerq *q, px_trec *r)
