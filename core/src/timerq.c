@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "parataxis.h"
+#include "bits.h"
 #include "fork.h"
 #include "ring.h"
 #include "timerset.h"
@@ -66,6 +67,15 @@ typedef struct chunk_head {
     uint32_t first_index;
 } chunk_head;
 
+/* The free records of a chunk: bit b of word[w] is record 64 * w + b; bit w of
+** `summary` says word[w] is not zero.  Two lowest-bit lookups find its first. */
+typedef struct chunk_free {
+    uint64_t summary;
+    uint64_t word[CHUNK_RECS / 64];
+} chunk_free;
+
+_Static_assert(CHUNK_RECS / 64 == 64, "one summary word covers a chunk's free bitmap");
+
 struct px_timerq {
     pthread_mutex_t lock;
     pthread_cond_t wake;         /* the worker sleeps on it */
@@ -73,7 +83,9 @@ struct px_timerq {
     px_trec **chunks;
     uint32_t nchunks, chunks_cap;
     uint32_t bump;               /* next never-used record of the last chunk */
-    px_tnode free_recs;          /* ring of reusable records */
+    chunk_free *cfree;           /* per chunk, its free records */
+    uint64_t *has_free;          /* bit c: chunk c has a free record */
+    uint32_t free_low;           /* no word of has_free below it is non-zero */
     px_tnode aborted;            /* ring of ABORTED records whose call the worker owes */
     px_tnode inflight;           /* ring of records handed to a handler, not yet settled */
     int64_t wake_at;             /* when the sleeping worker wakes by itself, or AWAKE */
@@ -135,6 +147,16 @@ static int chunk_add(px_timerq *q)
         if (chunks == NULL)
             return -1;
         q->chunks = chunks;
+        chunk_free *cfree = realloc(q->cfree, cap * sizeof *cfree);
+        if (cfree == NULL)
+            return -1;
+        q->cfree = cfree;
+        uint64_t *has_free = realloc(q->has_free, cap / 64 * sizeof *has_free + sizeof *has_free);
+        if (has_free == NULL)
+            return -1;
+        for (uint32_t w = q->chunks_cap / 64 + (q->chunks_cap ? 1 : 0); w <= cap / 64; w++)
+            has_free[w] = 0;
+        q->has_free = has_free;
         q->chunks_cap = cap;
     }
     px_trec *c = aligned_alloc(CHUNK_BYTES, CHUNK_BYTES);
@@ -143,18 +165,41 @@ static int chunk_add(px_timerq *q)
     chunk_head *h = (chunk_head *)c;
     h->q = q;
     h->first_index = q->nchunks << CHUNK_SHIFT;
+    chunk_free *f = &q->cfree[q->nchunks];
+    f->summary = 0;
+    for (unsigned w = 0; w < CHUNK_RECS / 64; w++)
+        f->word[w] = 0;
     q->chunks[q->nchunks++] = c;
     q->bump = 1;
     return 0;
 }
 
+/*
+** Hands out the free record of lowest index, else a never-used one.  In address
+** order, not last-freed first: after cancels in random order a free list would
+** hand back records scattered over the chunks, a cache and TLB miss per add and
+** per expiry; the lowest first keeps a run of adds on consecutive lines.
+*/
 static px_trec *rec_alloc(px_timerq *q)
 {
-    if (!px_ring_empty(&q->free_recs)) {
-        px_tnode *n = q->free_recs.prev;
-        px_ring_unlink(n);
-        return rec_of(n);
+    uint32_t words = (q->nchunks + 63) / 64;
+    for (uint32_t w = q->free_low; w < words; w++) {
+        if (q->has_free[w] == 0)
+            continue;
+        q->free_low = w;
+        uint32_t c = w * 64 + (uint32_t)px_bit_low(q->has_free[w]);
+        chunk_free *f = &q->cfree[c];
+        unsigned i = (unsigned)px_bit_low(f->summary);
+        unsigned b = (unsigned)px_bit_low(f->word[i]);
+        f->word[i] &= f->word[i] - 1;
+        if (f->word[i] == 0) {
+            f->summary &= ~(UINT64_C(1) << i);
+            if (f->summary == 0)
+                q->has_free[w] &= ~(UINT64_C(1) << (c % 64));
+        }
+        return &q->chunks[c][i * 64 + b];
     }
+    q->free_low = words;
     if ((q->nchunks == 0 || q->bump == CHUNK_RECS) && chunk_add(q) != 0)
         return NULL;
     px_trec *r = &q->chunks[q->nchunks - 1][q->bump++];
@@ -167,8 +212,16 @@ static void rec_free(px_timerq *q, px_trec *r)
     atomic_store_explicit(&r->state, REC_FREE, memory_order_relaxed);
     r->fn = NULL;
     r->arg = NULL;
-    if (++r->gen != 0)               /* a wrapped generation is retired for good */
-        px_ring_push(&q->free_recs, &r->node);
+    if (++r->gen == 0)               /* a wrapped generation is retired for good */
+        return;
+    chunk_head *h = chunk_of(r);
+    uint32_t c = h->first_index >> CHUNK_SHIFT, slot = (uint32_t)(r - (px_trec *)h);
+    chunk_free *f = &q->cfree[c];
+    f->word[slot / 64] |= UINT64_C(1) << (slot % 64);
+    f->summary |= UINT64_C(1) << (slot / 64);
+    q->has_free[c / 64] |= UINT64_C(1) << (c % 64);
+    if (c / 64 < q->free_low)
+        q->free_low = c / 64;
 }
 
 /* -- waking the worker ---------------------------------------------------- */
@@ -417,6 +470,8 @@ static void queue_destroy(px_timerq *q)
     for (uint32_t i = 0; i < q->nchunks; i++)
         free(q->chunks[i]);
     free(q->chunks);
+    free(q->cfree);
+    free(q->has_free);
     free(q);
 }
 
@@ -552,7 +607,6 @@ px_timerq *px_timerq_new(const px_timerq_opts *opts)
     }
     pthread_mutex_init(&q->lock, NULL);
     px_tset_init(&q->set, px_now());
-    px_ring_init(&q->free_recs);
     px_ring_init(&q->aborted);
     px_ring_init(&q->inflight);
     q->wake_at = AWAKE;
@@ -585,6 +639,8 @@ void px_timerq_free(px_timerq *q)
             for (uint32_t i = 0; i < q->nchunks; i++)
                 free(q->chunks[i]);
             free(q->chunks);
+            free(q->cfree);
+            free(q->has_free);
             free(q);
         }
         return;
