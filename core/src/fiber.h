@@ -55,7 +55,7 @@ struct px_waiter {
 ** without waking anyone (every fiber of the scheduler is being discarded).
 */
 struct px_hold {
-    px_hold *next, *prev;
+    px_hold *next;           /* in the owner's list, most recent first */
     void (*ended)(px_hold *h, uint64_t id, int discarding);
     px_fiber *owner;         /* NULL while not held */
 };

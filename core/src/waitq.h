@@ -67,32 +67,30 @@ px_fiber *px__waiter_fiber(px_waiter *w);
 /*
 ** Holds.  px__hold_take records that fiber f (the caller's, or a waiter's
 ** through px__waiter_fiber) now holds h; px__hold_drop that it no longer does.
-** Both are O(1) and inline: they are on every uncontended lock's path.  A
-** hold not held has h->owner NULL (its links are then stale, never read).
+** Both are inline, for every uncontended lock's path; take is O(1) and so is
+** drop in LIFO order (else it walks the owner's holds).  A hold not held has
+** h->owner NULL (its link is then stale, never read).
 */
 static inline void px__hold_take(px_hold *h, px_fiber *f,
                                  void (*ended)(px_hold *h, uint64_t id, int discarding))
 {
     h->ended = ended;
     h->owner = f;
-    h->prev = NULL;
     h->next = f->holds;
-    if (f->holds)
-        f->holds->prev = h;
     f->holds = h;
 }
 
+/* Locks are mostly released in the reverse order of taking, so the hold is
+** almost always first in its owner's list. */
 static inline void px__hold_drop(px_hold *h)
 {
     px_fiber *f = h->owner;
     if (f == NULL)
         return;
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        f->holds = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
+    px_hold **p = &f->holds;
+    while (*p != h)
+        p = &(*p)->next;
+    *p = h->next;
     h->owner = NULL;
 }
 
