@@ -203,7 +203,7 @@ static void *px_producer(void *ch)
 static void *px_consumer(void *ch)
 {
     long sum = 0;
-    void *v;
+    void *v = nullptr;
     for (long i = 0; i < N_CHAN; i++) {
         px_chan_recv((px_chan *)ch, &v);
         sum += (long)(intptr_t)v;
@@ -238,7 +238,7 @@ static double bf_channel(Chan &ch)
             ch.push(i + 1);
     });
     boost::fibers::fiber c([&] {
-        long sum = 0, v;
+        long sum = 0, v = 0;
         for (long i = 0; i < N_CHAN; i++) {
             ch.pop(v);
             sum += v;
