@@ -148,7 +148,7 @@ int px_mutex_unlock(px_mutex *m)
     px_fiber *f = px__fiber_here();
     if (f == NULL)
         return PX_ENOFIBER;
-    if (m->owner != f->id)
+    if (m->hold.owner != f)   /* the holder's record: one load less than its id */
         return PX_EPERM;
     px__hold_drop(&m->hold);
     if (m->waiters.len == 0)
