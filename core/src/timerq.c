@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
 
@@ -137,6 +138,44 @@ static px_trec *rec_lookup(px_timerq *q, uint64_t id)
     return r;
 }
 
+#define ARENA_BYTES ((size_t)2 << 20)                /* one huge page */
+#define ARENA_CHUNKS (ARENA_BYTES / CHUNK_BYTES)
+
+/*
+** Chunks are carved from 2 MiB arenas aligned to 2 MiB.  From the second arena on
+** (past 32,768 records) the arena asks for a transparent huge page: at a million
+** timers the records span 64 MiB, and with 4 KiB pages nearly every cancel and
+** expiry of a record in random order is a TLB miss, which under a hypervisor's
+** nested page tables costs more than the cache miss itself.  The first arena keeps
+** small pages so that a small queue stays small (untouched pages cost nothing).
+*/
+static px_trec *chunk_map(px_timerq *q)
+{
+    if (q->nchunks % ARENA_CHUNKS == 0) {
+        size_t span = 2 * ARENA_BYTES;
+        char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        char *a = (char *)(((uintptr_t)p + ARENA_BYTES - 1) & ~(uintptr_t)(ARENA_BYTES - 1));
+        if (a > p)
+            munmap(p, (size_t)(a - p));
+        munmap(a + ARENA_BYTES, (size_t)(p + span - (a + ARENA_BYTES)));
+#ifdef MADV_HUGEPAGE
+        if (q->nchunks > 0)
+            madvise(a, ARENA_BYTES, MADV_HUGEPAGE);
+#endif
+        return (px_trec *)a;
+    }
+    return (px_trec *)((char *)q->chunks[q->nchunks - 1] + CHUNK_BYTES);
+}
+
+static void chunks_unmap(px_timerq *q)
+{
+    for (uint32_t i = 0; i < q->nchunks; i += ARENA_CHUNKS)
+        munmap(q->chunks[i], ARENA_BYTES);
+    free(q->chunks);
+}
+
 static int chunk_add(px_timerq *q)
 {
     if (q->nchunks == q->chunks_cap) {
@@ -159,7 +198,7 @@ static int chunk_add(px_timerq *q)
         q->has_free = has_free;
         q->chunks_cap = cap;
     }
-    px_trec *c = aligned_alloc(CHUNK_BYTES, CHUNK_BYTES);
+    px_trec *c = chunk_map(q);
     if (c == NULL)
         return -1;
     chunk_head *h = (chunk_head *)c;
@@ -467,9 +506,7 @@ static void queue_destroy(px_timerq *q)
     pthread_mutex_destroy(&q->lock);
     pthread_cond_destroy(&q->wake);
     px_tset_destroy(&q->set);
-    for (uint32_t i = 0; i < q->nchunks; i++)
-        free(q->chunks[i]);
-    free(q->chunks);
+    chunks_unmap(q);
     free(q->cfree);
     free(q->has_free);
     free(q);
@@ -636,9 +673,7 @@ void px_timerq_free(px_timerq *q)
         ** handlers belong to the parent.  Release the memory only. */
         if (atomic_load(&q->refs) == 1) {
             px_tset_destroy(&q->set);
-            for (uint32_t i = 0; i < q->nchunks; i++)
-                free(q->chunks[i]);
-            free(q->chunks);
+            chunks_unmap(q);
             free(q->cfree);
             free(q->has_free);
             free(q);

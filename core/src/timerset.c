@@ -165,8 +165,7 @@ void px_tset_init(px_tset *s, int64_t now)
         s->occupied[l] = 0;
     }
     s->cursor = TICK(now > 0 ? now : 0);
-    px_ring_init(&s->due);
-    s->due_min = INT64_MAX;
+    px_ring_init(&s->rest);
     s->heap = NULL;
     s->heap_len = s->heap_cap = 0;
     s->count = 0;
@@ -194,8 +193,6 @@ void px_tset_remove(px_tset *s, px_tnode *n)
     s->count--;
     if (n->where & PX_TSET_IN_HEAP) {
         heap_delete(s, n->where & ~PX_TSET_IN_HEAP);
-    } else if (n->where == PX_TSET_IN_DUE) {
-        px_ring_unlink(n);
     } else {
         unsigned level = n->where / PX_TSET_SLOTS, slot = n->where % PX_TSET_SLOTS;
         px_tnode *head = &s->slot[level][slot];
@@ -238,11 +235,12 @@ int64_t px_tset_next(px_tset *s)
 {
     if (s->count == 0)
         return INT64_MAX;
-    if (s->heap_len == 0)
+    if (s->heap_len == 0 && px_ring_empty(&s->rest))
         pull_small_slot(s);
     int64_t best = s->heap_len ? s->heap[0]->deadline : INT64_MAX;
-    if (!px_ring_empty(&s->due) && s->due_min < best)
-        best = s->due_min;
+    int64_t reached = s->cursor << PX_TSET_TICK_SHIFT;
+    if (!px_ring_empty(&s->rest))        /* a capped expire stopped in a slot */
+        return reached < best ? reached : best;
     int64_t tick;
     int level;
     unsigned slot;
@@ -251,50 +249,54 @@ int64_t px_tset_next(px_tset *s)
     return best;
 }
 
-/* The cursor has entered a tick where slot (level, slot) begins: its nodes move
-** down the wheel, into the heap, or -- when due -- out, or to the due list when
-** *room is spent.  The due list, not the heap: a slot may hold tens of thousands
-** of due nodes, and each would leave a large heap by an O(log n) delete where a
-** list gives them back in O(1). */
-static void reach_slot(px_tset *s, int level, unsigned slot, int64_t now,
-                       px_tnode ***tail, size_t *room)
+/* Takes one node out of the set and onto the result list. */
+static void take(px_tset *s, px_tnode *n, px_tnode ***tail, size_t *room)
 {
-    px_tnode ring, *n, *next;
-    for (n = slot_detach(s, level, slot, &ring); n != &ring; n = next) {
-        next = n->next;
-        if (n->deadline <= now && *room > 0) {
-            s->count--;
-            (*room)--;
-            out_append(tail, n);
-        } else if (n->deadline <= now) {
-            px_ring_push(&s->due, n);
-            n->where = PX_TSET_IN_DUE;
-            if (n->deadline < s->due_min)
-                s->due_min = n->deadline;
-        } else if (TICK(n->deadline) <= s->cursor) {
-            place_near(s, n);
-        } else {
-            wheel_link(s, n, TICK(n->deadline));
+    px_ring_unlink(n);
+    s->count--;
+    (*room)--;
+    out_append(tail, n);
+}
+
+/*
+** Goes on through `rest`, the nodes of the slot whose range the cursor entered:
+** a due node goes out, the others move down the wheel or into the heap.  Stops
+** when the result is full (*room) or the call has looked at enough (*look), and
+** returns 1 once `rest` is empty.  The nodes left in `rest` keep `where` of their
+** old slot: px_tset_remove unlinks them from `rest` just as well, and the slot's
+** occupied bit, which it then tests, is already clear or true of the slot's new
+** nodes.  Due nodes go out as they come, not through the heap: a slot may hold
+** tens of thousands, and a list gives each back in O(1) where a large heap would
+** pay an O(log n) delete.
+*/
+static int reach_rest(px_tset *s, int64_t now, px_tnode ***tail, size_t *room, size_t *look)
+{
+    while (!px_ring_empty(&s->rest)) {
+        px_tnode *n = s->rest.next;
+        if (*look == 0 || (n->deadline <= now && *room == 0))
+            return 0;
+        (*look)--;
+        if (n->deadline <= now) {
+            take(s, n, tail, room);
+            continue;
         }
+        px_ring_unlink(n);
+        if (TICK(n->deadline) <= s->cursor)
+            place_near(s, n);
+        else
+            wheel_link(s, n, TICK(n->deadline));
     }
+    return 1;
 }
 
 px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max)
 {
     px_tnode *out = NULL, **tail = &out;
     size_t room = max ? max : SIZE_MAX;
+    size_t look = max && max < SIZE_MAX / PX_TSET_LOOK_PER_NODE ? max * PX_TSET_LOOK_PER_NODE : SIZE_MAX;
     int64_t target = TICK(now > 0 ? now : 0);
 
-    while (room > 0 && !px_ring_empty(&s->due)) {   /* were due at an earlier call */
-        px_tnode *n = s->due.next;
-        px_ring_unlink(n);
-        s->count--;
-        room--;
-        out_append(&tail, n);
-    }
-    if (px_ring_empty(&s->due))
-        s->due_min = INT64_MAX;
-    for (;;) {
+    while (reach_rest(s, now, &tail, &room, &look)) {
         while (s->heap_len && s->heap[0]->deadline <= now && room > 0) {
             px_tnode *n = s->heap[0];
             heap_delete(s, 0);
@@ -312,7 +314,7 @@ px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max)
             break;
         }
         s->cursor = tick;
-        reach_slot(s, level, slot, now, &tail, &room);
+        slot_detach(s, level, slot, &s->rest);
     }
     return out;
 }
@@ -320,12 +322,11 @@ px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max)
 px_tnode *px_tset_take_all(px_tset *s)
 {
     px_tnode *out = NULL, **tail = &out;
-    while (!px_ring_empty(&s->due)) {
-        px_tnode *n = s->due.next;
+    while (!px_ring_empty(&s->rest)) {
+        px_tnode *n = s->rest.next;
         px_ring_unlink(n);
         out_append(&tail, n);
     }
-    s->due_min = INT64_MAX;
     for (size_t i = 0; i < s->heap_len; i++)
         out_append(&tail, s->heap[i]);
     s->heap_len = 0;

@@ -23,6 +23,7 @@
 #define PX_TSET_SLOT_BITS  6           /* 64 slots a level */
 #define PX_TSET_SLOTS      (1 << PX_TSET_SLOT_BITS)
 #define PX_TSET_LEVELS     8           /* 16 + 8 * 6 >= 63 bits: any int64 deadline */
+#define PX_TSET_LOOK_PER_NODE 16       /* a capped expire looks at most at 16 nodes a result */
 
 typedef struct px_tnode px_tnode;
 
@@ -38,14 +39,12 @@ struct px_tnode {
 
 #define PX_TSET_OUT     UINT32_MAX
 #define PX_TSET_IN_HEAP 0x80000000u
-#define PX_TSET_IN_DUE  0x40000000u   /* in the list of due nodes a capped expire left */
 
 typedef struct px_tset {
     px_tnode slot[PX_TSET_LEVELS][PX_TSET_SLOTS];   /* list sentinels */
     uint64_t occupied[PX_TSET_LEVELS];              /* bit s: slot s is not empty */
-    int64_t cursor;          /* every node due in a tick <= cursor is in the heap */
-    px_tnode due;            /* ring of due nodes px_tset_expire had no room for */
-    int64_t due_min;         /* no node of `due` is due before it */
+    int64_t cursor;          /* every node due in a tick <= cursor is in the heap or `rest` */
+    px_tnode rest;           /* the part of the slot being reached not yet looked at */
     px_tnode **heap;         /* min-heap on deadline */
     size_t heap_len, heap_cap;
     size_t count;            /* nodes in the set */
@@ -74,9 +73,17 @@ static inline int px_tset_contains(const px_tnode *n) { return n->where != PX_TS
 int64_t px_tset_next(px_tset *s);
 
 /*
-** Removes the nodes due at `now` (deadline <= now), at most `max` of them (0: no
-** limit; due nodes left over stay in the set, still due), and returns them as a
-** list linked through `next`, ending in NULL.
+** Removes the nodes due at `now` (deadline <= now), at most `max` of them, and
+** returns them as a list linked through `next`, ending in NULL.  With max == 0
+** there is no limit and every due node is returned.  With a limit, a call also
+** looks at no more than PX_TSET_LOOK_PER_NODE * max nodes of the wheel, so that
+** its owner holds its lock for a bounded time: it may then return fewer than
+** `max`, or none, while due nodes remain; px_tset_next says so by returning a
+** moment that has passed.
+**
+** Order: nodes come out in deadline order to within a tick when expire is called
+** on time; nodes that were overdue when their slot was reached come out in the
+** slot's order, which is not deadline order.
 */
 px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max);
 

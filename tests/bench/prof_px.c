@@ -5,7 +5,8 @@
 **
 ** add: N adds 10-20 s ahead (after a warm-up add+cancel_all of N; add-random:
 ** after a warm-up whose cancels freed the records in random order); cancel: N
-** cancels in random order; expire: N timers due within 1 ms, run on the worker.
+** cancels in random order; expire: N timers due within 1 ms, run on the worker
+** (added in random deadline order, or in deadline order with PXB_SORTED=1).
 */
 #define _POSIX_C_SOURCE 200809L
 #include <stdatomic.h>
@@ -73,7 +74,7 @@ int main(int argc, char **argv)
     if (strcmp(phase, "expire") == 0) {
         int64_t due = px_now() + PX_MSEC(20) + (int64_t)n * 1000;
         for (size_t i = 0; i < n; i++)
-            px_timerq_add_at(q, due + (int64_t)(next() % PX_MSEC(1)), count, NULL);
+            px_timerq_add_at(q, due + (getenv("PXB_SORTED") ? (int64_t)i * PX_MSEC(1) / (int64_t)n : (int64_t)(next() % PX_MSEC(1))), count, NULL);
         t0 = due;
         wait_calls(n);
     } else {
