@@ -20,10 +20,14 @@
 ** an earlier deadline, an abort to deliver, shutdown.  It is never told what to
 ** do; it wakes, looks and sleeps again, so a spurious wake costs one look.
 **
-** Records live in 256 KiB chunks aligned to their size.  An id is the record's
-** generation (bumped at every reuse; a record whose generation would wrap is
-** retired) over its index, so ids are never reused, and a record finds its queue
-** in its chunk's header without spending a pointer of its own on it.
+** A record is 48 bytes: the set's node (whose spare word holds the generation
+** and the state), the handler and its argument.  A periodic timer's handler,
+** argument and period live in a small block the argument then points to, so that
+** one-shot timers, the common kind, do not pay for a period.  Records live in
+** 256 KiB chunks aligned to their size.  An id is the record's generation (bumped
+** at every reuse; a record whose 28-bit generation would wrap is retired, 48 bytes
+** per 268 million reuses) over its index, so ids are never reused, and a record
+** finds its queue in its chunk's header without spending a pointer on it.
 */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,18 +51,33 @@ enum rec_state {
     REC_RUNNING_CANCELLED,   /* a periodic tick runs and the timer was cancelled meanwhile */
 };
 
+/*
+** The record.  node.tag is the generation, then TAG_PERIODIC, then the state in
+** the low three bits.  The generation and the flag change only while the record
+** is free; the state is what the worker and a canceller race on, by CAS on the
+** whole word.
+*/
 typedef struct px_trec {
     px_tnode node;           /* in the set while ARMED; else in q->aborted or q->inflight */
-    px_handler_fn fn;
-    void *arg;
-    int64_t period;          /* 0 for a one-shot timer */
-    uint32_t gen;
-    atomic_uchar state;
+    px_handler_fn fn;        /* NULL for a periodic timer */
+    void *arg;               /* for a periodic timer, its struct periodic */
 } px_trec;
 
-#define CHUNK_SHIFT 12
-#define CHUNK_RECS  (1u << CHUNK_SHIFT)            /* record 0 of a chunk is its header */
-#define CHUNK_BYTES (CHUNK_RECS * sizeof(px_trec))
+typedef struct periodic {
+    px_handler_fn fn;
+    void *arg;
+    int64_t period;
+} periodic;
+
+#define TAG_STATE     7u
+#define TAG_PERIODIC  8u
+#define TAG_GEN_SHIFT 4
+#define GEN_MAX       (UINT32_MAX >> TAG_GEN_SHIFT)
+
+#define CHUNK_BYTES ((size_t)256 << 10)
+#define CHUNK_RECS  ((uint32_t)(CHUNK_BYTES / sizeof(px_trec)))   /* record 0 is the header */
+#define CHUNK_SHIFT 13                                            /* 2^13 >= CHUNK_RECS */
+#define FREE_WORDS  ((CHUNK_RECS + 63) / 64)
 #define BATCH       256                            /* handlers per lock round */
 #define AWAKE       INT64_MIN                      /* q->wake_at while the worker needs no wake */
 #define ABORT_LINGER PX_USEC(50)                   /* how long an owed abort may wait unsignalled */
@@ -68,14 +87,15 @@ typedef struct chunk_head {
     uint32_t first_index;
 } chunk_head;
 
-/* The free records of a chunk: bit b of word[w] is record 64 * w + b; bit w of
-** `summary` says word[w] is not zero.  Two lowest-bit lookups find its first. */
+/* The free records of a chunk: bit b of word[w] is record 64 * w + b; bit w % 64
+** of summary[w / 64] says word[w] is not zero.  Lowest-bit lookups find the first. */
 typedef struct chunk_free {
-    uint64_t summary;
-    uint64_t word[CHUNK_RECS / 64];
+    uint64_t summary[2];
+    uint64_t word[FREE_WORDS];
 } chunk_free;
 
-_Static_assert(CHUNK_RECS / 64 == 64, "one summary word covers a chunk's free bitmap");
+_Static_assert(FREE_WORDS <= 128, "two summary words cover a chunk's free bitmap");
+_Static_assert(CHUNK_RECS <= (1u << CHUNK_SHIFT), "a chunk's records fit its index bits");
 
 struct px_timerq {
     pthread_mutex_t lock;
@@ -103,7 +123,8 @@ struct px_timerq {
     unsigned fork_gen;
 };
 
-_Static_assert(sizeof(px_trec) <= 64, "a timer record fits one cache line");
+_Static_assert(sizeof(px_trec) == 48, "a timer record is 48 bytes");
+_Static_assert(sizeof(chunk_head) <= sizeof(px_trec), "a chunk's header fits its record 0");
 
 /* -- records -------------------------------------------------------------- */
 
@@ -117,23 +138,57 @@ static chunk_head *chunk_of(const px_trec *r)
     return (chunk_head *)((uintptr_t)r & ~(uintptr_t)(CHUNK_BYTES - 1));
 }
 
+static uint32_t rec_tag(const px_trec *r)
+{
+    return atomic_load_explicit(&r->node.tag, memory_order_relaxed);
+}
+
+static unsigned rec_state(const px_trec *r)
+{
+    return rec_tag(r) & TAG_STATE;
+}
+
+/* Sets the state where nobody races: the lock is held and the record is not
+** with a handler. */
+static void rec_set_state(px_trec *r, unsigned state)
+{
+    atomic_store_explicit(&r->node.tag, (rec_tag(r) & ~TAG_STATE) | state, memory_order_relaxed);
+}
+
+/* Moves the state from `from` to `to` if nobody moved it first; 1 if it did. */
+static int rec_swap_state(px_trec *r, unsigned from, unsigned to)
+{
+    uint32_t tag = rec_tag(r);
+    if ((tag & TAG_STATE) != from)
+        return 0;
+    return atomic_compare_exchange_strong(&r->node.tag, &tag, (tag & ~TAG_STATE) | to);
+}
+
+static int rec_periodic(const px_trec *r)
+{
+    return (rec_tag(r) & TAG_PERIODIC) != 0;
+}
+
 static uint64_t rec_id(const px_trec *r)
 {
     const chunk_head *h = chunk_of(r);
     uint32_t index = h->first_index + (uint32_t)(r - (const px_trec *)h);
-    return (uint64_t)r->gen << 32 | index;
+    return (uint64_t)(rec_tag(r) >> TAG_GEN_SHIFT) << 32 | index;
 }
 
 static px_trec *rec_lookup(px_timerq *q, uint64_t id)
 {
     uint32_t index = (uint32_t)id, gen = (uint32_t)(id >> 32);
-    uint32_t chunk = index >> CHUNK_SHIFT, slot = index & (CHUNK_RECS - 1);
+    uint32_t chunk = index >> CHUNK_SHIFT, slot = index & ((1u << CHUNK_SHIFT) - 1);
     if (chunk >= q->nchunks || slot == 0)
         return NULL;
     if (chunk == q->nchunks - 1 && slot >= q->bump)
         return NULL;
+    if (slot >= CHUNK_RECS)
+        return NULL;
     px_trec *r = &q->chunks[chunk][slot];
-    if (r->gen != gen || atomic_load_explicit(&r->state, memory_order_relaxed) == REC_FREE)
+    uint32_t tag = rec_tag(r);
+    if (tag >> TAG_GEN_SHIFT != gen || (tag & TAG_STATE) == REC_FREE)
         return NULL;
     return r;
 }
@@ -205,8 +260,8 @@ static int chunk_add(px_timerq *q)
     h->q = q;
     h->first_index = q->nchunks << CHUNK_SHIFT;
     chunk_free *f = &q->cfree[q->nchunks];
-    f->summary = 0;
-    for (unsigned w = 0; w < CHUNK_RECS / 64; w++)
+    f->summary[0] = f->summary[1] = 0;
+    for (unsigned w = 0; w < FREE_WORDS; w++)
         f->word[w] = 0;
     q->chunks[q->nchunks++] = c;
     q->bump = 1;
@@ -228,12 +283,13 @@ static px_trec *rec_alloc(px_timerq *q)
         q->free_low = w;
         uint32_t c = w * 64 + (uint32_t)px_bit_low(q->has_free[w]);
         chunk_free *f = &q->cfree[c];
-        unsigned i = (unsigned)px_bit_low(f->summary);
+        unsigned half = f->summary[0] == 0;
+        unsigned i = half * 64 + (unsigned)px_bit_low(f->summary[half]);
         unsigned b = (unsigned)px_bit_low(f->word[i]);
         f->word[i] &= f->word[i] - 1;
         if (f->word[i] == 0) {
-            f->summary &= ~(UINT64_C(1) << i);
-            if (f->summary == 0)
+            f->summary[half] &= ~(UINT64_C(1) << (i % 64));
+            if ((f->summary[0] | f->summary[1]) == 0)
                 q->has_free[w] &= ~(UINT64_C(1) << (c % 64));
         }
         return &q->chunks[c][i * 64 + b];
@@ -242,22 +298,25 @@ static px_trec *rec_alloc(px_timerq *q)
     if ((q->nchunks == 0 || q->bump == CHUNK_RECS) && chunk_add(q) != 0)
         return NULL;
     px_trec *r = &q->chunks[q->nchunks - 1][q->bump++];
-    r->gen = 1;
+    atomic_init(&r->node.tag, 1u << TAG_GEN_SHIFT | REC_FREE);
     return r;
 }
 
 static void rec_free(px_timerq *q, px_trec *r)
 {
-    atomic_store_explicit(&r->state, REC_FREE, memory_order_relaxed);
+    uint32_t gen = rec_tag(r) >> TAG_GEN_SHIFT;
+    if (rec_periodic(r))
+        free(r->arg);
     r->fn = NULL;
     r->arg = NULL;
-    if (++r->gen == 0)               /* a wrapped generation is retired for good */
+    atomic_store_explicit(&r->node.tag, (gen + 1) << TAG_GEN_SHIFT | REC_FREE, memory_order_relaxed);
+    if (gen == GEN_MAX)              /* a wrapped generation is retired for good */
         return;
     chunk_head *h = chunk_of(r);
     uint32_t c = h->first_index >> CHUNK_SHIFT, slot = (uint32_t)(r - (px_trec *)h);
     chunk_free *f = &q->cfree[c];
     f->word[slot / 64] |= UINT64_C(1) << (slot % 64);
-    f->summary |= UINT64_C(1) << (slot / 64);
+    f->summary[slot / 4096] |= UINT64_C(1) << (slot / 64 % 64);
     q->has_free[c / 64] |= UINT64_C(1) << (c % 64);
     if (c / 64 < q->free_low)
         q->free_low = c / 64;
@@ -319,7 +378,7 @@ static void queue_unlock(px_timerq *q)
 
 static void abort_armed(px_timerq *q, px_trec *r)
 {
-    atomic_store_explicit(&r->state, REC_ABORTED, memory_order_relaxed);
+    rec_set_state(r, REC_ABORTED);
     px_ring_push(&q->aborted, &r->node);
 }
 
@@ -327,12 +386,8 @@ static void abort_armed(px_timerq *q, px_trec *r)
 ** periodic one whose tick runs: RUNNING -> RUNNING_CANCELLED.  Returns 1 if won. */
 static int abort_inflight(px_trec *r)
 {
-    unsigned char expected = REC_DUE;
-    if (atomic_compare_exchange_strong(&r->state, &expected, REC_ABORTED))
-        return 1;
-    expected = REC_RUNNING;
-    return r->period != 0 &&
-           atomic_compare_exchange_strong(&r->state, &expected, REC_RUNNING_CANCELLED);
+    return rec_swap_state(r, REC_DUE, REC_ABORTED) ||
+           (rec_periodic(r) && rec_swap_state(r, REC_RUNNING, REC_RUNNING_CANCELLED));
 }
 
 /* -- arming --------------------------------------------------------------- */
@@ -342,19 +397,19 @@ static int queue_usable(const px_timerq *q)
     return q != NULL && q->fork_gen == px_fork_generation();
 }
 
-static uint64_t arm(px_timerq *q, int64_t deadline, int64_t period, px_handler_fn fn, void *arg)
+/* Arms a record for (fn, arg), or for a periodic timer's block `p`. */
+static uint64_t arm(px_timerq *q, int64_t deadline, px_handler_fn fn, void *arg, periodic *p)
 {
-    if (!queue_usable(q) || fn == NULL || deadline < 0)
-        return 0;
     uint64_t id = 0;
     queue_lock(q);
     px_trec *r = q->stopping ? NULL : rec_alloc(q);
     if (r != NULL) {
         r->fn = fn;
-        r->arg = arg;
-        r->period = period;
+        r->arg = p ? (void *)p : arg;
         r->node.deadline = deadline;
-        atomic_store_explicit(&r->state, REC_ARMED, memory_order_relaxed);
+        uint32_t tag = rec_tag(r) & ~(TAG_STATE | TAG_PERIODIC);
+        atomic_store_explicit(&r->node.tag, tag | (p ? TAG_PERIODIC : 0) | REC_ARMED,
+                              memory_order_relaxed);
         px_tset_insert(&q->set, &r->node);
         wake_for_deadline(q, deadline);
         id = rec_id(r);
@@ -372,22 +427,32 @@ static int64_t deadline_after(int64_t delay_ns)
     return now + delay_ns;
 }
 
-uint64_t px_timerq_add(px_timerq *q, int64_t delay_ns, px_handler_fn fn, void *arg)
-{
-    return arm(q, deadline_after(delay_ns), 0, fn, arg);
-}
-
 uint64_t px_timerq_add_at(px_timerq *q, int64_t deadline, px_handler_fn fn, void *arg)
 {
-    return arm(q, deadline, 0, fn, arg);
+    if (!queue_usable(q) || fn == NULL || deadline < 0)
+        return 0;
+    return arm(q, deadline, fn, arg, NULL);
+}
+
+uint64_t px_timerq_add(px_timerq *q, int64_t delay_ns, px_handler_fn fn, void *arg)
+{
+    return px_timerq_add_at(q, deadline_after(delay_ns), fn, arg);
 }
 
 uint64_t px_timerq_add_periodic(px_timerq *q, int64_t first_ns, int64_t period_ns,
                                 px_handler_fn fn, void *arg)
 {
-    if (period_ns <= 0)
+    int64_t deadline = deadline_after(first_ns);
+    if (!queue_usable(q) || fn == NULL || deadline < 0 || period_ns <= 0)
         return 0;
-    return arm(q, deadline_after(first_ns), period_ns, fn, arg);
+    periodic *p = malloc(sizeof *p);
+    if (p == NULL)
+        return 0;
+    *p = (periodic){ fn, arg, period_ns };
+    uint64_t id = arm(q, deadline, NULL, NULL, p);
+    if (id == 0)
+        free(p);
+    return id;
 }
 
 /* -- cancelling ----------------------------------------------------------- */
@@ -401,7 +466,7 @@ int px_timerq_cancel(px_timerq *q, uint64_t id)
     int won = 0;
     queue_lock(q);
     px_trec *r = rec_lookup(q, id);
-    if (r != NULL && atomic_load(&r->state) == REC_ARMED) {
+    if (r != NULL && rec_state(r) == REC_ARMED) {
         px_tset_remove(&q->set, &r->node);
         abort_armed(q, r);
         wake_for_abort(q);
@@ -455,11 +520,13 @@ size_t px_timerq_pending(px_timerq *q)
 ** cancel, PX_ECANCELED if a cancel won. */
 static void rec_call(px_trec *r)
 {
-    unsigned char due = REC_DUE;
-    if (atomic_compare_exchange_strong(&r->state, &due, REC_RUNNING))
-        r->fn(r->arg, 0);
-    else
-        r->fn(r->arg, PX_ECANCELED);
+    int status = rec_swap_state(r, REC_DUE, REC_RUNNING) ? 0 : PX_ECANCELED;
+    if (rec_periodic(r)) {
+        periodic *p = r->arg;
+        p->fn(p->arg, status);
+    } else {
+        r->fn(r->arg, status);
+    }
 }
 
 /* The first tick of a periodic timer after `now`, in phase with its deadline. */
@@ -479,16 +546,18 @@ static int64_t next_tick(int64_t deadline, int64_t period, int64_t now)
 static int settle(px_timerq *q, px_trec *r)
 {
     px_ring_unlink(&r->node);
-    unsigned char state = atomic_load(&r->state);
-    if (state == REC_RUNNING && r->period && !q->stopping) {
-        r->node.deadline = next_tick(r->node.deadline, r->period, px_now());
-        atomic_store_explicit(&r->state, REC_ARMED, memory_order_relaxed);
+    unsigned state = rec_state(r);
+    int periodic_tick = rec_periodic(r) && (state == REC_RUNNING || state == REC_RUNNING_CANCELLED);
+    if (periodic_tick && state == REC_RUNNING && !q->stopping) {
+        int64_t period = ((periodic *)r->arg)->period;
+        r->node.deadline = next_tick(r->node.deadline, period, px_now());
+        rec_set_state(r, REC_ARMED);
         px_tset_insert(&q->set, &r->node);
         wake_for_deadline(q, r->node.deadline);
         return 0;
     }
-    if (r->period && (state == REC_RUNNING || state == REC_RUNNING_CANCELLED)) {
-        atomic_store_explicit(&r->state, REC_ABORTED, memory_order_relaxed);
+    if (periodic_tick) {
+        rec_set_state(r, REC_ABORTED);
         if (q->worker_done) {
             px_ring_push(&q->inflight, &r->node);
             return 1;
@@ -549,7 +618,7 @@ static size_t take_batch(px_timerq *q, px_trec **batch)
     px_tnode *next, *node = n < BATCH ? px_tset_expire(&q->set, px_now(), BATCH - n) : NULL;
     for (; node != NULL; node = next) {
         next = node->next;
-        atomic_store_explicit(&rec_of(node)->state, REC_DUE, memory_order_relaxed);
+        rec_set_state(rec_of(node), REC_DUE);
         px_ring_push(&q->inflight, node);
         batch[n++] = rec_of(node);
     }

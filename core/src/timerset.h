@@ -16,6 +16,7 @@
 #ifndef PX_TIMERSET_H
 #define PX_TIMERSET_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,12 +30,16 @@ typedef struct px_tnode px_tnode;
 
 /*
 ** A node of the set.  While a node is out of the set, `next` and `prev` belong to
-** its owner (a list of expired nodes, a free list).
+** its owner (a list of expired nodes, a free list).  `tag` fills what would be
+** padding and is never touched by the set: it is the owner's (the timer queue
+** keeps its record's generation and state there, atomic because the worker and a
+** cancelling thread race on the state).
 */
 struct px_tnode {
     px_tnode *next, *prev;   /* slot list links (circular, around a sentinel) */
     int64_t deadline;        /* when it is due, on px_now()'s clock */
     uint32_t where;          /* PX_TSET_OUT, a heap index | PX_TSET_IN_HEAP, or a slot */
+    _Atomic uint32_t tag;    /* the owner's */
 };
 
 #define PX_TSET_OUT     UINT32_MAX
