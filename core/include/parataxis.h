@@ -178,6 +178,11 @@ PX_API void px_queue_free(px_queue *q);
 /* The timer queue                                                           */
 /* ------------------------------------------------------------------------- */
 
+/*
+** Handlers whose deadlines the worker reaches on time start in deadline order, to
+** within about 66 us; handlers already overdue when it reaches them start in no
+** particular order.
+*/
 typedef struct px_timerq px_timerq;
 
 typedef struct px_timerq_opts {
