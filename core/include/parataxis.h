@@ -101,10 +101,16 @@ typedef void (*px_handler_fn)(void *arg, int status);
 ** return a negative code, and then the caller runs fn(arg, status) itself at once.
 ** post() is called from the timer queue's worker thread and must not block for
 ** long.
+**
+** flush(), which may be NULL, is called on the worker after each batch of posts
+** (up to 256): an executor that pays per hand-over -- a lock, a wake-up, a
+** language's global lock -- may queue the calls in post() and hand them all over
+** in flush().  The calls queued must then still each happen once.
 */
 typedef struct px_executor {
     int (*post)(void *ctx, px_handler_fn fn, void *arg, int status);
     void *ctx;
+    void (*flush)(void *ctx);
 } px_executor;
 
 /* ------------------------------------------------------------------------- */

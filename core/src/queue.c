@@ -101,7 +101,7 @@ static int post_to_queue(void *ctx, px_handler_fn fn, void *arg, int status)
 
 px_executor px_queue_executor(px_queue *q)
 {
-    return (px_executor){ post_to_queue, q };
+    return (px_executor){ post_to_queue, q, NULL };
 }
 
 /* Pops up to `max` items into `out`, clearing readiness if the queue empties. */

@@ -230,7 +230,7 @@ static int exec_post(void *ctx, px_handler_fn fn, void *arg, int status)
 
 px_executor px_sched_executor(px_sched *s)
 {
-    px_executor e = { exec_post, s };
+    px_executor e = { exec_post, s, NULL };
     return e;
 }
 

@@ -642,6 +642,8 @@ static void deliver(px_timerq *q, px_trec **batch, size_t n)
     for (size_t i = 0; i < n; i++)
         if (q->exec.post(q->exec.ctx, posted_call, batch[i], 0) != 0)
             posted_call(batch[i], 0);
+    if (q->exec.flush != NULL)
+        q->exec.flush(q->exec.ctx);
     queue_lock(q);
 }
 

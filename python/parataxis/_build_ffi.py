@@ -12,6 +12,7 @@ typedef void (*px_handler_fn)(void *arg, int status);
 typedef struct px_executor {
     int (*post)(void *ctx, px_handler_fn fn, void *arg, int status);
     void *ctx;
+    void (*flush)(void *ctx);
 } px_executor;
 
 #define PX_EINVAL     ...
@@ -77,9 +78,19 @@ extern "Python" int pxpy_post(void *ctx, px_handler_fn fn, void *arg, int status
 
 /* The C trampoline a concurrent.futures worker calls: fn(arg, status). */
 void pxpy_invoke(px_handler_fn fn, void *arg, int status);
+
+/* The executor of a queue whose handlers run on its worker or go to a
+** concurrent.futures executor: a batch at a time under one hold of the GIL. */
+typedef struct pxpy_batch pxpy_batch;
+pxpy_batch *pxpy_batch_new(px_executor inner);
+px_executor pxpy_batch_executor(pxpy_batch *b);
+void pxpy_batch_free(pxpy_batch *b);
 """
 
 SOURCE = r"""
+#include <Python.h>
+#include <stdlib.h>
+
 #include "parataxis.h"
 
 static void pxpy_handler(uintptr_t key, int status);   /* made by cffi below */
@@ -109,6 +120,81 @@ static uint64_t pxpy_add_periodic(px_timerq *q, int64_t first_ns, int64_t period
 static int pxpy_timer_wait(px_timer *t, uintptr_t key)
 {
     return px_timer_async_wait(t, pxpy_trampoline, (void *)key);
+}
+
+/*
+** The worker's calls, a batch at a time.  Each call into Python takes the GIL, and
+** while the main thread adds and cancels (each cffi call releasing the GIL) every
+** take is a hand-over between the two threads, several microseconds on a VM.
+** post() only keeps the call; flush(), which the worker makes after each batch,
+** takes the GIL once and runs them all -- or hands them to the `inner` executor
+** (concurrent.futures), whose own post needs the GIL as well.
+*/
+typedef struct pxpy_call {
+    px_handler_fn fn;
+    void *arg;
+    int status;
+} pxpy_call;
+
+typedef struct pxpy_batch {
+    px_executor inner;          /* inner.post == NULL: run the calls on the worker */
+    pxpy_call *call;
+    size_t len, cap;
+} pxpy_batch;
+
+static pxpy_batch *pxpy_batch_new(px_executor inner)
+{
+    pxpy_batch *b = calloc(1, sizeof *b);
+    if (b != NULL)
+        b->inner = inner;
+    return b;
+}
+
+static void pxpy_batch_free(pxpy_batch *b)
+{
+    if (b != NULL)
+        free(b->call);
+    free(b);
+}
+
+/* Keeps a call; PX_ENOMEM makes the worker run it at once instead. */
+static int pxpy_batch_post(void *ctx, px_handler_fn fn, void *arg, int status)
+{
+    pxpy_batch *b = ctx;
+    if (b->len == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 256;
+        pxpy_call *call = realloc(b->call, cap * sizeof *call);
+        if (call == NULL)
+            return PX_ENOMEM;
+        b->call = call;
+        b->cap = cap;
+    }
+    b->call[b->len].fn = fn;
+    b->call[b->len].arg = arg;
+    b->call[b->len].status = status;
+    b->len++;
+    return 0;
+}
+
+static void pxpy_batch_flush(void *ctx)
+{
+    pxpy_batch *b = ctx;
+    if (b->len == 0)
+        return;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    for (size_t i = 0; i < b->len; i++) {
+        pxpy_call c = b->call[i];
+        if (b->inner.post == NULL || b->inner.post(b->inner.ctx, c.fn, c.arg, c.status) != 0)
+            c.fn(c.arg, c.status);
+    }
+    b->len = 0;
+    PyGILState_Release(gil);
+}
+
+static px_executor pxpy_batch_executor(pxpy_batch *b)
+{
+    px_executor e = { pxpy_batch_post, b, pxpy_batch_flush };
+    return e;
 }
 """
 

@@ -12,6 +12,9 @@ How a Python handler reaches C and comes back exactly once:
 - The C side calls the compiled extern "Python" function pxpy_handler; cffi takes
   the GIL for it.  Every other C call runs with the GIL released (cffi's rule), so
   px_timerq_free and px_queue_wait never block Python threads.
+- A queue without an executor, or with a concurrent.futures one, gets the C
+  executor pxpy_batch: the worker's calls of one batch run (or are submitted)
+  under one hold of the GIL, not one each; see _build_ffi.py.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ _ECANCELED = lib.PX_ECANCELED
 # A call is the tuple (fn, periodic, owner state); _LIVE maps id(call) to it until
 # its final call.
 _LIVE: Dict[int, Any] = {}
-_CTX: Dict[int, Any] = {}               # id(queue state) -> executor ctx handle
+_CTX: Dict[int, Any] = {}               # id(queue state) -> what its executor's ctx needs
 _QUEUES: "weakref.WeakSet[TimerQueue]" = weakref.WeakSet()
 _HQUEUES: "weakref.WeakSet[HandlerQueue]" = weakref.WeakSet()
 _DEFERRED: "set[_State]" = set()       # closed from their own worker: calls owed
@@ -176,12 +179,10 @@ class TimerQueue:
         self._hq: Optional[HandlerQueue] = None     # our own, for an asyncio loop
         self._user_hq: Optional[HandlerQueue] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
-        opts = _NULL
-        if executor is not None:
-            ex = self._make_executor(executor)
-            opts = ffi.new("px_timerq_opts *")
-            keep = ffi.new("px_executor *", ex)     # copied by px_timerq_new
-            opts.executor = keep
+        ex = self._make_executor(executor)
+        opts = ffi.new("px_timerq_opts *")
+        keep = ffi.new("px_executor *", ex)         # copied by px_timerq_new
+        opts.executor = keep
         self._q = lib.px_timerq_new(opts)
         if self._q == _NULL:
             _CTX.pop(id(self._state), None)
@@ -191,7 +192,20 @@ class TimerQueue:
             self._watch_loop()
         _QUEUES.add(self)
 
+    def _batched(self, inner: Any) -> Any:
+        # Handlers on the worker, or posts to a concurrent.futures executor, go
+        # a batch at a time under one hold of the GIL (see pxpy_batch).  The batch
+        # lives in _CTX as long as the worker may use it.
+        b = lib.pxpy_batch_new(inner)
+        if b == _NULL:
+            raise NoMemory("pxpy_batch_new failed")
+        b = ffi.gc(b, lib.pxpy_batch_free)
+        _CTX.setdefault(id(self._state), []).append(b)
+        return lib.pxpy_batch_executor(b)
+
     def _make_executor(self, executor: Any) -> Any:
+        if executor is None:
+            return self._batched({"post": _NULL, "ctx": _NULL, "flush": _NULL})
         if isinstance(executor, HandlerQueue):
             q = executor._ptr()
             executor._users.add(self)
@@ -205,8 +219,8 @@ class TimerQueue:
             return lib.px_queue_executor(self._hq._q)
         if isinstance(executor, concurrent.futures.Executor):
             h = ffi.new_handle(executor)
-            _CTX[id(self._state)] = h
-            return {"post": lib.pxpy_post, "ctx": h}
+            _CTX.setdefault(id(self._state), []).append(h)
+            return self._batched({"post": lib.pxpy_post, "ctx": h, "flush": _NULL})
         raise TypeError("executor must be None, an asyncio loop, a "
                         "concurrent.futures.Executor or a HandlerQueue")
 

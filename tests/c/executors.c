@@ -2,7 +2,8 @@
 ** executors -- where handlers run: the default worker (not the caller's thread);
 ** a px_queue (only inside px_queue_drain, on the draining thread, its fd readable
 ** exactly while handlers wait, a drain budget leaves it readable); a user executor
-** whose post fails (the handler runs inline, once); cancel winning while an
+** whose post fails (the handler runs inline, once); one that keeps its posts and
+** runs them in flush (each once, in batches); cancel winning while an
 ** expired handler waits in a px_queue; px_queue_free running what remains.
 */
 #include <poll.h>
@@ -140,7 +141,7 @@ static int refuse(void *ctx, px_handler_fn fn, void *arg, int status)
 static void test_failing_executor(void)
 {
     call fired = { 0 }, aborted = { 0 };
-    px_executor ex = { refuse, NULL };
+    px_executor ex = { refuse, NULL, NULL };
     px_timerq_opts o = { .executor = &ex, .timer_slack_ns = -1 };
     px_timerq *q = px_timerq_new(&o);
     CHECK(q != NULL);
@@ -161,12 +162,66 @@ static void test_failing_executor(void)
     CHECK_EQ(ev_count(&called), base + 2);
 }
 
+/* An executor that keeps its posts and runs them in flush, on the worker: every
+** call kept must run once, before the worker moves on to its next batch. */
+typedef struct held {
+    struct { px_handler_fn fn; void *arg; int status; } call[256];
+    int n, flushes, most;
+} held;
+
+static int keep(void *ctx, px_handler_fn fn, void *arg, int status)
+{
+    held *h = ctx;
+    CHECK(h->n < 256);                       /* a batch is at most 256 posts */
+    h->call[h->n].fn = fn;
+    h->call[h->n].arg = arg;
+    h->call[h->n].status = status;
+    h->n++;
+    return 0;
+}
+
+static void run_kept(void *ctx)
+{
+    held *h = ctx;
+    h->flushes++;
+    if (h->n > h->most)
+        h->most = h->n;
+    for (int i = 0; i < h->n; i++)
+        h->call[i].fn(h->call[i].arg, h->call[i].status);
+    h->n = 0;
+}
+
+static void test_flushing_executor(void)
+{
+    enum { N = 1000 };
+    static call c[N];
+    static held h;
+    px_executor ex = { keep, &h, run_kept };
+    px_timerq_opts o = { .executor = &ex };
+    px_timerq *q = px_timerq_new(&o);
+    CHECK(q != NULL);
+    int base = ev_count(&called);
+    int64_t due = px_now() + PX_MSEC(20);
+    for (int i = 0; i < N; i++)               /* all due at once: large batches */
+        CHECK(px_timerq_add_at(q, due, on_call, &c[i]) != 0);
+    EV_WAIT(&called, base + N);
+    px_timerq_free(q);
+    CHECK_EQ(h.n, 0);
+    CHECK_GE(h.flushes, N / 256);
+    CHECK_GE(h.most, 2);                      /* some flush carried a batch */
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(c[i].calls, 1);
+        CHECK_EQ(c[i].status, 0);
+    }
+}
+
 int main(void)
 {
     ev_init(&called);
     test_default_worker();
     test_queue();
     test_failing_executor();
+    test_flushing_executor();
     puts("ok");
     return 0;
 }
