@@ -6,11 +6,14 @@
 // Each figure is the median of the measured rounds; a warm-up round runs first
 // and is not counted, so that every peer that reuses memory (parataxis records,
 // malloc'd Asio ops and naive nodes) finds its memory already faulted in.  libuv
-// handles and Asio steady_timer objects are caller memory: they are preallocated
-// and initialised (touched) before any round.
+// handles, Asio steady_timer objects and the id vectors of parataxis and the naive
+// peer are caller memory: they are preallocated and initialised (touched) before
+// any round, and counted per timer as caller bytes.  parataxis keeps its records
+// in mmap'd arenas that mallinfo2 does not see: only the rss rows count them.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +24,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "parataxis.h"
 #ifdef PXB_HAVE_UV
@@ -74,6 +79,12 @@ size_t rss_bytes()
     return (size_t)rss * 4096;
 }
 
+// Per-timer growth from a to b; signed, as a round may also give pages back.
+double per_timer(size_t a, size_t b, size_t n)
+{
+    return (double)((int64_t)b - (int64_t)a) / (double)n;
+}
+
 void wait_for(const std::atomic<size_t> &count, size_t n)
 {
     while (count.load(std::memory_order_acquire) < n)
@@ -103,6 +114,9 @@ struct Peer {
     virtual void settle() {}                                        // untimed: drain cancels
     virtual size_t cancel_limit() const { return SIZE_MAX; }        // cancels timed per pass
     virtual size_t caller_bytes() const { return 0; }               // per timer, not malloc'd
+    virtual bool malloc_sees_records() const { return true; }       // false: mmap'd elsewhere
+    // As add, with absolute deadlines computed by the caller; false if not offered.
+    virtual bool add_at(const std::vector<int64_t> &) { return false; }
     // Arms N timers due in [t0, t0 + window] and returns when the last handler ran.
     virtual int64_t expire(const std::vector<int64_t> &deadlines) = 0;
     // Fires the timers of delays and stores (fire - due) per timer.
@@ -134,9 +148,9 @@ void px_stamp(void *arg, int)
 
 struct PxPeer : Peer {
     px_timerq *q;
-    std::vector<uint64_t> ids;
+    std::vector<uint64_t> ids;   // caller memory: sized and zeroed (touched) up front
     size_t owed = 0;   // handler calls we wait for in settle()
-    explicit PxPeer(int64_t slack, const char *label)
+    PxPeer(size_t n, int64_t slack, const char *label) : ids(n)
     {
         name = label;
         px_timerq_opts o{};
@@ -144,11 +158,21 @@ struct PxPeer : Peer {
         q = px_timerq_new(&o);
     }
     ~PxPeer() override { px_timerq_free(q); }
+    size_t caller_bytes() const override { return sizeof(uint64_t); }
+    bool malloc_sees_records() const override { return false; }   // 2 MiB mmap'd arenas
     void add(const std::vector<int64_t> &d) override
     {
-        ids.resize(d.size());
+        ids.resize(d.size());   // no-op: sized by the constructor
         for (size_t i = 0; i < d.size(); i++)
             ids[i] = px_timerq_add(q, d[i], px_count, nullptr);
+    }
+    // The add without its clock read (px_now() is a clock_gettime, ~46 ns here).
+    bool add_at(const std::vector<int64_t> &dl) override
+    {
+        ids.resize(dl.size());   // no-op, as in add
+        for (size_t i = 0; i < dl.size(); i++)
+            ids[i] = px_timerq_add_at(q, dl[i], px_count, nullptr);
+        return true;
     }
     void cancel(const std::vector<uint32_t> &order) override
     {
@@ -350,10 +374,11 @@ struct NaivePeer : Peer {
     };
     std::mutex lock;
     std::multiset<Entry> set;
-    std::vector<uint64_t> ids;
+    std::vector<uint64_t> ids;   // caller memory, as parataxis's
     uint64_t next_id = 1;
-    NaivePeer() { name = "naive"; }
+    explicit NaivePeer(size_t n) : ids(n) { name = "naive"; }
     size_t cancel_limit() const override { return 200; }   // O(n) each: time 200 of them
+    size_t caller_bytes() const override { return sizeof(uint64_t); }
     uint64_t add_one(int64_t delay)
     {
         std::lock_guard<std::mutex> g(lock);
@@ -395,8 +420,8 @@ double ns_per(int64_t t0, int64_t t1, size_t n)
 }
 
 struct Figures {
-    std::vector<double> add, cancel_seq, cancel_rnd, expire;
-    double bytes_heap = 0, bytes_rss = 0;
+    std::vector<double> add, add_at, cancel_seq, cancel_rnd, expire;
+    double bytes_heap = 0, bytes_rss = 0;   // library growth per timer, caller bytes apart
 };
 
 const char *label_n(size_t n)
@@ -404,20 +429,26 @@ const char *label_n(size_t n)
     return n == 1000 ? "1e3" : n == 100000 ? "1e5" : n == 1000000 ? "1e6" : "n";
 }
 
-// Prints "what @N: a x ns, b y ns, ..., ratio r1x libuv, r2x asio".
+// Prints "what @N: a x ns, b y ns, ..., ratio r1x libuv, r2x asio".  A NaN is a
+// figure the peer does not have: left out, or printed as na when na is given.
 void print_row(const char *what, size_t n, const std::vector<std::unique_ptr<Peer>> &peers,
-               const std::vector<double> &v, const char *unit, bool higher_better)
+               const std::vector<double> &v, const char *unit, bool higher_better,
+               const char *na = nullptr)
 {
     printf("%s @%s:", what, label_n(n));
     const char *sep = "";
-    for (size_t i = 0; i < peers.size(); i++)
-        if (v[i] > 0) {
+    for (size_t i = 0; i < peers.size(); i++) {
+        if (!std::isnan(v[i]))
             printf("%s %s %.4g %s", sep, peers[i]->name.c_str(), v[i], unit);
-            sep = ",";
-        }
+        else if (na)
+            printf("%s %s %s", sep, peers[i]->name.c_str(), na);
+        else
+            continue;
+        sep = ",";
+    }
     sep = ", ratio";
     for (size_t i = 1; i < peers.size(); i++)
-        if (v[i] > 0 && v[0] > 0) {
+        if (v[i] > 0 && v[0] > 0) {   // false for NaN too
             printf("%s %.2fx %s", sep, higher_better ? v[i] / v[0] : v[0] / v[i], peers[i]->name.c_str());
             sep = ",";
         }
@@ -427,7 +458,7 @@ void print_row(const char *what, size_t n, const std::vector<std::unique_ptr<Pee
 void run_ops(size_t n, int rounds)
 {
     std::vector<std::unique_ptr<Peer>> peers;
-    peers.emplace_back(new PxPeer(0, "parataxis"));
+    peers.emplace_back(new PxPeer(n, 0, "parataxis"));
 #ifdef PXB_HAVE_UV
     peers.emplace_back(new UvPeer(n));
 #endif
@@ -435,10 +466,10 @@ void run_ops(size_t n, int rounds)
     peers.emplace_back(new AsioPeer(n));
 #endif
     if (n <= 100000)
-        peers.emplace_back(new NaivePeer());
+        peers.emplace_back(new NaivePeer(n));
     std::vector<Figures> fig(peers.size());
     Rng rng{0x5eed0000u + n};
-    std::vector<int64_t> delays(n);
+    std::vector<int64_t> delays(n), deadlines(n);
     std::vector<uint32_t> seq(n), rnd = shuffled(n, 42 + n);
     for (size_t i = 0; i < n; i++)
         seq[i] = (uint32_t)i;
@@ -458,8 +489,8 @@ void run_ops(size_t n, int rounds)
             peer.add(delays);
             int64_t t1 = px_now();
             if (round == 0) {
-                f.bytes_heap = (double)(heap_bytes() - h0) / (double)n + (double)peer.caller_bytes();
-                f.bytes_rss = (double)(rss_bytes() - r0) / (double)n + (double)peer.caller_bytes();
+                f.bytes_heap = per_timer(h0, heap_bytes(), n);
+                f.bytes_rss = per_timer(r0, rss_bytes(), n);
             }
             peer.cancel(seq_l);
             int64_t t2 = px_now();
@@ -478,6 +509,18 @@ void run_ops(size_t n, int rounds)
                 f.cancel_seq.push_back(ns_per(t1, t2, limit));
                 f.cancel_rnd.push_back(ns_per(t4, t5, limit));
             }
+            // add_at: the deadlines are read off the clock before timing, not per add.
+            int64_t now = px_now();
+            for (size_t i = 0; i < n; i++)
+                deadlines[i] = now + delays[i];
+            int64_t t6 = px_now();
+            if (!peer.add_at(deadlines))
+                continue;
+            int64_t t7 = px_now();
+            peer.cancel(seq);
+            peer.settle();
+            if (round > 0)
+                f.add_at.push_back(ns_per(t6, t7, n));
         }
         // Expiry: N timers due within 1 ms, 20 ms + the time to arm them ahead.
         for (size_t p = 0; p < peers.size(); p++) {
@@ -497,19 +540,24 @@ void run_ops(size_t n, int rounds)
     std::vector<double> v(peers.size());
     auto row = [&](const char *what, std::vector<double> Figures::*m, const char *unit, bool hb) {
         for (size_t i = 0; i < peers.size(); i++)
-            v[i] = median(fig[i].*m);
+            v[i] = (fig[i].*m).empty() ? NAN : median(fig[i].*m);
         print_row(what, n, peers, v, unit, hb);
     };
     row("add", &Figures::add, "ns", false);
+    row("add_at", &Figures::add_at, "ns", false);
     row("cancel(add order)", &Figures::cancel_seq, "ns", false);
     row("cancel(random order)", &Figures::cancel_rnd, "ns", false);
     row("expiry", &Figures::expire, "M/s", true);
+    // malloc cannot see mmap'd records: n/a rather than a figure that omits them.
     for (size_t i = 0; i < peers.size(); i++)
-        v[i] = fig[i].bytes_heap;
-    print_row("bytes/timer(malloc+caller)", n, peers, v, "B", false);
+        v[i] = peers[i]->malloc_sees_records() ? fig[i].bytes_heap + (double)peers[i]->caller_bytes() : NAN;
+    print_row("bytes/timer(malloc+caller)", n, peers, v, "B", false, "n/a (mmap'd)");
+    for (size_t i = 0; i < peers.size(); i++)
+        v[i] = fig[i].bytes_rss + (double)peers[i]->caller_bytes();
+    print_row("bytes/timer(rss+caller)", n, peers, v, "B", false);
     for (size_t i = 0; i < peers.size(); i++)
         v[i] = fig[i].bytes_rss;
-    print_row("bytes/timer(rss+caller)", n, peers, v, "B", false);
+    print_row("bytes/timer(rss, library only)", n, peers, v, "B", false);
     fflush(stdout);
 }
 
@@ -517,8 +565,8 @@ void run_lateness(int rounds)
 {
     const size_t n = 2000;
     std::vector<std::unique_ptr<Peer>> peers;
-    peers.emplace_back(new PxPeer(0, "parataxis"));
-    peers.emplace_back(new PxPeer(-1, "parataxis(slack 50us)"));
+    peers.emplace_back(new PxPeer(n, 0, "parataxis"));
+    peers.emplace_back(new PxPeer(n, -1, "parataxis(slack 50us)"));
 #ifdef PXB_HAVE_UV
     peers.emplace_back(new UvPeer(n));
 #endif
@@ -549,20 +597,90 @@ void run_lateness(int rounds)
     fflush(stdout);
 }
 
+// -- the machine's memory latency ------------------------------------------
+
+const size_t CHASE_BYTES = (size_t)64 << 20, CHASE_STEPS = 2000000;
+const size_t HUGE_BYTES = (size_t)2 << 20;
+
+struct alignas(64) Line {   // one cache line, a link to the next
+    Line *next;
+};
+
+// The process's anonymous memory in transparent huge pages, in bytes.
+size_t thp_bytes()
+{
+    size_t kb = 0;
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "AnonHugePages: %zu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024;
+}
+
+// ns per load of a dependent chase through one random cycle over all the lines:
+// every load waits for the one before, so this is the latency of a miss (and,
+// with 4 KiB pages, of the TLB miss that comes with it).  *thp: how much of the
+// buffer the kernel did give huge pages, since MADV_HUGEPAGE is only a request.
+double chase_ns(bool huge, size_t *thp)
+{
+    // 2 MiB more than needed, so that a 2 MiB-aligned span fits: THP maps whole
+    // aligned pages only.
+    size_t thp0 = thp_bytes();
+    size_t span = CHASE_BYTES + HUGE_BYTES;
+    void *m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NAN;
+    char *a = (char *)(((uintptr_t)m + HUGE_BYTES - 1) & ~(uintptr_t)(HUGE_BYTES - 1));
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+    madvise(a, CHASE_BYTES, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);   // explicit either way
+#endif
+    Line *l = (Line *)a;
+    size_t n = CHASE_BYTES / sizeof(Line);
+    std::vector<uint32_t> p = shuffled(n, 99);
+    for (size_t i = 0; i < n; i++)   // p[0] -> p[1] -> ... -> p[n-1] -> p[0]: one cycle
+        l[p[i]].next = &l[p[(i + 1) % n]];
+    Line *c = &l[p[0]];
+    int64_t t0 = px_now();
+    for (size_t i = 0; i < CHASE_STEPS; i++)
+        c = c->next;
+    int64_t t1 = px_now();
+    bool ok = c != nullptr;   // uses c, so the chase is not optimised away
+    size_t thp1 = thp_bytes();
+    *thp = thp1 > thp0 ? thp1 - thp0 : 0;
+    munmap(m, span);
+    return ok ? ns_per(t0, t1, CHASE_STEPS) : NAN;
+}
+
+void print_memory_latency()
+{
+    size_t thp_small, thp_huge;
+    double small = chase_ns(false, &thp_small), huge = chase_ns(true, &thp_huge);
+    printf("memory latency (dependent random chase, 64 MiB, 64 B lines, %.0e loads): "
+           "4 KiB pages %.1f ns/load, MADV_HUGEPAGE %.1f ns/load (huge pages: %zu, %zu of 64 MiB)\n",
+           (double)CHASE_STEPS, small, huge, thp_small >> 20, thp_huge >> 20);
+    fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char **argv)
 {
     std::string what = argc > 1 ? argv[1] : "all";
     size_t only_n = argc > 2 ? (size_t)atol(argv[2]) : 0;   // 0: 1e3, 1e5 and 1e6
-    printf("sizeof: px record 64 B (px_trec, static-asserted in timerq.c)");
+    print_memory_latency();
+    printf("sizeof: px record: see core/src/timerq.c (mmap'd arenas: only the rss rows count it)");
 #ifdef PXB_HAVE_UV
     printf(", uv_timer_t %zu B", sizeof(uv_timer_t));
 #endif
 #ifdef PXB_HAVE_ASIO
     printf(", asio::steady_timer %zu B", sizeof(boost::asio::steady_timer));
 #endif
-    printf(", naive std::multiset node ~%zu B\n", sizeof(NaivePeer::Entry) + 32);
+    printf(", naive std::multiset node ~%zu B; caller ids %zu B\n", sizeof(NaivePeer::Entry) + 32,
+           sizeof(uint64_t));
     if (what == "ops" || what == "all")
         for (size_t n : {(size_t)1000, (size_t)100000, (size_t)1000000})
             if (only_n == 0 || n == only_n)
