@@ -1,74 +1,96 @@
 /*
 ** mutex.c -- a non-reentrant lock owned by a fiber (see parataxis.h).
 **
-** The whole state is an owner id, a hold and a queue.  `owner` is the id of
-** the fiber that holds the lock (0: free); the hold puts the lock on that
-** fiber's list of holds, so a fiber that ends holding it lets it go.
+** The whole state is a hold and a queue.  The hold's owner is the record of
+** the fiber that holds the lock (or a mark: free); the hold puts the lock on
+** that fiber's list of holds, so a fiber that ends holding it lets it go.
 **
 ** Unlock never frees a lock that somebody waits for: it makes the first
-** waiter the owner (its id recorded, the hold moved to its fiber) and only
-** then wakes it.  So the lock is never free while fibers wait, nobody can
-** slip in between the unlock and the waiter's return, and trylock needs no
-** fairness rule of its own.
+** waiter the owner (the hold moved to its fiber) and only then wakes it.  So
+** the lock is never free while fibers wait, nobody can slip in between the
+** unlock and the waiter's return, and trylock needs no fairness rule of its
+** own.
 **
 ** A fiber that ends holding the lock gives it to the first waiter with
-** PX_EOWNERDEAD, or leaves it free with `dead` set, and the next fiber to
-** take it gets PX_EOWNERDEAD (once: that fiber is now in charge of the state
-** the lock protects).
+** PX_EOWNERDEAD, or leaves it free but marked dead (MUTEX_DEAD), and the next
+** fiber to take it gets PX_EOWNERDEAD (once: that fiber is now in charge of
+** the state the lock protects).
 */
 #include <stdlib.h>
 
 #include "waitq.h"
 
+/*
+** The hold comes first, so that the mutex and its hold have one address (the
+** uncontended lock links m itself onto the holder's list).  hold.owner says
+** everything the fast paths ask in one word:
+**
+**   MUTEX_FREE   free (what px_mutex_new makes);
+**   MUTEX_DEAD   free, but its last owner ended holding it: the next to take
+**                it gets PX_EOWNERDEAD;
+**   a record     the fiber that holds it.
+**
+** Neither mark is NULL or a fiber's record, so the uncontended lock tests one
+** word for "free, no death to tell of", and "hold.owner is the caller's
+** record" says the caller holds it (no separate test that the caller is a
+** fiber: off-fiber it has no record).  The marks stand only on a free mutex,
+** never on a hold on a list, so px__hold_drop never sees one (the NULL it
+** leaves lasts until release() or mutex_ended() puts a mark or a new holder
+** in).  The record, not the id, names the holder: a record is off every hold
+** before it is recycled (px__waits_end), and the id is read from it only to
+** report (px_mutex_owner, deadlock reports).  hold.ended is mutex_ended for
+** good, set by px_mutex_new.
+*/
 struct px_mutex {
-    uint64_t owner;          /* fiber id of the holder; 0 while free */
-    px_hold hold;            /* on the holder's list of holds */
+    px_hold hold;            /* owner: see above */
     px_waitq waiters;        /* fibers parked in px_mutex_lock, FIFO */
-    unsigned char dead;      /* free, but its last owner ended holding it */
 };
 
-#define mutex_of_hold(h) ((px_mutex *)(void *)((char *)(h) - offsetof(px_mutex, hold)))
+_Static_assert(offsetof(struct px_mutex, hold) == 0, "a mutex is its hold");
 
-static void mutex_ended(px_hold *h, uint64_t id, int discarding);
+#define MUTEX_FREE ((px_fiber *)(uintptr_t)1)
+#define MUTEX_DEAD ((px_fiber *)(uintptr_t)2)
 
-/* Makes fiber f the owner; returns what its lock returns. */
-static int take(px_mutex *m, px_fiber *f)
+/* The holder's record, NULL while free (dead or not). */
+static px_fiber *holder(const px_mutex *m)
 {
-    m->owner = f->id;
-    px__hold_take(&m->hold, f, mutex_ended);
-    if (m->dead) {
-        m->dead = 0;
-        return PX_EOWNERDEAD;
-    }
-    return 0;
+    px_fiber *o = m->hold.owner;
+    return o == MUTEX_FREE || o == MUTEX_DEAD || o == NULL ? NULL : o;
 }
 
-/* The lock is let go with `code` for the next owner (0, or PX_EOWNERDEAD
-** when its holder died): hand it to the first waiter, or free it. */
+/* Makes fiber f, which holds no hold on m, the owner of the free m; returns
+** what its lock returns. */
+static int take(px_mutex *m, px_fiber *f)
+{
+    int r = m->hold.owner == MUTEX_DEAD ? PX_EOWNERDEAD : 0;
+    px__hold_link(&m->hold, f);
+    return r;
+}
+
+/* The lock, off every list, is let go with `code` for the next owner (0, or
+** PX_EOWNERDEAD when its holder died): hand it to the first waiter, or free
+** it. */
 static void release(px_mutex *m, int code)
 {
     px_waiter *w = px__waitq_first(&m->waiters);
     if (w == NULL) {
-        m->owner = 0;
-        m->dead = code == PX_EOWNERDEAD;
+        m->hold.owner = code == PX_EOWNERDEAD ? MUTEX_DEAD : MUTEX_FREE;
         return;
     }
-    m->owner = w->id;                            /* hand over ... */
-    px__hold_take(&m->hold, px__waiter_fiber(w), mutex_ended);
-    px__grant(w, code);                          /* ... then wake */
+    px__hold_link(&m->hold, px__waiter_fiber(w));   /* hand over ... */
+    px__grant(w, code);                             /* ... then wake */
 }
 
 /* Its holder ended (or is discarded with its scheduler: then every waiter
-** is being discarded too, and nobody may be woken). */
+** is being discarded too, and nobody may be woken; the hold is off its list
+** already, so m is free). */
 static void mutex_ended(px_hold *h, uint64_t id, int discarding)
 {
-    px_mutex *m = mutex_of_hold(h);
     (void)id;
-    if (discarding) {
-        m->owner = 0;
-        return;
-    }
-    release(m, PX_EOWNERDEAD);
+    if (discarding)
+        h->owner = MUTEX_FREE;
+    else
+        release((px_mutex *)(void *)h, PX_EOWNERDEAD);
 }
 
 /* A waiter was handed the lock, but a scope interrupted it before it ran:
@@ -77,36 +99,46 @@ static void mutex_ended(px_hold *h, uint64_t id, int discarding)
 static void mutex_pass_on(px_waiter *w)
 {
     px_mutex *m = (px_mutex *)w->obj;
-    px__hold_drop(&m->hold);
+    if (holder(m) != NULL)              /* the waiter's, since the grant */
+        px__hold_drop(&m->hold);
     release(m, w->result);
 }
 
 static size_t mutex_holders(const void *object, uint64_t *out, size_t max)
 {
-    const px_mutex *m = object;
-    if (m->owner == 0 || max == 0)
+    px_fiber *o = holder(object);
+    if (o == NULL || max == 0)
         return 0;
-    out[0] = m->owner;
+    out[0] = o->id;
     return 1;
 }
 
 px_mutex *px_mutex_new(void)
 {
-    return calloc(1, sizeof(px_mutex));   /* errno is ENOMEM on failure */
+    px_mutex *m = calloc(1, sizeof(px_mutex));   /* errno is ENOMEM on failure */
+    if (m) {
+        m->hold.owner = MUTEX_FREE;
+        m->hold.ended = mutex_ended;
+    }
+    return m;
 }
 
-/* Everything but the free mutex: kept out of line so that the uncontended
-** lock needs no stack frame. */
+/*
+** The uncontended lock and unlock are a test of hold.owner and a push on (pop
+** off) the caller's list of holds; everything else is kept out of line in
+** the slow paths, so the fast ones need no stack frame and no call.
+*/
 static int __attribute__((noinline)) lock_slow(px_mutex *m, px_fiber *f)
 {
     int r;
     if (f->hosted && px__wait_resumed(m, &r))
         return r;                                /* the re-call after PX_EYIELD */
-    if (m->owner == 0)
+    px_fiber *o = holder(m);
+    if (o == NULL)                               /* free means nobody waits */
         return take(m, f);
-    if (m->owner == f->id)
+    if (o == f)
         return PX_EDEADLK;
-    if (m->hold.owner->s != f->s)
+    if (o->s != f->s)
         return PX_ETHREAD;
     px_park_info pi = { .reason = "Mutex lock", .object = m, .kind = "mutex",
                         .holders = mutex_holders };
@@ -120,10 +152,12 @@ int px_mutex_lock(px_mutex *m)
     px_fiber *f = px__fiber_here();
     if (f == NULL)
         return PX_ENOFIBER;
-    /* Free means nobody waits.  A hosted fiber may be calling again to
-    ** collect a wait, which the slow path looks for first. */
-    if (m->owner == 0 && !f->hosted)
-        return take(m, f);
+    /* Free (and no death to tell of) means nobody waits.  A hosted fiber may
+    ** be calling again to collect a wait, which the slow path looks for. */
+    if (__builtin_expect(m->hold.owner == MUTEX_FREE && !f->hosted, 1)) {
+        px__hold_link(&m->hold, f);
+        return 0;
+    }
     return lock_slow(m, f);
 }
 
@@ -134,11 +168,24 @@ int px_mutex_trylock(px_mutex *m)
     px_fiber *f = px__fiber_here();
     if (f == NULL)
         return PX_ENOFIBER;
-    if (m->owner == f->id)
+    px_fiber *o = holder(m);
+    if (o == f)
         return PX_EDEADLK;
-    if (m->owner != 0 || m->waiters.len != 0)
+    if (o != NULL || m->waiters.len != 0)
         return PX_EBUSY;
     return take(m, f);
+}
+
+/* Not the owner, the hold not first on the owner's list, or fibers waiting. */
+static int __attribute__((noinline)) unlock_slow(px_mutex *m, px_fiber *f)
+{
+    if (f == NULL)
+        return PX_ENOFIBER;
+    if (m->hold.owner != f)                      /* a mark: never f */
+        return PX_EPERM;
+    px__hold_drop(&m->hold);
+    release(m, 0);
+    return 0;
 }
 
 int px_mutex_unlock(px_mutex *m)
@@ -146,21 +193,21 @@ int px_mutex_unlock(px_mutex *m)
     if (m == NULL)
         return PX_EINVAL;
     px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return PX_ENOFIBER;
-    if (m->hold.owner != f)   /* the holder's record: one load less than its id */
-        return PX_EPERM;
-    px__hold_drop(&m->hold);
-    if (m->waiters.len == 0)
-        m->owner = 0;                            /* `dead` is 0 while held */
-    else
-        release(m, 0);
-    return 0;
+    /* Held by the caller (then f is a record, not NULL), last taken of its
+    ** holds, nobody waiting: pop it. */
+    if (__builtin_expect(m->hold.owner == f && f->holds == &m->hold &&
+                         m->waiters.len == 0, 1)) {
+        f->holds = m->hold.next;
+        m->hold.owner = MUTEX_FREE;
+        return 0;
+    }
+    return unlock_slow(m, f);
 }
 
 uint64_t px_mutex_owner(const px_mutex *m)
 {
-    return m ? m->owner : 0;
+    px_fiber *o = m ? holder(m) : NULL;
+    return o ? o->id : 0;
 }
 
 size_t px_mutex_waiters(const px_mutex *m)
@@ -172,7 +219,7 @@ int px_mutex_free(px_mutex *m)
 {
     if (m == NULL)
         return 0;
-    if (m->owner != 0 || m->waiters.len != 0)
+    if (holder(m) != NULL || m->waiters.len != 0)
         return PX_EBUSY;
     free(m);
     return 0;

@@ -69,15 +69,22 @@ px_fiber *px__waiter_fiber(px_waiter *w);
 ** through px__waiter_fiber) now holds h; px__hold_drop that it no longer does.
 ** Both are inline, for every uncontended lock's path; take is O(1) and so is
 ** drop in LIFO order (else it walks the owner's holds).  A hold not held has
-** h->owner NULL (its link is then stale, never read).
+** h->owner NULL (its link is then stale, never read; a mutex puts a mark of
+** its own there once the hold is dropped, see mutex.c).  px__hold_link is take
+** for a hold whose ended() is set once and for all (a mutex's, from its new).
 */
+static inline void px__hold_link(px_hold *h, px_fiber *f)
+{
+    h->owner = f;
+    h->next = f->holds;
+    f->holds = h;
+}
+
 static inline void px__hold_take(px_hold *h, px_fiber *f,
                                  void (*ended)(px_hold *h, uint64_t id, int discarding))
 {
     h->ended = ended;
-    h->owner = f;
-    h->next = f->holds;
-    f->holds = h;
+    px__hold_link(h, f);
 }
 
 /* Locks are mostly released in the reverse order of taking, so the hold is
