@@ -200,6 +200,11 @@ typedef struct px_timerq_opts {
     ** value leaves it alone: the worker inherits the slack of the thread that
     ** called px_timerq_new (the kernel's default is 50 us). */
     int64_t timer_slack_ns;
+    /* How late the worker may make the PX_ECANCELED call of a cancelled timer, so
+    ** that a burst of cancels costs one wake-up, not one each.  0 (or less)
+    ** selects the default, 50 us.  A binding whose handlers need a global lock
+    ** (Python's GIL) passes more: each delivery is a hand-over of that lock. */
+    int64_t abort_linger_ns;
 } px_timerq_opts;
 
 /*

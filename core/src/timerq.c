@@ -80,7 +80,7 @@ typedef struct periodic {
 #define FREE_WORDS  ((CHUNK_RECS + 63) / 64)
 #define BATCH       256                            /* handlers per lock round */
 #define AWAKE       INT64_MIN                      /* q->wake_at while the worker needs no wake */
-#define ABORT_LINGER PX_USEC(50)                   /* how long an owed abort may wait unsignalled */
+#define ABORT_LINGER PX_USEC(50)                   /* default of q->abort_linger */
 
 typedef struct chunk_head {
     px_timerq *q;
@@ -112,11 +112,12 @@ struct px_timerq {
     int64_t wake_at;             /* when the sleeping worker wakes by itself, or AWAKE */
     px_executor exec;            /* exec.post == NULL: handlers run on the worker */
     int64_t slack_ns;
+    int64_t abort_linger;        /* how long an owed abort may wait unsignalled */
     int stopping;                /* px_timerq_free was called */
     int detached;                /* ... from the worker, which then releases the queue */
     int worker_done;             /* the worker has left its loop */
     int wake_owed;               /* signal the worker once the lock is released */
-    int wake_soon;               /* the sleeping worker wakes within ABORT_LINGER by itself */
+    int wake_soon;               /* the sleeping worker wakes within abort_linger by itself */
     int aborts_seen;             /* the worker delivered aborts since it last slept */
     pthread_t worker;
     atomic_size_t refs;          /* the owner's, plus one per handler posted to an executor */
@@ -334,11 +335,11 @@ static void wake_for_deadline(px_timerq *q, int64_t deadline)
 }
 
 /* An abort is owed: wake the worker unless it is awake or wakes by itself
-** within ABORT_LINGER.  A cancel that had to signal costs a syscall (~1 us) and
+** within q->abort_linger.  A cancel that had to signal costs a syscall (~1 us) and
 ** makes the worker contend for the lock, so a burst of cancels would pay it about
 ** once per cancel; instead, a worker that delivered aborts sleeps at most
-** ABORT_LINGER before looking again, and the cancels meanwhile leave it be.  The
-** aborted handlers still run once each, at most ABORT_LINGER (plus slack) late. */
+** abort_linger before looking again, and the cancels meanwhile leave it be.  The
+** aborted handlers still run once each, at most abort_linger (plus slack) late. */
 static void wake_for_abort(px_timerq *q)
 {
     if (q->wake_at != AWAKE && !q->wake_soon) {
@@ -366,7 +367,7 @@ static void queue_lock(px_timerq *q)
 ** from a handler may destroy the queue, condition variable included (TSan saw
 ** exactly that in free_semantics).  The worker may then wake only to wait for
 ** the lock, but wakes are rare: only a new earliest deadline or an abort the
-** worker would not find by itself within ABORT_LINGER owes one. */
+** worker would not find by itself within abort_linger owes one. */
 static void queue_unlock(px_timerq *q)
 {
     if (q->wake_owed) {
@@ -647,12 +648,12 @@ static void deliver(px_timerq *q, px_trec **batch, size_t n)
     queue_lock(q);
 }
 
-/* Sleeps until `deadline`, or for at most ABORT_LINGER after delivering aborts,
+/* Sleeps until `deadline`, or for at most abort_linger after delivering aborts,
 ** since more tend to follow (see wake_for_abort). */
 static void sleep_until(px_timerq *q, int64_t deadline)
 {
     if (q->aborts_seen) {
-        int64_t soon = px_now() + ABORT_LINGER;
+        int64_t soon = px_now() + q->abort_linger;
         if (soon < deadline)
             deadline = soon;
         q->wake_soon = 1;
@@ -719,11 +720,14 @@ px_timerq *px_timerq_new(const px_timerq_opts *opts)
     px_ring_init(&q->inflight);
     q->wake_at = AWAKE;
     q->slack_ns = PX_USEC(1);
+    q->abort_linger = ABORT_LINGER;
     if (opts != NULL) {
         if (opts->executor != NULL)
             q->exec = *opts->executor;
         if (opts->timer_slack_ns != 0)
             q->slack_ns = opts->timer_slack_ns;
+        if (opts->abort_linger_ns > 0)
+            q->abort_linger = opts->abort_linger_ns;
     }
     atomic_init(&q->refs, 1);
     px_fork_watch();

@@ -47,6 +47,7 @@ typedef struct px_timerq px_timerq;
 typedef struct px_timerq_opts {
     const px_executor *executor;
     int64_t timer_slack_ns;
+    int64_t abort_linger_ns;
 } px_timerq_opts;
 px_timerq *px_timerq_new(const px_timerq_opts *opts);
 uint64_t px_timerq_add(px_timerq *q, int64_t delay_ns, px_handler_fn fn, void *arg);

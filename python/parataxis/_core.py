@@ -43,6 +43,10 @@ _QUEUES: "weakref.WeakSet[TimerQueue]" = weakref.WeakSet()
 _HQUEUES: "weakref.WeakSet[HandlerQueue]" = weakref.WeakSet()
 _DEFERRED: "set[_State]" = set()       # closed from their own worker: calls owed
 _tls = threading.local()
+# How late an aborted handler may run (px_timerq_opts.abort_linger_ns): every
+# delivery hands the GIL to the worker and back, several microseconds here, so
+# the worker gathers a millisecond's aborts into one.
+_ABORT_LINGER_NS = 1_000_000
 _add, _cancel = lib.pxpy_add, lib.px_timerq_cancel
 
 
@@ -183,6 +187,7 @@ class TimerQueue:
         opts = ffi.new("px_timerq_opts *")
         keep = ffi.new("px_executor *", ex)         # copied by px_timerq_new
         opts.executor = keep
+        opts.abort_linger_ns = _ABORT_LINGER_NS
         self._q = lib.px_timerq_new(opts)
         if self._q == _NULL:
             _CTX.pop(id(self._state), None)
