@@ -82,6 +82,13 @@ void pxpy_invoke(px_handler_fn fn, void *arg, int status);
 
 /* The executor of a queue whose handlers run on its worker or go to a
 ** concurrent.futures executor: a batch at a time under one hold of the GIL. */
+typedef struct pxpy_keys {
+    uintptr_t *key;
+    int *status;
+    size_t n, done;
+} pxpy_keys;
+extern "Python" void pxpy_run_keys(pxpy_keys *k);
+
 typedef struct pxpy_batch pxpy_batch;
 pxpy_batch *pxpy_batch_new(px_executor inner);
 px_executor pxpy_batch_executor(pxpy_batch *b);
@@ -96,15 +103,45 @@ SOURCE = r"""
 
 static void pxpy_handler(uintptr_t key, int status);   /* made by cffi below */
 
+typedef struct pxpy_keys {
+    uintptr_t *key;
+    int *status;
+    size_t n, done;
+} pxpy_keys;
+static void pxpy_run_keys(pxpy_keys *k);               /* made by cffi below */
+
+/* While a batch runs on a worker (pxpy_batch_flush), one-shot handlers are not
+** called one by one: their (key, status) pairs are kept here and handed to Python
+** in one call after the batch, which saves a cffi callback (about 0.4 us) each.
+** The library has already decided their status (the handler has started, as far
+** as cancel is concerned).  Periodic ticks are called at once, so that the next
+** tick is armed only after the handler returned. */
+static _Thread_local pxpy_keys *pxpy_collect;
+static _Thread_local size_t pxpy_collect_cap;
+
 static void pxpy_invoke(px_handler_fn fn, void *arg, int status)
 {
     fn(arg, status);
 }
 
-/* The px_handler_fn of every Python handler: hands the key to Python. */
-static void pxpy_trampoline(void *arg, int status)
+/* The px_handler_fn of a periodic Python handler: hands the key to Python. */
+static void pxpy_trampoline_now(void *arg, int status)
 {
     pxpy_handler((uintptr_t)arg, status);
+}
+
+/* The px_handler_fn of a one-shot Python handler: kept for the batch's one call
+** into Python when a batch is collecting and has room, else called at once. */
+static void pxpy_trampoline(void *arg, int status)
+{
+    pxpy_keys *k = pxpy_collect;
+    if (k == NULL || k->n == pxpy_collect_cap) {
+        pxpy_handler((uintptr_t)arg, status);
+        return;
+    }
+    k->key[k->n] = (uintptr_t)arg;
+    k->status[k->n] = status;
+    k->n++;
 }
 
 static uint64_t pxpy_add(px_timerq *q, int64_t delay_ns, uintptr_t key)
@@ -115,7 +152,7 @@ static uint64_t pxpy_add(px_timerq *q, int64_t delay_ns, uintptr_t key)
 static uint64_t pxpy_add_periodic(px_timerq *q, int64_t first_ns, int64_t period_ns,
                                   uintptr_t key)
 {
-    return px_timerq_add_periodic(q, first_ns, period_ns, pxpy_trampoline, (void *)key);
+    return px_timerq_add_periodic(q, first_ns, period_ns, pxpy_trampoline_now, (void *)key);
 }
 
 static int pxpy_timer_wait(px_timer *t, uintptr_t key)
@@ -141,6 +178,9 @@ typedef struct pxpy_batch {
     px_executor inner;          /* inner.post == NULL: run the calls on the worker */
     pxpy_call *call;
     size_t len, cap;
+    uintptr_t *key;             /* the one-shot handlers a flush collected */
+    int *status;
+    size_t keys_cap;
 } pxpy_batch;
 
 static pxpy_batch *pxpy_batch_new(px_executor inner)
@@ -153,9 +193,30 @@ static pxpy_batch *pxpy_batch_new(px_executor inner)
 
 static void pxpy_batch_free(pxpy_batch *b)
 {
-    if (b != NULL)
+    if (b != NULL) {
         free(b->call);
+        free(b->key);
+        free(b->status);
+    }
     free(b);
+}
+
+/* Makes room for a full batch's keys; 0 when memory ran out (the handlers of
+** the batch are then called one by one). */
+static int pxpy_keys_room(pxpy_batch *b)
+{
+    if (b->keys_cap >= b->len)
+        return 1;
+    uintptr_t *key = realloc(b->key, b->len * sizeof *key);
+    if (key != NULL)
+        b->key = key;
+    int *status = realloc(b->status, b->len * sizeof *status);
+    if (status != NULL)
+        b->status = status;
+    if (key == NULL || status == NULL)
+        return 0;
+    b->keys_cap = b->len;
+    return 1;
 }
 
 /* Keeps a call; PX_ENOMEM makes the worker run it at once instead. */
@@ -183,12 +244,27 @@ static void pxpy_batch_flush(void *ctx)
     if (b->len == 0)
         return;
     PyGILState_STATE gil = PyGILState_Ensure();
+    int collect = b->inner.post == NULL && pxpy_keys_room(b);
+    pxpy_keys keys = { b->key, b->status, 0, 0 };
+    if (collect) {
+        pxpy_collect = &keys;
+        pxpy_collect_cap = b->keys_cap;
+    }
     for (size_t i = 0; i < b->len; i++) {
         pxpy_call c = b->call[i];
         if (b->inner.post == NULL || b->inner.post(b->inner.ctx, c.fn, c.arg, c.status) != 0)
             c.fn(c.arg, c.status);
     }
+    pxpy_collect = NULL;
     b->len = 0;
+    /* An exception in a handler leaves pxpy_run_keys (cffi reports it through
+    ** sys.unraisablehook) with `done` just past that handler: go on from there. */
+    while (keys.done < keys.n) {
+        size_t before = keys.done;
+        pxpy_run_keys(&keys);
+        if (keys.done == before)
+            keys.done++;
+    }
     PyGILState_Release(gil);
 }
 

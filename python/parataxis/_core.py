@@ -57,9 +57,33 @@ class _State:
 
 
 @ffi.def_extern()
+def pxpy_run_keys(k: Any) -> None:
+    # The one-shot handlers a batch collected (see pxpy_trampoline): each call is
+    # its final one.  An exception goes out through cffi to sys.unraisablehook,
+    # with k.done just past the handler that raised; C then calls again for the
+    # rest.  The loop is _run unrolled: this is the hot path of a cancel storm.
+    key, status, n = k.key, k.status, k.n
+    i = k.done
+    pop, tls = _LIVE.pop, _tls
+    prev = getattr(tls, "current", None)
+    try:
+        while i < n:
+            fn, _, tls.current = pop(key[i])
+            fn(status[i] != 0)
+            i += 1
+    finally:
+        tls.current = prev
+        k.done = i + 1 if i < n else n
+
+
+@ffi.def_extern()
 def pxpy_handler(key: int, status: int) -> None:
     # cffi reports an exception escaping this function through sys.unraisablehook
     # and returns to C: the worker (or the draining thread) goes on.
+    _run(key, status)
+
+
+def _run(key: int, status: int) -> None:
     fn, periodic, owner = call = _LIVE[key]
     aborted = status != 0
     if aborted or not periodic:

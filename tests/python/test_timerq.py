@@ -156,6 +156,32 @@ def test_exception_goes_to_unraisablehook_and_worker_survives(unraisable, rec):
         assert rec.wait_for(1) == [False]
 
 
+def test_exceptions_in_one_batch_each_reported_and_the_rest_still_run(unraisable):
+    # 300 timers due together reach Python as one batch (see pxpy_run_keys):
+    # every third raises; every handler still runs once, every raise is reported.
+    ran = []
+    done = threading.Event()
+
+    def make(i):
+        def fn(aborted):
+            ran.append(i)
+            if len(ran) == 300:
+                done.set()
+            if i % 3 == 0:
+                raise ZeroDivisionError(i)
+        return fn
+
+    with parataxis.TimerQueue() as q:
+        deadline = 0.05
+        for i in range(300):
+            q.add(deadline, make(i))
+        assert done.wait(TIMEOUT)
+        with unraisable.cond:
+            assert unraisable.cond.wait_for(lambda: len(unraisable) == 100, TIMEOUT)
+    assert sorted(ran) == list(range(300))
+    assert all(u.exc_type is ZeroDivisionError for u in unraisable)
+
+
 def test_bad_input(rec):
     with parataxis.TimerQueue() as q:
         with pytest.raises(TypeError):
