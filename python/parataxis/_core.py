@@ -14,7 +14,8 @@ How a Python handler reaches C and comes back exactly once:
   px_timerq_free and px_queue_wait never block Python threads.
 - A queue without an executor, or with a concurrent.futures one, gets the C
   executor pxpy_batch: the worker's calls of one batch run (or are submitted)
-  under one hold of the GIL, not one each; see _build_ffi.py.
+  under one hold of the GIL, not one each, and the one-shot handlers among them
+  reach Python in one call, pxpy_run_keys; see _build_ffi.py.
 """
 from __future__ import annotations
 
