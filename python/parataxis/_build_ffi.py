@@ -124,10 +124,20 @@ static void pxpy_invoke(px_handler_fn fn, void *arg, int status)
     fn(arg, status);
 }
 
+/* Calls the handler now.  What it runs (a HandlerQueue drained from inside it,
+** say) is not part of the batch being collected: that batch is set aside. */
+static void pxpy_call_now(uintptr_t key, int status)
+{
+    pxpy_keys *collecting = pxpy_collect;
+    pxpy_collect = NULL;
+    pxpy_handler(key, status);
+    pxpy_collect = collecting;
+}
+
 /* The px_handler_fn of a periodic Python handler: hands the key to Python. */
 static void pxpy_trampoline_now(void *arg, int status)
 {
-    pxpy_handler((uintptr_t)arg, status);
+    pxpy_call_now((uintptr_t)arg, status);
 }
 
 /* The px_handler_fn of a one-shot Python handler: kept for the batch's one call
@@ -136,7 +146,7 @@ static void pxpy_trampoline(void *arg, int status)
 {
     pxpy_keys *k = pxpy_collect;
     if (k == NULL || k->n == pxpy_collect_cap) {
-        pxpy_handler((uintptr_t)arg, status);
+        pxpy_call_now((uintptr_t)arg, status);
         return;
     }
     k->key[k->n] = (uintptr_t)arg;
