@@ -328,9 +328,9 @@ PX_API int64_t px_timer_expiry(px_timer *t);
 /*
 ** Adds a waiter: fn(arg, 0) when the expiry is reached, or fn(arg, PX_ECANCELED)
 ** when the wait is aborted first.  Returns 0, or PX_EINVAL, PX_ENOMEM (no memory
-** for the wait record) or PX_ECLOSED (its queue is closing or belongs to the
-** parent of a fork, or no memory for the expiry's batch or the queue's timer
-** record) -- and then fn is never called.
+** for the wait, the expiry's batch or the queue's timer record) or PX_ECLOSED
+** (its queue is closing or belongs to the parent of a fork) -- and then fn is
+** never called.
 ** Thread: any.  Parks: no.
 */
 PX_API int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg);

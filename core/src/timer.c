@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "parataxis.h"
+#include "timerq.h"
 
 typedef struct wait_item {
     px_handler_fn fn;
@@ -116,17 +117,21 @@ int64_t px_timer_expiry(px_timer *t)
     return expiry;
 }
 
-/* Starts a batch for the current expiry (lock held). */
-static batch *batch_start(px_timer *t)
+/* Starts a batch for the current expiry (lock held); NULL with *err set when
+** there is no memory for it or the queue refuses the timer. */
+static batch *batch_start(px_timer *t, int *err)
 {
     batch *b = calloc(1, sizeof *b);
-    if (b == NULL)
+    if (b == NULL) {
+        *err = PX_ENOMEM;
         return NULL;
+    }
     b->timer = t;
     b->last = &b->first;
     atomic_fetch_add(&t->refs, 1);
     b->id = px_timerq_add_at(t->q, t->expiry, batch_fire, b);
     if (b->id == 0) {
+        *err = px__timerq_refusal(t->q);
         atomic_fetch_sub(&t->refs, 1);
         free(b);
         return NULL;
@@ -145,7 +150,8 @@ int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg)
     *w = (wait_item){ fn, arg, NULL };
     pthread_mutex_lock(&t->lock);
     /* The batch cannot fire before we append: firing takes this lock first. */
-    batch *b = t->current ? t->current : batch_start(t);
+    int err = 0;
+    batch *b = t->current ? t->current : batch_start(t, &err);
     if (b != NULL) {
         *b->last = w;
         b->last = &w->next;
@@ -154,7 +160,7 @@ int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg)
     pthread_mutex_unlock(&t->lock);
     if (b == NULL) {
         free(w);
-        return PX_ECLOSED;
+        return err;
     }
     return 0;
 }

@@ -40,6 +40,7 @@
 #include "bits.h"
 #include "fork.h"
 #include "ring.h"
+#include "timerq.h"
 #include "timerset.h"
 
 enum rec_state {
@@ -503,6 +504,16 @@ size_t px_timerq_cancel_all(px_timerq *q)
     size_t n = abort_all(q);
     queue_unlock(q);
     return n;
+}
+
+int px__timerq_refusal(px_timerq *q)
+{
+    if (!queue_usable(q))
+        return PX_ECLOSED;
+    queue_lock(q);
+    int stopping = q->stopping;
+    queue_unlock(q);
+    return stopping ? PX_ECLOSED : PX_ENOMEM;
 }
 
 size_t px_timerq_pending(px_timerq *q)

@@ -1,6 +1,7 @@
 /*
 ** fork_child -- in the child of a fork() the parent's queue refuses work: add
-** returns 0, cancel PX_EFORKED, cancel_all 0, and free returns without hanging;
+** returns 0, cancel PX_EFORKED, cancel_all 0, a deadline timer's wait PX_ECLOSED,
+** and free returns without hanging;
 ** the parent's queue keeps working.
 */
 #include <sys/types.h>
@@ -37,6 +38,10 @@ static void child(px_timerq *q, uint64_t far)
         _exit(6);
     if (px_timerq_cancel_all(q) != 0)
         _exit(7);
+    px_timer *t = px_timer_new(q);           /* a deadline timer on it is refused too */
+    if (t == NULL || px_timer_async_wait(t, on_never, NULL) != PX_ECLOSED)
+        _exit(8);
+    px_timer_free(t);
     px_timerq_free(q);
     _exit(0);
 }

@@ -1,0 +1,16 @@
+/*
+** timerq.h -- what the rest of the library may ask a timer queue beyond the
+** public API.
+*/
+#ifndef PX_TIMERQ_H
+#define PX_TIMERQ_H
+
+#include "parataxis.h"
+
+/*
+** Why an add with valid arguments returned 0: PX_ECLOSED when the queue is being
+** freed or belongs to the parent of a fork, else PX_ENOMEM.  Thread: any.
+*/
+int px__timerq_refusal(px_timerq *q);
+
+#endif /* PX_TIMERQ_H */
