@@ -399,19 +399,19 @@ static int queue_usable(const px_timerq *q)
     return q != NULL && q->fork_gen == px_fork_generation();
 }
 
-/* Arms a record for (fn, arg), or for a periodic timer's block `p`. */
-static uint64_t arm(px_timerq *q, int64_t deadline, px_handler_fn fn, void *arg, periodic *p)
+/* Arms a record for fn(arg); `flag` is TAG_PERIODIC when fn is NULL and arg is a
+** periodic timer's block, else 0. */
+static uint64_t arm(px_timerq *q, int64_t deadline, px_handler_fn fn, void *arg, uint32_t flag)
 {
     uint64_t id = 0;
     queue_lock(q);
     px_trec *r = q->stopping ? NULL : rec_alloc(q);
     if (r != NULL) {
         r->fn = fn;
-        r->arg = p ? (void *)p : arg;
+        r->arg = arg;
         r->node.deadline = deadline;
         uint32_t tag = rec_tag(r) & ~(TAG_STATE | TAG_PERIODIC);
-        atomic_store_explicit(&r->node.tag, tag | (p ? TAG_PERIODIC : 0) | REC_ARMED,
-                              memory_order_relaxed);
+        atomic_store_explicit(&r->node.tag, tag | flag | REC_ARMED, memory_order_relaxed);
         px_tset_insert(&q->set, &r->node);
         wake_for_deadline(q, deadline);
         id = rec_id(r);
@@ -433,7 +433,7 @@ uint64_t px_timerq_add_at(px_timerq *q, int64_t deadline, px_handler_fn fn, void
 {
     if (!queue_usable(q) || fn == NULL || deadline < 0)
         return 0;
-    return arm(q, deadline, fn, arg, NULL);
+    return arm(q, deadline, fn, arg, 0);
 }
 
 uint64_t px_timerq_add(px_timerq *q, int64_t delay_ns, px_handler_fn fn, void *arg)
@@ -451,7 +451,7 @@ uint64_t px_timerq_add_periodic(px_timerq *q, int64_t first_ns, int64_t period_n
     if (p == NULL)
         return 0;
     *p = (periodic){ fn, arg, period_ns };
-    uint64_t id = arm(q, deadline, NULL, NULL, p);
+    uint64_t id = arm(q, deadline, NULL, p, TAG_PERIODIC);
     if (id == 0)
         free(p);
     return id;
@@ -582,15 +582,21 @@ static int settle(px_timerq *q, px_trec *r)
     return 0;
 }
 
-static void queue_destroy(px_timerq *q)
+/* Releases the memory of a queue, not its lock or condition variable. */
+static void queue_release(px_timerq *q)
 {
-    pthread_mutex_destroy(&q->lock);
-    pthread_cond_destroy(&q->wake);
     px_tset_destroy(&q->set);
     chunks_unmap(q);
     free(q->cfree);
     free(q->has_free);
     free(q);
+}
+
+static void queue_destroy(px_timerq *q)
+{
+    pthread_mutex_destroy(&q->lock);
+    pthread_cond_destroy(&q->wake);
+    queue_release(q);
 }
 
 static void queue_unref(px_timerq *q)
@@ -757,13 +763,8 @@ void px_timerq_free(px_timerq *q)
     if (!queue_usable(q)) {
         /* The child of a fork: no worker, the lock may be held for ever, and the
         ** handlers belong to the parent.  Release the memory only. */
-        if (atomic_load(&q->refs) == 1) {
-            px_tset_destroy(&q->set);
-            chunks_unmap(q);
-            free(q->cfree);
-            free(q->has_free);
-            free(q);
-        }
+        if (atomic_load(&q->refs) == 1)
+            queue_release(q);
         return;
     }
     int on_worker = pthread_equal(pthread_self(), q->worker);
