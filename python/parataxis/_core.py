@@ -62,7 +62,7 @@ def pxpy_run_keys(k: Any) -> None:
     # The one-shot handlers a batch collected (see pxpy_trampoline): each call is
     # its final one.  An exception goes out through cffi to sys.unraisablehook,
     # with k.done just past the handler that raised; C then calls again for the
-    # rest.  The loop is _run unrolled: this is the hot path of a cancel storm.
+    # rest.  The loop is pxpy_handler unrolled: the hot path of a cancel storm.
     key, status, n = k.key, k.status, k.n
     i = k.done
     pop, tls = _LIVE.pop, _tls
@@ -81,10 +81,6 @@ def pxpy_run_keys(k: Any) -> None:
 def pxpy_handler(key: int, status: int) -> None:
     # cffi reports an exception escaping this function through sys.unraisablehook
     # and returns to C: the worker (or the draining thread) goes on.
-    _run(key, status)
-
-
-def _run(key: int, status: int) -> None:
     fn, periodic, owner = call = _LIVE[key]
     aborted = status != 0
     if aborted or not periodic:
