@@ -1,0 +1,66 @@
+/*
+** abort_linger -- px_timerq_opts.abort_linger_ns lets the worker gather the
+** aborted calls of a burst of cancels, and loses none: with the default (0 and a
+** negative value) and with a longer linger, every cancel that won is followed by
+** exactly one PX_ECANCELED call on the worker, also a cancel made after the
+** worker went back to sleep, and nothing is called after px_timerq_free.
+*/
+#include "check.h"
+
+enum { N = 200 };
+
+typedef struct call {
+    int calls, status;
+    pthread_t thread;
+} call;
+
+static px_latch aborted;
+
+static void on_call(void *arg, int status)
+{
+    call *c = arg;
+    c->calls++;
+    c->status = status;
+    c->thread = pthread_self();
+    ev_set(&aborted);
+}
+
+static void burst(px_timerq *q, call *c, int n, int base)
+{
+    uint64_t id[N];
+    for (int i = 0; i < n; i++)
+        CHECK((id[i] = px_timerq_add(q, PX_SEC(10), on_call, &c[i])) != 0);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(px_timerq_cancel(q, id[i]), 1);
+    EV_WAIT(&aborted, base + n);
+}
+
+static void run(int64_t linger_ns)
+{
+    static call c[N + 1];
+    for (int i = 0; i <= N; i++)
+        c[i] = (call){ 0, 1, pthread_self() };
+    px_timerq_opts o = { .abort_linger_ns = linger_ns };
+    px_timerq *q = px_timerq_new(&o);
+    CHECK(q != NULL);
+    int base = ev_count(&aborted);
+    burst(q, c, N, base);
+    burst(q, c + N, 1, base + N);          /* one more, after the burst was delivered */
+    px_timerq_free(q);
+    CHECK_EQ(ev_count(&aborted), base + N + 1);
+    for (int i = 0; i <= N; i++) {
+        CHECK_EQ(c[i].calls, 1);
+        CHECK_EQ(c[i].status, PX_ECANCELED);
+        CHECK(!pthread_equal(c[i].thread, pthread_self()));
+    }
+}
+
+int main(void)
+{
+    ev_init(&aborted);
+    run(0);                  /* the default, 50 us */
+    run(-1);                 /* also the default */
+    run(PX_MSEC(2));
+    puts("ok");
+    return 0;
+}
