@@ -18,6 +18,7 @@
 */
 #include <stdlib.h>
 
+#include "compiler.h"
 #include "waitq.h"
 
 /*
@@ -128,7 +129,7 @@ px_mutex *px_mutex_new(void)
 ** off) the caller's list of holds; everything else is kept out of line in
 ** the slow paths, so the fast ones need no stack frame and no call.
 */
-static int __attribute__((noinline)) lock_slow(px_mutex *m, px_fiber *f)
+static int PX_NOINLINE lock_slow(px_mutex *m, px_fiber *f)
 {
     int r;
     if (f->hosted && px__wait_resumed(m, &r))
@@ -154,7 +155,7 @@ int px_mutex_lock(px_mutex *m)
         return PX_ENOFIBER;
     /* Free (and no death to tell of) means nobody waits.  A hosted fiber may
     ** be calling again to collect a wait, which the slow path looks for. */
-    if (__builtin_expect(m->hold.owner == MUTEX_FREE && !f->hosted, 1)) {
+    if (PX_LIKELY(m->hold.owner == MUTEX_FREE && !f->hosted)) {
         px__hold_link(&m->hold, f);
         return 0;
     }
@@ -177,7 +178,7 @@ int px_mutex_trylock(px_mutex *m)
 }
 
 /* Not the owner, the hold not first on the owner's list, or fibers waiting. */
-static int __attribute__((noinline)) unlock_slow(px_mutex *m, px_fiber *f)
+static int PX_NOINLINE unlock_slow(px_mutex *m, px_fiber *f)
 {
     if (f == NULL)
         return PX_ENOFIBER;
@@ -195,8 +196,7 @@ int px_mutex_unlock(px_mutex *m)
     px_fiber *f = px__fiber_here();
     /* Held by the caller (then f is a record, not NULL), last taken of its
     ** holds, nobody waiting: pop it. */
-    if (__builtin_expect(m->hold.owner == f && f->holds == &m->hold &&
-                         m->waiters.len == 0, 1)) {
+    if (PX_LIKELY(m->hold.owner == f && f->holds == &m->hold && m->waiters.len == 0)) {
         f->holds = m->hold.next;
         m->hold.owner = MUTEX_FREE;
         return 0;
