@@ -491,7 +491,9 @@ PX_API px_fiber *px_spawn_sized(px_fiber_fn fn, void *arg, size_t stack_size);
 ** left alone), PX_EDEADLK when `f` is the calling fiber, PX_EINVAL for NULL,
 ** PX_ENOFIBER off-fiber, PX_ETHREAD when `f` belongs to another scheduler, and
 ** PX_EYIELD in a hosted fiber that must yield (see px_spawn_hosted; call
-** px_join again once resumed: it then returns at once).
+** px_join again once resumed: it then returns at once).  Only the end of `f`
+** (or a scope) ends the wait: a px_wake aimed at the joiner makes it look and
+** park again, even when it comes just as `f` ends.
 ** Thread: scheduler.  Parks: yes, wait reason "fiber join".
 */
 PX_API int px_join(px_fiber *f, void **result);

@@ -104,7 +104,13 @@ void px__fiber_free(px_sched *s, px_fiber *f)
     rec_recycle(s, f);
 }
 
-/* The body returned (or the host said so): wake the joiners, forget the id. */
+/*
+** The body returned (or the host said so): end the joins, forget the id.
+** Ending a join is the hand-over (joining cleared, the result stored); only
+** a joiner still parked is woken.  One that is ready already -- a stray wake,
+** or an interrupt -- is queued and looks again when it runs: queuing it a
+** second time would run it twice.
+*/
 void px__fiber_end(px_sched *s, px_fiber *f)
 {
     px__scopes_close_all(f);
@@ -119,7 +125,8 @@ void px__fiber_end(px_sched *s, px_fiber *f)
         px_fiber *next = j->join_next;
         j->joining = NULL;
         j->joined = f->result;
-        px__unpark(s, j, 0);
+        if (j->state == PX_F_PARKED)
+            px__unpark(s, j, 0);
         j = next;
     }
 }

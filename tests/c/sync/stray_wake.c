@@ -2,7 +2,16 @@
 ** stray_wake.c -- px_wake is public and takes any id: a wake that no release
 ** sent must not end a wait.  The waiter waits on, still queued, and gets what
 ** it waited for only when it is handed over.
+**
+** px_join is tried two ways, from a table of kinds of wait: stray wakes from the scheduler's own thread, before and
+** right after a release that the woken waiter has not yet collected; and a
+** flood of px_wake from another thread, landing while the fibers wait and
+** while they are released.  The flood is paced by the main fiber (it asks for
+** a burst and yields until the burst was handed over), so every release
+** finds the waiters freshly woken by it; it is bounded by rounds, not time.
 */
+#include <stdatomic.h>
+
 #define FIBERS_GATE_NO_MAIN
 #include "fibers_gate.c"
 
@@ -116,6 +125,348 @@ SPEC(a_stray_wake_does_not_end_a_gate_take)
     free(g.waiters);
 }
 
+/* -- a joiner made ready by a stray wake as its fiber ends ------------------- */
+
+static px_event *go_b;
+static int joiner_runs;
+
+static void *waits_for_go(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_event_wait(go_b), 0);
+    return (void *)9;
+}
+
+static void *joins_once(void *arg)
+{
+    void *r = NULL;
+    joiner_runs++;
+    CHECK_EQ(px_join(arg, &r), 0);
+    CHECK(r == (void *)9);
+    return (void *)5;
+}
+
+static void *joiner_ready_main(void *arg)
+{
+    (void)arg;
+    px_fiber *b = px_spawn(waits_for_go, NULL);
+    px_fiber *j = px_spawn(joins_once, b);
+    CHECK_EQ(px_yield(), 0);                     /* b waits, j joins b */
+    CHECK_EQ(px_event_set(go_b), 1);             /* b is ready ... */
+    CHECK_EQ(px_wake(px_fiber_id(j)), 1);        /* ... and j behind it: b ends
+                                                 ** while j is ready already */
+    void *r = NULL;
+    CHECK_EQ(px_join(j, &r), 0);
+    CHECK(r == (void *)5);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(px_yield(), 0);                 /* nothing runs j again */
+    CHECK_EQ(joiner_runs, 1);
+    px_fiber_release(j);
+    finish(b);
+    return NULL;
+}
+
+SPEC(a_joiner_woken_as_its_fiber_ends_returns_once)
+{
+    CHECK((go_b = px_event_new()) != NULL);
+    CHECK_EQ(px_run(joiner_ready_main, NULL, NULL), 0);
+    CHECK_EQ(px_event_free(go_b), 0);
+}
+
+/* -- every kind of wait, one table ------------------------------------------- */
+
+#define NW 4                 /* waiters with a flood */
+#define NS 2                 /* waiters with stray wakes from the same thread */
+#define FLOOD_ROUNDS 100
+#define STRAY_ROUNDS 2
+
+/*
+** A kind of wait.  The main fiber arms the object so that waits park, each
+** waiter calls wait() `rounds` times (wait checks that what it got was handed
+** over, and returns the operation's result), and the main fiber calls
+** release() whenever every unfinished waiter is parked in its wait; release
+** returns how many waits it ends.  disarm() checks the accounts and frees.
+*/
+typedef struct kind {
+    void (*arm)(void);
+    int (*wait)(int i);
+    int (*release)(void);
+    size_t (*queued)(void);  /* the object's count of queued waiters; NULL: none */
+    void (*disarm)(void);
+} kind;
+
+static const kind *k;
+static int nwaiters, rounds;
+static int in_wait, finished;     /* waiters inside wait(); waiters done */
+static int done_w[NW];            /* waiter i did all its rounds */
+static long owed, returned;       /* waits released; waits that returned */
+static uint64_t ids[NW];
+
+/* -- the flood: another thread's px_wake of every waiter, in paced bursts ---- */
+
+static struct {
+    int on;
+    pthread_t t;
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    unsigned long credit;    /* wakes it may still send; under m */
+    int stop;                /* under m */
+    atomic_ulong sent;       /* wakes handed to the scheduler */
+} fl = { .m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER };
+
+static void *flood_thread(void *arg)
+{
+    (void)arg;
+    unsigned long j = 0;
+    pthread_mutex_lock(&fl.m);
+    for (;;) {
+        while (fl.credit == 0 && !fl.stop)
+            pthread_cond_wait(&fl.c, &fl.m);
+        if (fl.stop)
+            break;
+        unsigned long burst = fl.credit;
+        fl.credit = 0;
+        pthread_mutex_unlock(&fl.m);
+        for (unsigned long b = 0; b < burst; b++, j++) {
+            CHECK_EQ(px_wake(ids[j % (unsigned long)nwaiters]), 1);   /* posted */
+            atomic_fetch_add(&fl.sent, 1);
+        }
+        pthread_mutex_lock(&fl.m);
+    }
+    pthread_mutex_unlock(&fl.m);
+    return NULL;
+}
+
+static void flood_start(void)
+{
+    fl.on = 1;
+    fl.stop = 0;
+    fl.credit = 0;
+    CHECK(pthread_create(&fl.t, NULL, flood_thread, NULL) == 0);
+}
+
+static void flood_stop(void)
+{
+    pthread_mutex_lock(&fl.m);
+    fl.stop = 1;
+    pthread_cond_signal(&fl.c);
+    pthread_mutex_unlock(&fl.m);
+    CHECK(pthread_join(fl.t, NULL) == 0);
+    fl.on = 0;
+}
+
+/*
+** From the main fiber, with the waiters parked: asks for four wakes a waiter,
+** yields until two a waiter were handed over, then yields once more, so the
+** scheduler takes them in (making every parked waiter ready) before the main
+** fiber runs on to its release.  The rest of the burst lands during the
+** release and the hand-overs.  Without a flood, nothing.
+*/
+static void flood_pass(void)
+{
+    if (!fl.on)
+        return;
+    unsigned long target = atomic_load(&fl.sent) + 2 * (unsigned long)nwaiters;
+    pthread_mutex_lock(&fl.m);
+    fl.credit += 4 * (unsigned long)nwaiters;
+    pthread_cond_signal(&fl.c);
+    pthread_mutex_unlock(&fl.m);
+    int64_t until = px_now() + PX_TEST_TIMEOUT_NS;
+    while (atomic_load(&fl.sent) < target) {
+        CHECK(px_now() < until);
+        CHECK_EQ(px_yield(), 0);
+    }
+    CHECK_EQ(px_yield(), 0);
+}
+
+/* -- the waiters and the main fiber ------------------------------------------ */
+
+static void *waiter(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    for (int r = 0; r < rounds; r++) {
+        in_wait++;
+        int res = k->wait(i);
+        in_wait--;
+        returned++;
+        CHECK_EQ(res, 0);
+    }
+    done_w[i] = 1;
+    finished++;
+    return NULL;
+}
+
+/* Yields until every released wait returned and every unfinished waiter is in
+** its wait again, queued (where the object can tell). */
+static void settle(void)
+{
+    int64_t until = px_now() + PX_TEST_TIMEOUT_NS;
+    for (;;) {
+        int want = nwaiters - finished;
+        if (returned == owed && in_wait == want && (k->queued == NULL || k->queued() == (size_t)want))
+            return;
+        CHECK(returned <= owed);                 /* no wait ended unreleased */
+        CHECK(px_now() < until);
+        CHECK_EQ(px_yield(), 0);
+    }
+}
+
+static void release(void)
+{
+    owed += k->release();
+}
+
+static void start(px_fiber **w)
+{
+    in_wait = finished = 0;
+    owed = returned = 0;
+    memset(done_w, 0, sizeof done_w);
+    k->arm();
+    for (int i = 0; i < nwaiters; i++) {
+        CHECK((w[i] = px_spawn(waiter, (void *)(intptr_t)i)) != NULL);
+        ids[i] = px_fiber_id(w[i]);
+    }
+}
+
+static void end(px_fiber **w)
+{
+    for (int i = 0; i < nwaiters; i++)
+        finish(w[i]);
+    CHECK_EQ(returned, (long)nwaiters * rounds);
+    CHECK_EQ(owed, returned);
+    k->disarm();
+}
+
+/*
+** Same thread.  Each round wakes every waiter, lets it look and park again (it
+** is still waiting, still queued, nothing ended), and then, alternately, wakes
+** it again and releases before it ran, or releases and then wakes it (a
+** joined fiber then ends while its joiner is ready already).
+*/
+static void *stray_main(void *arg)
+{
+    (void)arg;
+    px_fiber *w[NW];
+    start(w);
+    for (int round = 0;; round++) {
+        settle();
+        if (finished == nwaiters)
+            break;
+        long before = returned;
+        for (int i = 0; i < nwaiters; i++)
+            CHECK_EQ(px_wake(ids[i]), !done_w[i]);   /* each one parked */
+        CHECK_EQ(px_yield(), 0);
+        CHECK_EQ(px_yield(), 0);
+        settle();                                /* all back, still queued */
+        CHECK_EQ(returned, before);              /* and none of them ended */
+        if (round % 2 == 0) {
+            for (int i = 0; i < nwaiters; i++)
+                CHECK_EQ(px_wake(ids[i]), !done_w[i]);
+            release();                           /* before the woken run */
+        } else {
+            release();
+            for (int i = 0; i < nwaiters; i++)
+                px_wake(ids[i]);                 /* 1 for those not handed over */
+        }
+    }
+    end(w);
+    return NULL;
+}
+
+static void *flood_main(void *arg)
+{
+    (void)arg;
+    px_fiber *w[NW];
+    start(w);
+    flood_start();
+    for (;;) {
+        settle();
+        if (finished == nwaiters)
+            break;
+        release();
+    }
+    flood_stop();
+    end(w);
+    return NULL;
+}
+
+static void run_stray(const kind *kd)
+{
+    k = kd;
+    nwaiters = NS;
+    rounds = STRAY_ROUNDS;
+    CHECK_EQ(px_run(stray_main, NULL, NULL), 0);
+}
+
+static void run_flood(const kind *kd)
+{
+    k = kd;
+    nwaiters = NW;
+    rounds = FLOOD_ROUNDS;
+    CHECK_EQ(px_run(flood_main, NULL, NULL), 0);
+}
+
+/* -- Join: each wait joins a new child, which ends when released ------------ */
+
+static long child_gen;        /* releases of children so far */
+static long child_from[NW];   /* child_gen when waiter i spawned its child */
+static uint64_t child_ids[NW];
+
+static void *child_body(void *arg)
+{
+    intptr_t i = (intptr_t)arg;
+    while (child_gen == child_from[i])
+        CHECK_EQ(px_park("child waits for its release", NULL, NULL), 0);
+    return (void *)(i + 1);
+}
+
+static void join_arm(void)
+{
+    child_gen = 0;
+}
+
+static int join_wait(int i)
+{
+    child_from[i] = child_gen;
+    px_fiber *c = px_spawn(child_body, (void *)(intptr_t)i);
+    CHECK(c != NULL);
+    child_ids[i] = px_fiber_id(c);
+    void *res = NULL;
+    int r = px_join(c, &res);
+    if (r == 0)
+        CHECK(res == (void *)(intptr_t)(i + 1));
+    px_fiber_release(c);
+    return r;
+}
+
+/* The children are made ready first, and the flood lands behind them: each
+** child ends while its joiner may be ready already. */
+static int join_release(void)
+{
+    int n = in_wait;
+    child_gen++;
+    for (int i = 0; i < nwaiters; i++)
+        px_wake(child_ids[i]);
+    flood_pass();
+    return n;
+}
+
+static void join_disarm(void)
+{
+}
+
+static const kind join_kind = { join_arm, join_wait, join_release, NULL, join_disarm };
+
+/* -- the specifications ---------------------------------------------------------- */
+
+SPEC(a_stray_wake_then_the_end_of_the_joined_ends_a_join)   { run_stray(&join_kind); }
+
+SPEC(a_wake_flood_from_another_thread_ends_no_join)            { run_flood(&join_kind); }
+
 SPECS(a_stray_wake_does_not_end_a_mutex_lock,
       a_stray_wake_does_not_end_a_join,
-      a_stray_wake_does_not_end_a_gate_take)
+      a_stray_wake_does_not_end_a_gate_take,
+      a_joiner_woken_as_its_fiber_ends_returns_once,
+      a_stray_wake_then_the_end_of_the_joined_ends_a_join,
+      a_wake_flood_from_another_thread_ends_no_join)
+
