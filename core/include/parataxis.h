@@ -557,7 +557,11 @@ PX_API int px_sleep_until(int64_t deadline);
 **      id off the queue -- and then calls px_wake(id).  So the woken fiber only
 **      collects what is already its own, and a third fiber can never slip in.
 **      Any code may call px_wake with any id, so px_park returning 0 means
-**      "look again": park again while the hand-over is not yours yet.
+**      "look again": park again while the hand-over is not yours yet.  Keep
+**      the id queued in its place meanwhile, and do not take a woken fiber
+**      that has not run yet for one that is leaving: a release made before
+**      it runs must still hand over to it.  Only a park that returns
+**      PX_ETIMEDOUT / PX_ECANCELED ends a wait without a hand-over.
 **
 ** When a scope interrupts the park (its deadline passed, its token was
 ** cancelled, or it had fired before the park), the fiber is woken by the
@@ -612,6 +616,8 @@ PX_API int px_park_with(const px_park_info *info);
 ** scheduler (woken if it waits) and applied there with the same rules, to the
 ** park the fiber is in when the scheduler takes it in: a late wake can end a
 ** later park with 0, which px_join and the sync waits treat as "look again".
+** Such a stray wake never ends a wait of the library (a join, a sync wait): the
+** waiter keeps its place and parks again, and a release still hands over to it.
 ** It then returns 1 when it was handed over and 0 when no live scheduler has
 ** `id` or the hand-over ran out of memory.
 ** Thread: any.  Parks: no.
@@ -750,6 +756,11 @@ PX_API px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host
 **     nothing of the wait is left queued and nothing was acquired; a grant
 **     that raced the interrupt went on to the next waiter.  It returns
 **     PX_ENOFIBER off-fiber and PX_EINVAL for a NULL object.
+**   - Only a hand-over (or a scope) ends a wait.  A px_wake that no release
+**     sent, from any thread, makes the waiter look and park again, keeping its
+**     place in the queue; a release made before it ran still hands over to it.
+**     A release goes past a waiter that a scope interrupted but that has not
+**     run yet: it is leaving.
 **   - In a hosted fiber whose host cannot switch inside C, such an operation
 **     returns PX_EYIELD: the host yields, and once resumed calls the same
 **     function again with the same arguments, which returns the outcome at

@@ -90,7 +90,7 @@ struct px_fiber {
     int64_t sleep_until;             /* INT64_MAX unless it sleeps */
     px_scope *scope;                 /* innermost open scope */
     px_park_info park;               /* the park under way */
-    int park_result;
+    int park_result;                 /* the park's outcome: 0, or a scope's code */
     unsigned char state;
     unsigned char released;          /* the handle was given up */
     unsigned char hosted;
