@@ -104,10 +104,10 @@ describe("TimerQueue:close with failing handlers", function()
       end
     end
     local warnings = {}
-    local real_warn = warn
-    warn = function(...) warnings[#warnings + 1] = table.concat({ ... }) end
+    local real_warn = _G.warn
+    _G.warn = function(...) warnings[#warnings + 1] = table.concat({ ... }) end
     local ok, err = pcall(q.close, q)
-    warn = real_warn
+    _G.warn = real_warn
     assert.is_false(ok)
     assert.equal("table", type(err))         -- the error value itself, not a copy
     assert.equal(3, raised)
@@ -128,6 +128,20 @@ describe("TimerQueue:close with failing handlers", function()
   end)
 end)
 
+describe("TimerQueue:close from a handler", function()
+  it("runs every other owed call and leaves the queue closed", function()
+    local q = parataxis.TimerQueue()
+    local aborted = 0
+    for _ = 1, 3 do q:add(60, function(a) if a then aborted = aborted + 1 end end) end
+    q:add(0, function() q:close() end)
+    assert.equal(1, q:run())
+    assert.equal(3, aborted)
+    assert.has_error(function() q:add(1, function() end) end)
+    assert.equal(0, q:run())
+    q:close()
+  end)
+end)
+
 describe("TimerQueue:fileno", function()
   local q
   before_each(function() q = parataxis.TimerQueue() end)
@@ -145,9 +159,12 @@ describe("TimerQueue:fileno", function()
   it("stays readable after a handler error while calls are owed", function()
     local calls, errors = 0, 0
     q:add(0.001, function() error("boom") end)
-    for _ = 1, 4 do q:add(0.002, function() calls = calls + 1 end) end
+    for _ = 1, 4 do q:add(0.001, function() calls = calls + 1 end) end
+    -- Until the worker has queued all five (in one batch or a few).
+    local deadline = parataxis.now() + 5
+    while q.core:size() < 5 and parataxis.now() < deadline do q.core:wait(0.01) end
+    assert.equal(5, q.core:size())
     -- An fd-driven loop: poll the descriptor, drain only when it is readable.
-    local deadline = parataxis.now() + 3
     while calls < 4 and parataxis.now() < deadline do
       if q.core:wait(0.5) == 1 then          -- poll(fileno, 0.5 s)
         if not pcall(q.drain, q) then
@@ -159,5 +176,36 @@ describe("TimerQueue:fileno", function()
     assert.equal(1, errors)
     assert.equal(4, calls)
     assert.is_false(fd_readable(q))
+  end)
+end)
+
+describe("TimerQueue:run without a bound, interrupted", function()
+  -- Ctrl-C (SIGINT) ends an unbounded run in the standalone interpreter as it
+  -- ends any Lua code: with "interrupted!".  A child lua5.4 waits on a timer
+  -- 10 s away; it is signalled once it reports that it is about to wait.
+  it("ends on SIGINT with the interpreter's error, not at the timer", function()
+    local ready = os.tmpname()
+    os.remove(ready)
+    local script = table.concat({
+      'local q = require("parataxis").TimerQueue()',
+      'q:add(10, function() end)',
+      string.format('local f = io.open(%q, "w"); f:write("ready"); f:close()', ready),
+      'q:run(math.huge)',
+      'print("returned")',
+    }, " ")
+    local sh = string.format(
+      "lua5.4 -e %q 2>&1 & pid=$!; " ..
+      "n=0; until [ -s %q ] || [ $n -ge 1000 ]; do sleep 0.01; n=$((n+1)); done; " ..
+      "kill -INT $pid; wait $pid; echo \"rc=$?\"",
+      script, ready)
+    local t0 = parataxis.now()
+    local p = assert(io.popen(sh))
+    local out = p:read("a")
+    p:close()
+    os.remove(ready)
+    assert.is_nil(out:find("returned"), out)
+    assert.truthy(out:find("interrupted!"), out)
+    assert.truthy(out:find("rc=1"), out)
+    assert.is_true(parataxis.now() - t0 < 9)
   end)
 end)
