@@ -98,4 +98,3 @@ def test_installed_wheel_carries_the_licence():
     assert licences, [str(f) for f in files]
     text = Path(dist.locate_file(licences[0])).read_text()
     assert "The Parataxis developers" in text
-    assert "LICENSE" in (dist.metadata.get_all("License-File") or [])
