@@ -3,14 +3,19 @@
 ** `parataxis_core`, the low-level module under bindings/lua/parataxis.lua.
 **
 ** A Lua state is never touched from another thread, so timer handlers do not
-** call into Lua: the timer queue's executor is a px_queue, drained on the Lua
-** thread by TimerQueue:drain(), and each handler only records (key, status)
-** for the Lua side to dispatch.  Keys name the Lua functions (kept in a Lua
-** table), so no Lua value crosses into C.
+** call into Lua: the timer queue's executor is a px_queue, emptied on the Lua
+** thread one call at a time by TimerQueue:take(), and each handler only records
+** (key, status) for the Lua side to dispatch.  Keys name the Lua functions (kept
+** in a Lua table), so no Lua value crosses into C.  Taking one call at a time
+** keeps every call the Lua side has not run inside the px_queue, whose
+** descriptor is therefore readable exactly while calls wait to be run -- also
+** after a Lua handler raised.
 */
 %module parataxis_core
 
 %{
+#include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -22,8 +27,8 @@ typedef struct TimerQueue {
     px_timerq *tq;
     px_queue *hq;
     px_executor ex;          /* hq as the executor of tq */
-    fired *fired;            /* recorded by the handlers of the last drain */
-    size_t len, cap;
+    fired *fired;            /* recorded by handlers, not yet taken: fired[head..len) */
+    size_t head, len, cap;
 } TimerQueue;
 
 typedef struct pending_arg { TimerQueue *owner; long long key; } pending_arg;
@@ -65,6 +70,27 @@ static int64_t to_ns(double s)
     return (int64_t)(s * 1e9);
 }
 
+/* Posted only to keep the descriptor readable while recorded calls wait. */
+static void keep_readable(void *arg, int status)
+{
+    (void)arg;
+    (void)status;
+}
+
+/*
+** Waits for hq without a bound: 1 when calls wait, 0 when a signal ended the
+** wait, -1 when poll failed.  One poll: the Lua side loops, so a Lua hook -- the
+** interpreter's Ctrl-C handler sets one -- runs between two polls, not never.
+*/
+static int wait_unbounded(px_queue *hq)
+{
+    struct pollfd pfd = { .fd = px_queue_fd(hq), .events = POLLIN };
+    int r = poll(&pfd, 1, -1);
+    if (r > 0)
+        return 1;
+    return r < 0 && errno == EINTR ? 0 : -1;
+}
+
 /* Stops the timer queue: every call it still owed is in hq when this returns. */
 static void shutdown_queue(TimerQueue *t)
 {
@@ -79,6 +105,7 @@ static void close_queue(TimerQueue *t)
     if (t->hq == NULL)
         return;
     px_queue_drain(t->hq, 0);        /* frees their args; the calls are dropped */
+    t->head = t->len = 0;
     px_queue_free(t->hq);
     t->hq = NULL;
 }
@@ -89,6 +116,13 @@ static void close_queue(TimerQueue *t)
 %typemap(in, checkfn="lua_isinteger") long long %{ $1 = (long long)lua_tointeger(L, $input); %}
 %typemap(out) long long %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
 %typemap(out) int %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
+
+/* take() returns the recorded call as two values, key and status, or nothing. */
+%typemap(in, numinputs=0) (long long *key, int *status) (long long k = 0, int st = 0)
+%{ $1 = &k; $2 = &st; %}
+%typemap(argout) (long long *key, int *status)
+%{ if (result) { lua_pushinteger(L, (lua_Integer)*$1); lua_pushinteger(L, (lua_Integer)*$2); SWIG_arg += 2; } %}
+%typemap(out) int take %{ %}
 
 %rename(version) px_version;
 %rename(strerror) px_strerror;
@@ -164,23 +198,48 @@ typedef struct TimerQueue {} TimerQueue;
     int fileno() {
         return $self->hq ? px_queue_fd($self->hq) : -1;
     }
-    /* Waits up to timeout_s for handler calls; 1 when some wait. */
+    /* Waits up to timeout_s for handler calls, without a bound when timeout_s is
+    ** negative or above 9.2e9 s; 1 when some wait, 0 on timeout or when a signal
+    ** ended an unbounded wait, -1 when that wait failed (NaN waits 0). */
     int wait(double timeout_s) {
+        if ($self->hq == NULL)
+            return 0;
+        if (timeout_s < 0 || timeout_s > 9.2e9)
+            return wait_unbounded($self->hq);
         int64_t ns = to_ns(timeout_s);
-        return $self->hq ? px_queue_wait($self->hq, ns < 0 ? 0 : ns) : 0;
+        return px_queue_wait($self->hq, ns < 0 ? 0 : ns);
     }
-    /* Runs the waiting handler calls, which record what fired; returns how many. */
-    int drain() {
-        $self->len = 0;
-        if ($self->hq)
-            px_queue_drain($self->hq, 0);
-        return (int)$self->len;
+    /* How many calls are queued (a recorded one not yet taken counts too). */
+    int size() {
+        if ($self->hq == NULL)
+            return 0;
+        size_t n = px_queue_size($self->hq) + ($self->len - $self->head);
+        return n > INT32_MAX ? INT32_MAX : (int)n;
     }
-    long long fired_key(int i) {
-        return i >= 0 && (size_t)i < $self->len ? $self->fired[i].key : 0;
-    }
-    int fired_status(int i) {
-        return i >= 0 && (size_t)i < $self->len ? $self->fired[i].status : 0;
+    /* Takes the next call: runs one queued handler, which records what fired,
+    ** and returns (key, status); nothing when no call waits. */
+    int take(long long *key, int *status) {
+        TimerQueue *t = $self;
+        if (t->head == t->len) {
+            t->head = t->len = 0;
+            /* One queued handler records one call (or none: a keep_readable). */
+            while (t->hq != NULL && t->len == 0 && px_queue_drain(t->hq, 1) == 1)
+                ;
+            /* A handler that recorded more than one (a periodic tick and its
+            ** final call, made together once the worker has exited) leaves the
+            ** rest here, out of hq: keep the descriptor readable until they
+            ** are taken.  Should
+            ** that post fail (no memory), they still wait here for the next
+            ** take; only the descriptor does not show them. */
+            if (t->len > 1)
+                (void)px_queue_post(t->hq, keep_readable, NULL, 0);
+        }
+        if (t->head == t->len)
+            return 0;
+        *key = t->fired[t->head].key;
+        *status = t->fired[t->head].status;
+        t->head++;
+        return 1;
     }
     int closed() {
         return $self->tq == NULL;
