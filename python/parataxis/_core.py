@@ -76,10 +76,14 @@ def pxpy_run_keys(k: Any) -> None:
     key, status, n = k.key, k.status, k.n
     i = k.done
     pop, tls = _LIVE.pop, _tls
-    prev = getattr(tls, "current", None)
+    # tls.current is set when the owner changes, not per handler (handlers leave
+    # it as they found it): a threading.local store costs more than ctx.run.
+    prev = cur = getattr(tls, "current", None)
     try:
         while i < n:
-            fn, _, tls.current, ctx = pop(key[i])
+            fn, _, owner, ctx = pop(key[i])
+            if owner is not cur:
+                tls.current = cur = owner
             ctx.run(fn, status[i] != 0)
             i += 1
     finally:
