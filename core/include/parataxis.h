@@ -100,7 +100,9 @@ typedef void (*px_handler_fn)(void *arg, int status);
 ** called once, later, on a thread of the executor's choosing, and return 0; or
 ** return a negative code, and then the caller runs fn(arg, status) itself at once.
 ** post() is called from the timer queue's worker thread and must not block for
-** long.
+** long.  An executor that accepted a call and then cannot run it as asked (shut
+** down, cancelled) calls fn(arg, PX_ECANCELED) instead, on any thread: the
+** handler then gets PX_ECANCELED (a periodic timer's final call).
 **
 ** flush(), which may be NULL, is called on the worker after each batch of posts
 ** (up to 256): an executor that pays per hand-over -- a lock, a wake-up, a

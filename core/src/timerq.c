@@ -605,13 +605,16 @@ static void queue_unref(px_timerq *q)
         queue_destroy(q);
 }
 
-/* What an executor runs for a record posted to it. */
+/* What an executor runs for a record posted to it.  A non-zero status is the
+** executor saying it cannot run the call as asked (shut down, cancelled): the
+** call is then made now, as an abort, unless a cancel already won. */
 static void posted_call(void *arg, int status)
 {
-    (void)status;
     px_trec *r = arg;
     px_timerq *q = chunk_of(r)->q;
     int again;
+    if (status != 0)
+        rec_swap_state(r, REC_DUE, REC_ABORTED);
     do {
         rec_call(r);
         queue_lock(q);

@@ -38,6 +38,8 @@ px_queue *px_queue_new(void);
 px_executor px_queue_executor(px_queue *q);
 int px_queue_post(px_queue *q, px_handler_fn fn, void *arg, int status);
 int px_queue_drain(px_queue *q, size_t max);
+int pxpy_queue_drain(px_queue *q, size_t max);
+void pxpy_drain_stop(void);
 int px_queue_fd(px_queue *q);
 int px_queue_wait(px_queue *q, int64_t timeout_ns);
 size_t px_queue_size(px_queue *q);
@@ -124,14 +126,63 @@ static void pxpy_invoke(px_handler_fn fn, void *arg, int status)
     fn(arg, status);
 }
 
-/* Calls the handler now.  What it runs (a HandlerQueue drained from inside it,
-** say) is not part of the batch being collected: that batch is set aside. */
+/* Runs the handlers collected so far, in order, and empties `k`.  An exception
+** leaves pxpy_run_keys (cffi reports it through sys.unraisablehook) with `done`
+** just past that handler: go on from there. */
+static void pxpy_run_collected(pxpy_keys *k)
+{
+    pxpy_collect = NULL;
+    while (k->done < k->n) {
+        size_t before = k->done;
+        pxpy_run_keys(k);
+        if (k->done == before)
+            k->done++;
+    }
+    k->n = k->done = 0;
+}
+
+/* Calls the handler now, after the ones collected before it (the calls of a
+** batch keep their order: a Timer's waits run in the order they were added).
+** What it runs (a HandlerQueue drained from inside it, say) is not part of the
+** batch being collected. */
 static void pxpy_call_now(uintptr_t key, int status)
 {
     pxpy_keys *collecting = pxpy_collect;
-    pxpy_collect = NULL;
+    if (collecting != NULL)
+        pxpy_run_collected(collecting);
     pxpy_handler(key, status);
     pxpy_collect = collecting;
+}
+
+/*
+** HandlerQueue.drain: px_queue_drain one call at a time, so that a handler that
+** raises KeyboardInterrupt or SystemExit (Python then calls pxpy_drain_stop)
+** ends the drain right after it, with every later call still queued, in order,
+** and the queue's fd still readable.  Nested drains keep their own flag.
+*/
+static _Thread_local int pxpy_stop;
+
+static void pxpy_drain_stop(void)
+{
+    pxpy_stop = 1;
+}
+
+static int pxpy_queue_drain(px_queue *q, size_t max)
+{
+    size_t budget = max ? max : px_queue_size(q);
+    int outer = pxpy_stop, done = 0;
+    pxpy_stop = 0;
+    while ((size_t)done < budget && done < INT32_MAX && !pxpy_stop) {
+        int n = px_queue_drain(q, 1);
+        if (n <= 0) {
+            if (done == 0)
+                done = n;               /* PX_EINVAL for a NULL queue, or 0 */
+            break;
+        }
+        done++;
+    }
+    pxpy_stop = outer;
+    return done;
 }
 
 /* The px_handler_fn of a periodic Python handler: hands the key to Python. */
@@ -262,19 +313,14 @@ static void pxpy_batch_flush(void *ctx)
     }
     for (size_t i = 0; i < b->len; i++) {
         pxpy_call c = b->call[i];
-        if (b->inner.post == NULL || b->inner.post(b->inner.ctx, c.fn, c.arg, c.status) != 0)
+        if (b->inner.post == NULL)
             c.fn(c.arg, c.status);
+        else if (b->inner.post(b->inner.ctx, c.fn, c.arg, c.status) != 0)
+            c.fn(c.arg, PX_ECANCELED);  /* not submitted: run here, aborted */
     }
-    pxpy_collect = NULL;
     b->len = 0;
-    /* An exception in a handler leaves pxpy_run_keys (cffi reports it through
-    ** sys.unraisablehook) with `done` just past that handler: go on from there. */
-    while (keys.done < keys.n) {
-        size_t before = keys.done;
-        pxpy_run_keys(&keys);
-        if (keys.done == before)
-            keys.done++;
-    }
+    pxpy_run_collected(&keys);
+    pxpy_collect = NULL;
     PyGILState_Release(gil);
 }
 

@@ -22,8 +22,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextvars
 import math
 import os
+import select
 import threading
 import weakref
 from typing import Any, Callable, Dict, NoReturn, Optional, Union
@@ -36,8 +38,9 @@ Executor = Union[None, "HandlerQueue", asyncio.AbstractEventLoop, concurrent.fut
 
 _NULL = ffi.NULL
 _ECANCELED = lib.PX_ECANCELED
-# A call is the tuple (fn, periodic, owner state); _LIVE maps id(call) to it until
-# its final call.
+# A call is the tuple (fn, periodic, owner state, context); _LIVE maps id(call)
+# to it until its final call.  The handler runs in the contextvars context
+# copied when it was added, as loop.call_later's callbacks do.
 _LIVE: Dict[int, Any] = {}
 _CTX: Dict[int, Any] = {}               # id(queue state) -> what its executor's ctx needs
 _QUEUES: "weakref.WeakSet[TimerQueue]" = weakref.WeakSet()
@@ -49,6 +52,13 @@ _tls = threading.local()
 # the worker gathers a millisecond's aborts into one.
 _ABORT_LINGER_NS = 1_000_000
 _add, _cancel = lib.pxpy_add, lib.px_timerq_cancel
+_copy_context = contextvars.copy_context
+_invoke = lib.pxpy_invoke
+# Executors that run a call in another process or interpreter: they cannot call
+# a handler (or the C trampoline) of this one.
+_ELSEWHERE = tuple(c for c in (getattr(concurrent.futures, "ProcessPoolExecutor", None),
+                               getattr(concurrent.futures, "InterpreterPoolExecutor", None))
+                   if c is not None)
 
 
 class _State:
@@ -66,11 +76,15 @@ def pxpy_run_keys(k: Any) -> None:
     key, status, n = k.key, k.status, k.n
     i = k.done
     pop, tls = _LIVE.pop, _tls
-    prev = getattr(tls, "current", None)
+    # tls.current is set when the owner changes, not per handler (handlers leave
+    # it as they found it): a threading.local store costs more than ctx.run.
+    prev = cur = getattr(tls, "current", None)
     try:
         while i < n:
-            fn, _, tls.current = pop(key[i])
-            fn(status[i] != 0)
+            fn, _, owner, ctx = pop(key[i])
+            if owner is not cur:
+                tls.current = cur = owner
+            ctx.run(fn, status[i] != 0)
             i += 1
     finally:
         tls.current = prev
@@ -80,28 +94,71 @@ def pxpy_run_keys(k: Any) -> None:
 @ffi.def_extern()
 def pxpy_handler(key: int, status: int) -> None:
     # cffi reports an exception escaping this function through sys.unraisablehook
-    # and returns to C: the worker (or the draining thread) goes on.
-    fn, periodic, owner = call = _LIVE[key]
+    # and returns to C: the worker (or the draining thread) goes on.  But a
+    # KeyboardInterrupt or SystemExit (any BaseException that is no Exception)
+    # in a handler that HandlerQueue.drain() runs stops that drain and is raised
+    # by it, as Python users expect.
+    fn, periodic, owner, ctx = _LIVE[key]
     aborted = status != 0
     if aborted or not periodic:
         del _LIVE[key]                  # the final call: release the call
     prev = getattr(_tls, "current", None)
     _tls.current = owner
     try:
-        fn(aborted)
+        ctx.run(fn, aborted)
+    except Exception:
+        raise
+    except BaseException as e:
+        box = getattr(_tls, "drain", None)
+        if box is None:
+            raise
+        box.append(e)
+        lib.pxpy_drain_stop()
     finally:
         _tls.current = prev
 
 
+class _Submitted:
+    """A call handed to a concurrent.futures executor.  It is made once, by
+    whichever comes first: the executor running it, or its future ending
+    without having run it (cancelled, failed to start), which makes it the
+    handler's aborted call, inline in the thread that ended the future."""
+
+    __slots__ = ("fn", "arg", "token")
+
+    def __init__(self, fn: Any, arg: Any) -> None:
+        self.fn, self.arg, self.token = fn, arg, [None]
+
+    def claim(self) -> bool:
+        try:
+            self.token.pop()            # atomic: one caller gets it
+        except IndexError:
+            return False
+        return True
+
+    def __call__(self) -> None:
+        if self.claim():
+            _invoke(self.fn, self.arg, 0)
+
+    def ended(self, future: Any) -> None:
+        if self.claim():
+            _invoke(self.fn, self.arg, _ECANCELED)
+
+
 @ffi.def_extern()
 def pxpy_post(ctx: Any, fn: Any, arg: Any, status: int) -> int:
-    # Runs on the worker: hand the C trampoline (fn, arg, status) to the
+    # Runs on the worker: hand the C trampoline (fn, arg) to the
     # concurrent.futures executor.  The trampoline decides, when it runs, whether
     # the timer was cancelled meanwhile -- so cancel wins while it waits there.
+    call = _Submitted(fn, arg)
     try:
-        ffi.from_handle(ctx).submit(lib.pxpy_invoke, fn, arg, status)
-    except BaseException:
-        return lib.PX_ECLOSED           # shut down: the worker runs it inline
+        future = ffi.from_handle(ctx).submit(call)
+    except BaseException:               # shut down: the worker runs it, aborted
+        return lib.PX_ECLOSED if call.claim() else 0
+    try:
+        future.add_done_callback(call.ended)
+    except Exception:                   # not a Future: it runs as the executor says
+        pass
     return 0
 
 
@@ -109,10 +166,14 @@ def _ns(seconds: float, what: str = "delay") -> int:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
     if not (seconds >= 0 and math.isfinite(seconds)):
-        raise ValueError(f"{what} must be finite and >= 0, got {seconds!r}")
+        raise InvalidArgument(f"{what} must be finite and >= 0, got {seconds!r}")
     if seconds >= 4e9:                  # ~126 years: beyond what the clock holds
-        raise ValueError(f"{what} too large: {seconds!r}")
+        raise InvalidArgument(f"{what} too large: {seconds!r}")
     return int(seconds * 1e9)
+
+
+def _bad_timer_id(timer_id: object) -> NoReturn:
+    raise TypeError(f"timer id must be an int, not {type(timer_id).__name__}")
 
 
 def _check_handler(fn: object) -> None:
@@ -141,19 +202,49 @@ class HandlerQueue:
         return self._q
 
     def drain(self, max: int = 0) -> int:
-        """Run up to `max` queued handlers (0: all queued now) here; return how many."""
+        """Run up to `max` queued handlers (0: all queued now) here; return how many.
+
+        A handler's KeyboardInterrupt or SystemExit ends the drain and is raised
+        here; the calls after it stay queued for the next drain."""
         if max < 0:
-            raise ValueError("max must be >= 0")
-        return check(lib.px_queue_drain(self._ptr(), max))
+            raise InvalidArgument("max must be >= 0")
+        q = self._ptr()
+        prev = getattr(_tls, "drain", None)
+        box: "list[BaseException]" = []
+        _tls.drain = box                # where pxpy_handler puts what must propagate
+        try:
+            n = lib.pxpy_queue_drain(q, max)
+        finally:
+            _tls.drain = prev
+        if box:
+            raise box.pop()
+        return check(n)
 
     def fileno(self) -> int:
         """A descriptor readable while handlers wait.  Never read it yourself."""
         return check(lib.px_queue_fd(self._ptr()))
 
     def wait(self, timeout: Optional[float] = None) -> bool:
-        """Block (GIL released) until a handler waits or `timeout` s passed."""
-        ns = -1 if timeout is None else _ns(timeout, "timeout")
-        return check(lib.px_queue_wait(self._ptr(), ns)) == 1
+        """Block (GIL released) until a handler waits or `timeout` s passed.
+
+        Signals are handled while it waits: Ctrl-C raises KeyboardInterrupt."""
+        ns = None if timeout is None else _ns(timeout, "timeout")
+        # select.poll rather than px_queue_wait: it runs the Python signal
+        # handlers when a signal interrupts it (PEP 475), so Ctrl-C gets through.
+        p = select.poll()
+        p.register(self.fileno(), select.POLLIN)
+        if ns is None:
+            while not p.poll():
+                pass
+            return True
+        end = lib.px_now() + ns
+        while True:
+            left = end - lib.px_now()
+            # poll rounds a fraction of a millisecond up: never early.
+            if p.poll(min(max(left, 0) / 1e6, 2**31 - 1)):
+                return True
+            if left <= 0 or lib.px_now() >= end:
+                return False
 
     def __len__(self) -> int:
         return int(lib.px_queue_size(self._ptr()))
@@ -171,7 +262,19 @@ class HandlerQueue:
         q, self._q = self._q, _NULL
         _HQUEUES.discard(self)
         if not self._forked:            # in a fork child the calls are the parent's
-            lib.px_queue_free(q)
+            prev = getattr(_tls, "drain", None)
+            _tls.drain = None           # close delivers every call, whatever raises
+            try:
+                lib.px_queue_free(q)
+            finally:
+                _tls.drain = prev
+
+    def __repr__(self) -> str:
+        if self._forked:
+            return "<parataxis.HandlerQueue forked>"
+        if self._q == _NULL:
+            return "<parataxis.HandlerQueue closed>"
+        return f"<parataxis.HandlerQueue fd={self.fileno()} queued={len(self)}>"
 
     def __enter__(self) -> "HandlerQueue":
         return self
@@ -204,6 +307,7 @@ class TimerQueue:
         self._hq: Optional[HandlerQueue] = None     # our own, for an asyncio loop
         self._user_hq: Optional[HandlerQueue] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._where = "worker" if executor is None else type(executor).__name__
         ex = self._make_executor(executor)
         opts = ffi.new("px_timerq_opts *")
         keep = ffi.new("px_executor *", ex)         # copied by px_timerq_new
@@ -244,6 +348,12 @@ class TimerQueue:
             self._hq = HandlerQueue()
             return lib.px_queue_executor(self._hq._q)
         if isinstance(executor, concurrent.futures.Executor):
+            if isinstance(executor, _ELSEWHERE):
+                kind = next(c for c in _ELSEWHERE if isinstance(executor, c)).__name__
+                raise TypeError(
+                    f"executor {type(executor).__name__} (a {kind}) runs calls in another "
+                    "process or interpreter, which cannot call this one's handlers: use "
+                    "a ThreadPoolExecutor and submit to the process pool from a handler")
             h = ffi.new_handle(executor)
             _CTX.setdefault(id(self._state), []).append(h)
             return self._batched({"post": lib.pxpy_post, "ctx": h, "flush": _NULL})
@@ -293,7 +403,7 @@ class TimerQueue:
             ns = int(delay * 1e9)
         else:
             ns = _ns(delay)
-        call = (fn, False, self._state)
+        call = (fn, False, self._state, _copy_context())
         key = id(call)
         _LIVE[key] = call
         tid = _add(self._q, ns, key)
@@ -307,9 +417,9 @@ class TimerQueue:
         _check_handler(fn)
         p = _ns(period, "period")
         if p == 0:
-            raise ValueError("period must be > 0")
+            raise InvalidArgument("period must be > 0")
         f = _ns(first, "first")
-        call = (fn, True, self._state)
+        call = (fn, True, self._state, _copy_context())
         key = id(call)
         _LIVE[key] = call
         tid = lib.pxpy_add_periodic(self._q, f, p, key)
@@ -320,11 +430,15 @@ class TimerQueue:
     def cancel(self, timer_id: int) -> bool:
         """Abort a timer.  True while its handler has not started (it is then
         called with aborted=True); False when too late or unknown."""
+        if timer_id is True or timer_id is False:
+            _bad_timer_id(timer_id)     # an int to C, but no timer id
         try:
             r = _cancel(self._q, timer_id)
         except OverflowError:           # negative or >= 2**64: no such timer
             self._ptr()
             return False
+        except TypeError:
+            _bad_timer_id(timer_id)
         if r >= 0:
             return r == 1
         self._ptr()
@@ -372,6 +486,14 @@ class TimerQueue:
                 self._loop.call_soon_threadsafe(self._release_hq)
             else:
                 self._release_hq()
+
+    def __repr__(self) -> str:
+        where = f"<parataxis.TimerQueue executor={self._where}"
+        if self._forked:
+            return where + " forked>"
+        if self._closed:
+            return where + " closed>"
+        return f"{where} pending={self.pending}>"
 
     def _release_hq(self) -> None:
         hq, self._hq = self._hq, None
@@ -429,7 +551,7 @@ class Timer:
         """Call fn(False) at the expiry, or fn(True) if the wait is aborted first."""
         _check_handler(fn)
         t = self._ptr()
-        call = (fn, False, self._queue._state)
+        call = (fn, False, self._queue._state, _copy_context())
         _LIVE[id(call)] = call
         rc = lib.pxpy_timer_wait(t, id(call))
         if rc < 0:
@@ -445,6 +567,11 @@ class Timer:
         t, self._t = self._t, _NULL
         if t != _NULL and not self._queue._forked:
             lib.px_timer_free(t)
+
+    def __repr__(self) -> str:
+        if self._t == _NULL or self._queue._closed or self._queue._forked:
+            return "<parataxis.Timer closed>"
+        return f"<parataxis.Timer expiry={self.expiry:.6f}>"
 
     def __enter__(self) -> "Timer":
         return self
@@ -509,6 +636,10 @@ def _after_fork_in_child() -> None:
     _CTX.clear()
     _DEFERRED.clear()
 
+
+for _cls in (HandlerQueue, TimerQueue, Timer):
+    _cls.__module__ = "parataxis"       # shown as parataxis.TimerQueue
+del _cls
 
 atexit.register(_close_all_at_exit)
 os.register_at_fork(after_in_child=_after_fork_in_child)
