@@ -427,6 +427,10 @@ static int loop(px_sched *s)
 px_sched *px_sched_new(const px_sched_opts *opts)
 {
     px__trace_init();
+    /* A default stack no address space holds would leave every spawn, and
+    ** every posted function, without a fiber: refuse it here. */
+    if (opts && opts->stack_size != 0 && !px_stack_mappable(opts->stack_size))
+        return NULL;
     px_sched *s = calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
