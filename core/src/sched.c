@@ -391,7 +391,8 @@ static int idle(px_sched *s, int *done)
         *done = 1;
         return 0;
     }
-    if (s->holds == 0 && s->tset.count == 0 && s->outside == 0) {
+    /* An open token scope: a thread may still cancel it and free its fiber. */
+    if (s->holds == 0 && s->tset.count == 0 && s->outside == 0 && s->token_scopes == 0) {
         pthread_mutex_unlock(&s->lock);
         *done = 1;
         return px__deadlock_report(s);
