@@ -5,9 +5,9 @@
 ** fires when a park notices its deadline passed or its token cancelled, and
 ** stays fired until it closes: every later park inside it ends at once.
 **
-** The scheduler counts its open scopes that have a token: a fiber parked in
-** one is no deadlock, since any thread may cancel a token at any time (and
-** px_run gives the user no scheduler to hold).
+** The scheduler counts its open scopes that have a token.  In px_run, which
+** gives the user no scheduler to hold for a thread that will cancel, a fiber
+** parked in one is no deadlock: any thread may cancel a token at any time.
 */
 #include <stdlib.h>
 

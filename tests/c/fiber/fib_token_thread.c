@@ -1,9 +1,11 @@
 /*
-** fib_token_thread.c -- a token may be cancelled from any thread, so a fiber
-** parked in a cancel scope is not deadlocked: px_run (which gives no scheduler
-** to hold) waits for the cancel that another thread makes, and the fiber gets
-** PX_ECANCELED.  A real deadlock is still one: with no open cancel scope, or
-** once the scope closed, px_run / px_sched_run return PX_EDEADLK with the report.
+** fib_token_thread.c -- a token may be cancelled from any thread, so in px_run
+** (which gives no scheduler to hold) a fiber parked in a cancel scope is not
+** deadlocked: the run waits for the cancel another thread makes, and the fiber
+** gets PX_ECANCELED.  With px_sched_run the caller holds the scheduler for
+** that thread (px_sched_hold), as for a px_wake or px_sched_post.  A real
+** deadlock is still one: with no cancel scope open, or once the scope closed,
+** px_run / px_sched_run return PX_EDEADLK with the report.
 */
 #include <string.h>
 
@@ -13,12 +15,15 @@ static px_latch parking;     /* set by the fiber just before it parks */
 static px_token *tok;
 static int got;
 
+/* Cancels once the fiber is about to park; then lets go of `arg` (a held
+** scheduler) if there is one. */
 static void *canceller(void *arg)
 {
-    (void)arg;
     EV_WAIT(&parking, 1);
     sleep_ns(PX_MSEC(50));   /* let the scheduler find nothing else to do */
     CHECK_EQ(px_token_cancel(tok), 1);
+    if (arg)
+        CHECK_EQ(px_sched_unhold(arg), 0);
     return NULL;
 }
 
@@ -90,6 +95,27 @@ static void test_push_form_and_joiner(void)
     ev_destroy(&parking);
 }
 
+/* px_sched_run: the caller holds the scheduler for the cancelling thread. */
+static void test_sched_run_with_a_hold(void)
+{
+    pthread_t th;
+    ev_init(&parking);
+    tok = px_token_new();
+    CHECK(tok != NULL);
+    got = 0;
+    px_sched *s = px_sched_new(NULL);
+    CHECK(s != NULL);
+    CHECK_EQ(px_sched_hold(s), 0);
+    CHECK_EQ(px_sched_post(s, cancelled_main, NULL), 0);
+    CHECK_EQ(pthread_create(&th, NULL, canceller, s), 0);
+    CHECK_EQ(px_sched_run(s), 0);
+    CHECK_EQ(got, PX_ECANCELED);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    px_sched_free(s);
+    px_token_free(tok);
+    ev_destroy(&parking);
+}
+
 /* -- real deadlocks -------------------------------------------------------- */
 
 static char report[4096];
@@ -103,11 +129,13 @@ static void on_deadlock(void *ctx, const char *text)
 }
 
 static uint64_t stuck_id;
+static int stuck_count;
 
 static void *stuck(void *arg)
 {
     (void)arg;
     stuck_id = px_self();
+    stuck_count++;
     px_park("parked for good", NULL, NULL);
     return NULL;
 }
@@ -162,17 +190,54 @@ static void test_real_deadlocks(void)
     check_report();
     px_sched_free(s);
 
-    /* cancelled from another thread, then a real deadlock outside the scope */
+    /* cancelled from another thread, then a real deadlock outside the scope:
+    ** px_run waited for the cancel, then reported */
     pthread_t th;
+    ev_init(&parking);
+    stuck_count = 0;
+    CHECK_EQ(pthread_create(&th, NULL, canceller, NULL), 0);
+    CHECK_EQ(px_run(cancelled_then_stuck, NULL, NULL), PX_EDEADLK);
+    CHECK_EQ(stuck_count, 1);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    ev_destroy(&parking);
+    px_token_free(tok);
+
+    /* the same with px_sched_run and a hold the canceller lets go of */
+    ev_init(&parking);
+    tok = px_token_new();
+    CHECK(tok != NULL);
+    s = px_sched_new(&o);
+    CHECK(s != NULL);
+    reports = 0;
+    stuck_count = 0;
+    CHECK_EQ(px_sched_hold(s), 0);
+    CHECK_EQ(pthread_create(&th, NULL, canceller, s), 0);
+    CHECK_EQ(px_sched_post(s, cancelled_then_stuck, NULL), 0);
+    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    check_report();
+    CHECK_EQ(stuck_count, 1);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    px_sched_free(s);
+    ev_destroy(&parking);
+    px_token_free(tok);
+
+    /* px_sched_run without a hold: a fiber in a cancel scope and nothing
+    ** else is a deadlock, reported as before (the caller may cancel and run
+    ** again) */
+    tok = px_token_new();
+    CHECK(tok != NULL);
     ev_init(&parking);
     s = px_sched_new(&o);
     CHECK(s != NULL);
     reports = 0;
-    CHECK_EQ(pthread_create(&th, NULL, canceller, NULL), 0);
-    CHECK_EQ(px_sched_post(s, cancelled_then_stuck, NULL), 0);
+    got = 0;
+    CHECK_EQ(px_sched_post(s, cancelled_main, NULL), 0);
     CHECK_EQ(px_sched_run(s), PX_EDEADLK);
-    check_report();
-    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(reports, 1);
+    CHECK(strstr(report, "waits for a cancel from another thread") != NULL);
+    CHECK_EQ(px_token_cancel(tok), 1);
+    CHECK_EQ(px_sched_run(s), 0);
+    CHECK_EQ(got, PX_ECANCELED);
     px_sched_free(s);
     ev_destroy(&parking);
     px_token_free(tok);
@@ -182,6 +247,7 @@ int main(void)
 {
     test_px_run_waits_for_cancel();
     test_push_form_and_joiner();
+    test_sched_run_with_a_hold();
     test_real_deadlocks();
     puts("fib_token_thread: ok");
     return 0;
