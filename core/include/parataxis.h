@@ -443,12 +443,14 @@ PX_API px_sched *px_sched_new(const px_sched_opts *opts);
 **
 ** Returns 0 when every fiber ended.  Returns PX_EDEADLK when fibers remain
 ** parked but none can run, no sleep or timeout is pending, nothing was posted,
-** no hold is taken, no fiber is parked on something an outside thread can
-** wake (PX_PARK_OUTSIDE) and no fiber has a cancel scope open (any thread may
-** cancel its token, so such a run waits for that instead): it first writes a report (opts->on_deadlock, or
-** stderr) naming every parked fiber, its wait reason, what it waits on and who
-** holds that, and the wait-for cycle when the primitives say who holds what.  The
-** parked fibers stay parked; px_sched_free releases them.
+** no hold is taken and no fiber is parked on something an outside thread can
+** wake (PX_PARK_OUTSIDE) -- a thread that will px_wake, px_sched_post or
+** px_token_cancel takes a hold for it (px_run, which has none to take, counts
+** an open cancel scope as one instead): it first writes a report
+** (opts->on_deadlock, or stderr) naming every parked fiber, its wait reason,
+** what it waits on and who holds that, and the wait-for cycle when the
+** primitives say who holds what.  The parked fibers stay parked;
+** px_sched_free releases them.
 ** Returns PX_EINVAL for NULL, PX_EBUSY when `s` runs already or the thread runs
 ** another scheduler, PX_ETHREAD when `s` ran on another thread before (a refused
 ** call changes nothing and does not bind `s`), PX_ENOMEM when the stack pool
@@ -486,9 +488,10 @@ PX_API px_executor px_sched_executor(px_sched *s);
 /*
 ** A hold keeps `s` running while it has no fiber left, and stops it from
 ** declaring a deadlock while its fibers are parked: something outside (a timer
-** queue delivering through px_sched_executor, a thread that will px_wake or
-** px_sched_post) still has work for it.  Each px_sched_hold must be matched by
-** one px_sched_unhold; the last one wakes `s` so it can finish.
+** queue delivering through px_sched_executor, a thread that will px_wake,
+** px_sched_post or px_token_cancel) still has work for it.  Each
+** px_sched_hold must be matched by one px_sched_unhold; the last one wakes `s`
+** so it can finish.
 ** Both return 0, or PX_EINVAL (NULL s, or unhold without a hold).
 ** Thread: any.  Parks: no.
 */
@@ -501,8 +504,8 @@ PX_API int px_sched_unhold(px_sched *s);
 ** (px_spawn_sized: `stack_size` bytes rounded up to pages, 0 for the default).
 ** Returns a handle for px_join and px_fiber_release; NULL off-fiber or from
 ** another thread (no current scheduler), for NULL fn, or when out of memory
-** (also: a stack_size that cannot be mapped, such as SIZE_MAX).  The handle stays valid until
-** px_fiber_release, even after the fiber ended.
+** (also: a stack_size that cannot be mapped, such as SIZE_MAX).  The handle
+** stays valid until px_fiber_release, even after the fiber ended.
 ** Thread: scheduler (from one of its fibers).  Parks: no.
 */
 PX_API px_fiber *px_spawn(px_fiber_fn fn, void *arg);
@@ -703,8 +706,9 @@ PX_API int px_scope_pop(void);
 ** it, 0 when it already was, PX_EINVAL for NULL.  Thread: any.  Parks: no.
 ** px_token_cancelled returns 1 or 0 (0 for NULL).  Thread: any.  Parks: no.
 ** px_token_free releases it; no scope may still use it.  NULL does nothing.
-** Because any thread may cancel it, a scheduler with a fiber inside a cancel
-** scope never reports a deadlock (see px_sched_run): it waits for the cancel.
+** Because any thread may cancel it, px_run does not report a deadlock while
+** a fiber has a cancel scope open: it waits for the cancel.  px_sched_run
+** does (all fibers parked and no hold); hold the scheduler for the thread.
 */
 PX_API px_token *px_token_new(void);
 PX_API int px_token_cancel(px_token *token);
