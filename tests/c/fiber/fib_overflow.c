@@ -11,7 +11,9 @@
 **     a slab stack: the guard is wider than such a frame, so none jumps it.
 **
 ** Each case runs in a forked child whose stderr the parent reads.  The child
-** names the fiber it expects in its first line ("expect N").
+** names the fiber it expects in its first line ("expect N").  Under ASan the
+** stacks of parked fibers carry poisoned redzones, so a runaway that reaches
+** them may be stopped by ASan's own report first: that is accepted there.
 */
 #include <signal.h>
 #include <stdint.h>
@@ -22,6 +24,14 @@
 #include <unistd.h>
 
 #include "../check.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASAN 1
+#endif
+#endif
 
 /* -- what runs in the child ------------------------------------------------ */
 
@@ -93,7 +103,7 @@ static void expect_report(const char *what, const char *guarded_budget, int big_
     if (only && strcmp(only, what) != 0)
         return;
     int fds[2], status;
-    char out[8192];
+    char out[8192], sink[4096];
     size_t n = 0;
     ssize_t r;
     CHECK(pipe(fds) == 0);
@@ -111,6 +121,8 @@ static void expect_report(const char *what, const char *guarded_budget, int big_
     while (n < sizeof out - 1 && (r = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
         n += (size_t)r;
     out[n] = 0;
+    while (read(fds[0], sink, sizeof sink) > 0)
+        ;   /* the rest (a sanitizer's report): the child must not die of SIGPIPE */
     close(fds[0]);
     CHECK(waitpid(pid, &status, 0) == pid);
     fprintf(stderr, "%s: child said: %s", what, out);
@@ -120,6 +132,13 @@ static void expect_report(const char *what, const char *guarded_budget, int big_
     CHECK(sscanf(out, "expect %llu", &id) == 1 && id != 0);
     char want[96];
     snprintf(want, sizeof want, "parataxis: fiber %llu overflowed its stack", id);
+#ifdef ASAN
+    if (strstr(out, want) == NULL) {
+        CHECK(strstr(out, "AddressSanitizer: stack-buffer-overflow") != NULL);
+        CHECK(!WIFEXITED(status) || WEXITSTATUS(status) != 3);
+        return;
+    }
+#endif
     CHECK(strstr(out, want) != NULL);
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
 }
