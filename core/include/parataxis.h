@@ -372,6 +372,23 @@ PX_API void px_timer_free(px_timer *t);
 **   - A fiber id is a 64-bit number, never 0, never reused within the process, so
 **     a stale id can never reach another fiber.
 **
+** Stacks are mmap'd and touched lazily.  A stack overflow ends the process
+** with "parataxis: fiber N overflowed its stack" on stderr and SIGABRT when the
+** fiber runs into a guard: each of the first PARATAXIS_GUARDED_STACKS (10,000)
+** stacks has a 64 KiB PROT_NONE guard of its own (a page if pages are larger);
+** past that, default-size stacks share slabs of about 16 MiB with one such
+** guard at the low end (a runaway recursion runs down through the other stacks
+** of its slab into it) and a 64-byte canary between stacks, checked whenever
+** the fiber switches out.  Not caught (undefined behaviour): a frame that moves
+** the stack pointer more than 64 KiB at once and writes below the guard first
+** (build the fibers' code with -fstack-clash-protection, which the library
+** cannot impose, to have such frames probe the guard); on a slab stack an
+** overflow that returns before reaching a guard without writing the canary; a
+** runaway on a stack of non-default size past the budget (canary only, no
+** guard); the overflow of a hosted fiber or of the scheduler's own thread; any
+** overflow once the program replaced the library's SIGSEGV handler (installed
+** with the first stack pool).  docs/fibers.md has the details.
+**
 ** With PARATAXIS_TRACE=1 in the environment (read once, by the first
 ** px_sched_new), every scheduler writes one line to stderr per fiber event:
 ** "parataxis trace <seconds since the first scheduler> fiber <id> <event>", the
@@ -387,7 +404,8 @@ typedef void *(*px_fiber_fn)(void *arg);
 
 typedef struct px_sched_opts {
     /* Default stack size of its fibers in bytes, rounded up to pages; 0: 64 KiB.
-    ** Stacks are touched lazily, so a large size costs address space, not memory. */
+    ** Stacks are touched lazily, so a large size costs address space, not memory.
+    ** A size no address space can hold makes px_sched_new return NULL. */
     size_t stack_size;
     /* The scheduler thread's timer slack while it runs (as px_timerq_opts):
     ** 0 selects 1 us, a negative value leaves the thread's slack alone.  The
@@ -404,7 +422,9 @@ typedef struct px_sched_opts {
 ** main(arg) as its first fiber, runs until every fiber ended, frees the
 ** scheduler and stores main's return value in *result (when result is not NULL).
 ** Returns 0; PX_EDEADLK when fibers were left parked with nothing that could ever
-** wake them (the report went to stderr; *result is then NULL); PX_EINVAL for NULL
+** wake them, as px_sched_run decides it: a fiber parked in a cancel scope is not
+** such a fiber, so a token that another thread cancels later needs no hold (the
+** report went to stderr; *result is then NULL); PX_EINVAL for NULL
 ** main; PX_ENOMEM; PX_EBUSY when the thread already runs a scheduler.
 ** Thread: any thread that runs no scheduler.  Parks: blocks the thread until done.
 */
@@ -412,7 +432,9 @@ PX_API int px_run(px_fiber_fn main, void *arg, void **result);
 
 /*
 ** Returns a new scheduler, not yet running, or NULL when out of memory or file
-** descriptors.  `opts` may be NULL.  Thread: any.  Parks: no.
+** descriptors, or when opts->stack_size cannot be mapped at all (above
+** SIZE_MAX / 32, or a trial reservation of that much address space fails).
+** `opts` may be NULL.  Thread: any.  Parks: no.
 */
 PX_API px_sched *px_sched_new(const px_sched_opts *opts);
 
@@ -424,10 +446,13 @@ PX_API px_sched *px_sched_new(const px_sched_opts *opts);
 ** Returns 0 when every fiber ended.  Returns PX_EDEADLK when fibers remain
 ** parked but none can run, no sleep or timeout is pending, nothing was posted,
 ** no hold is taken and no fiber is parked on something an outside thread can
-** wake (PX_PARK_OUTSIDE): it first writes a report (opts->on_deadlock, or
-** stderr) naming every parked fiber, its wait reason, what it waits on and who
-** holds that, and the wait-for cycle when the primitives say who holds what.  The
-** parked fibers stay parked; px_sched_free releases them.
+** wake (PX_PARK_OUTSIDE) -- a thread that will px_wake, px_sched_post or
+** px_token_cancel takes a hold for it (px_run, which has none to take, counts
+** an open cancel scope as one instead): it first writes a report
+** (opts->on_deadlock, or stderr) naming every parked fiber, its wait reason,
+** what it waits on and who holds that, and the wait-for cycle when the
+** primitives say who holds what.  The parked fibers stay parked;
+** px_sched_free releases them.
 ** Returns PX_EINVAL for NULL, PX_EBUSY when `s` runs already or the thread runs
 ** another scheduler, PX_ETHREAD when `s` ran on another thread before (a refused
 ** call changes nothing and does not bind `s`), PX_ENOMEM when the stack pool
@@ -465,9 +490,10 @@ PX_API px_executor px_sched_executor(px_sched *s);
 /*
 ** A hold keeps `s` running while it has no fiber left, and stops it from
 ** declaring a deadlock while its fibers are parked: something outside (a timer
-** queue delivering through px_sched_executor, a thread that will px_wake or
-** px_sched_post) still has work for it.  Each px_sched_hold must be matched by
-** one px_sched_unhold; the last one wakes `s` so it can finish.
+** queue delivering through px_sched_executor, a thread that will px_wake,
+** px_sched_post or px_token_cancel) still has work for it.  Each
+** px_sched_hold must be matched by one px_sched_unhold; the last one wakes `s`
+** so it can finish.
 ** Both return 0, or PX_EINVAL (NULL s, or unhold without a hold).
 ** Thread: any.  Parks: no.
 */
@@ -477,10 +503,11 @@ PX_API int px_sched_unhold(px_sched *s);
 /*
 ** The seed's `fiber { }`: spawns fn(arg) on the calling fiber's scheduler, at the
 ** tail of the ready queue, with the scheduler's default stack size
-** (px_spawn_sized: `stack_size` bytes, 0 for the default).  Returns a handle for
-** px_join and px_fiber_release; NULL off-fiber or from another thread (no current
-** scheduler), for NULL fn, or when out of memory.  The handle stays valid until
-** px_fiber_release, even after the fiber ended.
+** (px_spawn_sized: `stack_size` bytes rounded up to pages, 0 for the default).
+** Returns a handle for px_join and px_fiber_release; NULL off-fiber or from
+** another thread (no current scheduler), for NULL fn, or when out of memory
+** (also: a stack_size that cannot be mapped, such as SIZE_MAX).  The handle
+** stays valid until px_fiber_release, even after the fiber ended.
 ** Thread: scheduler (from one of its fibers).  Parks: no.
 */
 PX_API px_fiber *px_spawn(px_fiber_fn fn, void *arg);
@@ -689,6 +716,9 @@ PX_API int px_scope_pop(void);
 ** it, 0 when it already was, PX_EINVAL for NULL.  Thread: any.  Parks: no.
 ** px_token_cancelled returns 1 or 0 (0 for NULL).  Thread: any.  Parks: no.
 ** px_token_free releases it; no scope may still use it.  NULL does nothing.
+** Because any thread may cancel it, px_run does not report a deadlock while
+** a fiber has a cancel scope open: it waits for the cancel.  px_sched_run
+** does (all fibers parked and no hold); hold the scheduler for the thread.
 */
 PX_API px_token *px_token_new(void);
 PX_API int px_token_cancel(px_token *token);

@@ -135,6 +135,8 @@ struct px_sched {
 
     size_t live;             /* fibers not ended */
     size_t outside;          /* parked with PX_PARK_OUTSIDE */
+    size_t token_scopes;     /* open scopes with a token: any thread may cancel it */
+    int token_scopes_hold;   /* px_run's: they count as holds (nobody else can hold) */
 
     /* id -> fiber for the live fibers: open addressing, linear probing */
     px_fiber **tab;

@@ -391,7 +391,9 @@ static int idle(px_sched *s, int *done)
         *done = 1;
         return 0;
     }
-    if (s->holds == 0 && s->tset.count == 0 && s->outside == 0) {
+    /* In px_run an open token scope is a hold: a thread may still cancel it. */
+    if (s->holds == 0 && s->tset.count == 0 && s->outside == 0 &&
+        !(s->token_scopes_hold && s->token_scopes != 0)) {
         pthread_mutex_unlock(&s->lock);
         *done = 1;
         return px__deadlock_report(s);
@@ -427,6 +429,10 @@ static int loop(px_sched *s)
 px_sched *px_sched_new(const px_sched_opts *opts)
 {
     px__trace_init();
+    /* A default stack no address space holds would leave every spawn, and
+    ** every posted function, without a fiber: refuse it here. */
+    if (opts && opts->stack_size != 0 && !px_stack_mappable(opts->stack_size))
+        return NULL;
     px_sched *s = calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
@@ -558,6 +564,9 @@ int px_run(px_fiber_fn main, void *arg, void **result)
     px_sched *s = px_sched_new(NULL);
     if (s == NULL)
         return PX_ENOMEM;
+    /* Nobody can hold this scheduler for a thread that will cancel a token:
+    ** a fiber with a cancel scope open waits for that thread instead. */
+    s->token_scopes_hold = 1;
     struct run_main m = { main, arg, NULL };
     int r = px_sched_post(s, run_main_fiber, &m);
     if (r == 0)

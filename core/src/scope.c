@@ -4,6 +4,10 @@
 ** and every outer scope, so a park learns its bound from one field.  A scope
 ** fires when a park notices its deadline passed or its token cancelled, and
 ** stays fired until it closes: every later park inside it ends at once.
+**
+** The scheduler counts its open scopes that have a token.  In px_run, which
+** gives the user no scheduler to hold for a thread that will cancel, a fiber
+** parked in one is no deadlock: any thread may cancel a token at any time.
 */
 #include <stdlib.h>
 
@@ -27,8 +31,10 @@ static void scope_open(px_fiber *f, px_scope *sc, int64_t deadline, px_token *t,
     sc->sched = f->s;
     sc->fiber_id = f->id;
     sc->wnext = sc->wprev = NULL;
-    if (t)
+    if (t) {
         px__token_watch(t, sc);
+        f->s->token_scopes++;
+    }
     f->scope = sc;
 }
 
@@ -36,8 +42,10 @@ static void scope_open(px_fiber *f, px_scope *sc, int64_t deadline, px_token *t,
 static int scope_unlink(px_fiber *f, px_scope *sc)
 {
     f->scope = sc->outer;
-    if (sc->token)
+    if (sc->token) {
         px__token_unwatch(sc->token, sc);
+        sc->sched->token_scopes--;
+    }
     return sc->fired;
 }
 
