@@ -182,7 +182,7 @@ px_fiber *px_spawn(px_fiber_fn fn, void *arg)
 
 px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host_ctx)
 {
-    if (s == NULL || ops == NULL || ops->resume == NULL)
+    if (s == NULL || ops == NULL || ops->resume == NULL || px__sched_forked(s))
         return NULL;
     pthread_mutex_lock(&s->lock);
     int other = s->running && !pthread_equal(s->thread, pthread_self());
@@ -259,6 +259,8 @@ void px_fiber_release(px_fiber *f)
     if (f == NULL)
         return;
     px_sched *s = f->s;
+    if (px__sched_forked(s))
+        return;   /* the child of a fork: the parent's record */
     if (px__sched_here() != s) {
         pthread_mutex_lock(&s->lock);
         int running = s->running;

@@ -116,6 +116,8 @@ int px_with_cancel(px_token *token, px_scope_fn body, void *arg)
 {
     if (body == NULL || token == NULL)
         return PX_EINVAL;
+    if (px__token_forked(token))
+        return PX_EFORKED;
     return with_scope(INT64_MAX, token, body, arg);
 }
 
@@ -145,7 +147,9 @@ int px_scope_push_deadline(int64_t deadline)
 
 int px_scope_push_cancel(px_token *token)
 {
-    return token == NULL ? PX_EINVAL : push(INT64_MAX, token);
+    if (token == NULL)
+        return PX_EINVAL;
+    return px__token_forked(token) ? PX_EFORKED : push(INT64_MAX, token);
 }
 
 int px_scope_pop(void)

@@ -506,6 +506,11 @@ size_t px_timerq_cancel_all(px_timerq *q)
     return n;
 }
 
+int px__timerq_forked(const px_timerq *q)
+{
+    return q->fork_gen != px_fork_generation();
+}
+
 int px__timerq_refusal(px_timerq *q)
 {
     if (!queue_usable(q))
