@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deadline.h"
 #include "fiber.h"
 #include "trace.h"
 
@@ -319,7 +320,7 @@ int px_sleep_until(int64_t deadline)
         int r = px__scope_check(f);
         return r ? r : px_yield();
     }
-    f->sleep_until = deadline;   /* px__unpark resets it */
+    f->sleep_until = px__deadline_finite(deadline);   /* px__unpark resets it */
     px_park_info pi = { "sleep", NULL, NULL, NULL, NULL, NULL, 0 };
     return px_park_with(&pi);
 }
@@ -328,8 +329,7 @@ int px_sleep(int64_t ns)
 {
     if (ns < 0)
         return PX_EINVAL;
-    int64_t now = px_now();
-    return px_sleep_until(ns > INT64_MAX - now ? INT64_MAX - 1 : now + ns);
+    return px_sleep_until(px__deadline_after(px_now(), ns));
 }
 
 /* -- park and wake -------------------------------------------------------- */

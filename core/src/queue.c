@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "parataxis.h"
+#include "deadline.h"
 #include "fork.h"
 
 typedef struct item {
@@ -172,15 +173,11 @@ int px_queue_wait(px_queue *q, int64_t timeout_ns)
     if (forked(q))
         return PX_EFORKED;
     struct pollfd pfd = { .fd = q->efd, .events = POLLIN };
-    int64_t deadline = timeout_ns < 0 ? -1 : px_now() + timeout_ns;
+    int64_t deadline = timeout_ns < 0 ? INT64_MAX : px__deadline_after(px_now(), timeout_ns);
     for (;;) {
         struct timespec ts, *tsp = NULL;
-        if (deadline >= 0) {
-            int64_t left = deadline - px_now();
-            if (left < 0)
-                left = 0;
-            ts.tv_sec = left / 1000000000;
-            ts.tv_nsec = left % 1000000000;
+        if (deadline != INT64_MAX) {
+            ts = px__timespec_left(deadline, px_now());
             tsp = &ts;
         }
         int r = ppoll(&pfd, 1, tsp, NULL);

@@ -31,6 +31,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "fiber.h"
 #include "fork.h"
 #include "trace.h"
@@ -429,11 +430,7 @@ static void wait_kernel(px_sched *s, int64_t until)
     struct pollfd pfd = { .fd = s->efd, .events = POLLIN };
     struct timespec ts, *tsp = NULL;
     if (until != INT64_MAX) {
-        int64_t left = until - px_now();
-        if (left < 0)
-            left = 0;
-        ts.tv_sec = left / 1000000000;
-        ts.tv_nsec = left % 1000000000;
+        ts = px__timespec_left(until, px_now());
         tsp = &ts;
     }
     if (ppoll(&pfd, 1, tsp, NULL) > 0) {
@@ -521,7 +518,7 @@ px_sched *px_sched_new(const px_sched_opts *opts)
     if (opts) {
         s->stack_size = opts->stack_size;
         if (opts->timer_slack_ns != 0)
-            s->slack_ns = opts->timer_slack_ns;
+            s->slack_ns = px__tolerance(opts->timer_slack_ns);
         s->on_deadlock = opts->on_deadlock;
         s->on_deadlock_ctx = opts->on_deadlock_ctx;
     }

@@ -7,12 +7,12 @@
 */
 #include <stdlib.h>
 
+#include "deadline.h"
 #include "fiber.h"
 
 static int64_t deadline_after(int64_t ns)
 {
-    int64_t now = px_now();
-    return ns > INT64_MAX - 1 - now ? INT64_MAX - 1 : now + ns;
+    return px__deadline_finite(px__deadline_after(px_now(), ns));
 }
 
 static void scope_open(px_fiber *f, px_scope *sc, int64_t deadline, px_token *t, int heap)

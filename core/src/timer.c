@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "parataxis.h"
+#include "deadline.h"
 #include "timerq.h"
 
 typedef struct wait_item {
@@ -113,10 +114,9 @@ int px_timer_expires_at(px_timer *t, int64_t deadline)
 
 int px_timer_expires_after(px_timer *t, int64_t delay_ns)
 {
-    int64_t now = px_now();
-    if (t == NULL || delay_ns < 0 || delay_ns > INT64_MAX - now)
+    if (t == NULL || delay_ns < 0)
         return PX_EINVAL;
-    return px_timer_expires_at(t, now + delay_ns);
+    return px_timer_expires_at(t, px__deadline_after(px_now(), delay_ns));
 }
 
 int64_t px_timer_expiry(px_timer *t)
