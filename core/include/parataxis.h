@@ -18,6 +18,12 @@
 **   - Errors are negative PX_E* codes; px_strerror() names each one.  Bad input
 **     returns a code.  It never aborts, and it never loses a handler.
 **   - Durations and deadlines are int64_t nanoseconds on the clock of px_now().
+**     A duration whose deadline would pass INT64_MAX saturates: it means "never"
+**     (it is accepted, never comes due early, and never overflows).
+**   - After fork(), the child may not use any object made before the fork (the
+**     threads that served it are gone): every call on one returns PX_EFORKED (or
+**     0 / NULL, as its comment says) before touching it, and its _free releases
+**     only what the child can safely release.  Objects made in the child work.
 **   - "Thread: any" means any thread may call it at any time; "Parks: no" means the
 **     call never waits for another thread except to take a short internal lock.
 */
@@ -141,8 +147,9 @@ PX_API px_queue *px_queue_new(void);
 PX_API px_executor px_queue_executor(px_queue *q);
 
 /*
-** Posts fn(arg, status) into `q`.  Returns 0, PX_EINVAL (NULL q or fn) or
-** PX_ENOMEM.  Thread: any.  Parks: no.
+** Posts fn(arg, status) into `q`.  Returns 0, PX_EINVAL (NULL q or fn),
+** PX_ENOMEM, or PX_EFORKED in the child of a fork (q is the parent's: its
+** handlers are owed there).  Thread: any.  Parks: no.
 */
 PX_API int px_queue_post(px_queue *q, px_handler_fn fn, void *arg, int status);
 
@@ -151,7 +158,8 @@ PX_API int px_queue_post(px_queue *q, px_handler_fn fn, void *arg, int status);
 ** starts) on the calling thread, in FIFO order, and returns how many ran; PX_EINVAL
 ** for NULL.  Handlers may post more.  With max 0 those wait for the next drain;
 ** with max > 0 calls are taken 64 at a time, so a later chunk may hold calls
-** that handlers of an earlier chunk posted.
+** that handlers of an earlier chunk posted.  PX_EFORKED in the child of a fork:
+** it never runs the parent's handlers.
 ** Thread: any; each handler runs on the caller.  Parks: no.
 */
 PX_API int px_queue_drain(px_queue *q, size_t max);
@@ -160,25 +168,30 @@ PX_API int px_queue_drain(px_queue *q, size_t max);
 ** Returns a file descriptor that is readable while handlers wait in `q` (an
 ** eventfd), for epoll, poll, asyncio's add_reader or a Lua loop; PX_EINVAL for
 ** NULL.  Only px_queue_drain clears it: never read it yourself.  The descriptor
-** belongs to the queue and is closed by px_queue_free.  Thread: any.  Parks: no.
+** belongs to the queue and is closed by px_queue_free.  PX_EFORKED in the child
+** of a fork (the descriptor is shared with the parent).  Thread: any.  Parks: no.
 */
 PX_API int px_queue_fd(px_queue *q);
 
 /*
-** Waits until a handler is queued or `timeout_ns` has passed (negative: forever).
-** Returns 1 when handlers wait, 0 on timeout, PX_EINVAL for NULL.
+** Waits until a handler is queued or `timeout_ns` has passed (negative, or too
+** long for the clock: forever).  Returns 1 when handlers wait, 0 on timeout,
+** PX_EINVAL for NULL, PX_EFORKED in the child of a fork.
 ** Thread: any.  Parks: yes, blocks the calling thread.
 */
 PX_API int px_queue_wait(px_queue *q, int64_t timeout_ns);
 
 /*
-** Returns how many handlers are queued.  Thread: any.  Parks: no.
+** Returns how many handlers are queued (0 in the child of a fork).
+** Thread: any.  Parks: no.
 */
 PX_API size_t px_queue_size(px_queue *q);
 
 /*
 ** Runs every handler still queued (so that none is lost) and releases `q`.  Nobody
-** may post into `q` once this is called.  Thread: any.  Parks: no.
+** may post into `q` once this is called.  In the child of a fork it runs none,
+** closes the child's descriptor, and releases the memory unless a thread of the
+** parent was using the queue at the fork.  Thread: any.  Parks: no.
 */
 PX_API void px_queue_free(px_queue *q);
 
@@ -200,12 +213,14 @@ typedef struct px_timerq_opts {
     /* The worker's timer slack in nanoseconds (Linux PR_SET_TIMERSLACK): how late
     ** the kernel may wake it.  0 selects the library's default (1 us); a negative
     ** value leaves it alone: the worker inherits the slack of the thread that
-    ** called px_timerq_new (the kernel's default is 50 us). */
+    ** called px_timerq_new (the kernel's default is 50 us).  More than 1 s is
+    ** taken as 1 s (as abort_linger_ns): a tolerance, not a deadline. */
     int64_t timer_slack_ns;
     /* How late the worker may make the PX_ECANCELED call of a cancelled timer, so
     ** that a burst of cancels costs one wake-up, not one each.  0 (or less)
     ** selects the default, 50 us.  A binding whose handlers need a global lock
-    ** (Python's GIL) passes more: each delivery is a hand-over of that lock. */
+    ** (Python's GIL) passes more: each delivery is a hand-over of that lock.
+    ** More than 1 s is taken as 1 s. */
     int64_t abort_linger_ns;
 } px_timerq_opts;
 
@@ -220,9 +235,10 @@ PX_API px_timerq *px_timerq_new(const px_timerq_opts *opts);
 ** or fn(arg, PX_ECANCELED) if it is aborted first.  A timer never fires early.
 **
 ** Returns the timer's id: never 0, never reused by this queue.  Returns 0 when the
-** timer was not added -- NULL q or fn, a negative delay or one that overflows the
-** clock, no memory, a queue that is being freed or belongs to the parent of a fork
-** -- and then fn is never called.  Thread: any, including handlers of this queue.
+** timer was not added -- NULL q or fn, a negative delay, no memory, a queue that
+** is being freed or belongs to the parent of a fork -- and then fn is never
+** called.  A delay too long for the clock saturates: the timer is added and never
+** comes due (its one call is then the PX_ECANCELED of a cancel or free).  Thread: any, including handlers of this queue.
 ** Parks: no.  Wakes the worker only when the earliest deadline moves.
 */
 PX_API uint64_t px_timerq_add(px_timerq *q, int64_t delay_ns, px_handler_fn fn, void *arg);
@@ -310,9 +326,13 @@ typedef struct px_timer px_timer;
 PX_API px_timer *px_timer_new(px_timerq *q);
 
 /*
-** Sets the expiry to now + `delay_ns` (>= 0) and aborts the waits pending on the
-** previous expiry (each is called with PX_ECANCELED).  Returns how many waits it
-** aborted, or PX_EINVAL.  Thread: any.  Parks: no.
+** Sets the expiry to now + `delay_ns` (>= 0; too long for the clock: INT64_MAX,
+** never) and aborts the waits pending on the previous expiry (each is called with
+** PX_ECANCELED).  Returns how many waits it aborted, PX_EINVAL, or PX_EFORKED in
+** the child of a fork when t's queue is the parent's (so do px_timer_expires_at,
+** px_timer_expiry, px_timer_async_wait and px_timer_cancel; px_timer_free then
+** releases the timer only when no wait of the parent's is pending on it).
+** Thread: any.  Parks: no.
 */
 PX_API int px_timer_expires_after(px_timer *t, int64_t delay_ns);
 
@@ -330,9 +350,9 @@ PX_API int64_t px_timer_expiry(px_timer *t);
 /*
 ** Adds a waiter: fn(arg, 0) when the expiry is reached, or fn(arg, PX_ECANCELED)
 ** when the wait is aborted first.  Returns 0, or PX_EINVAL, PX_ENOMEM (no memory
-** for the wait, the expiry's batch or the queue's timer record) or PX_ECLOSED
-** (its queue is closing or belongs to the parent of a fork) -- and then fn is
-** never called.
+** for the wait, the expiry's batch or the queue's timer record), PX_ECLOSED (its
+** queue is closing) or PX_EFORKED (in the child of a fork, its queue is the
+** parent's) -- and then fn is never called.
 ** Thread: any.  Parks: no.
 */
 PX_API int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg);
@@ -456,7 +476,15 @@ PX_API px_sched *px_sched_new(const px_sched_opts *opts);
 ** Returns PX_EINVAL for NULL, PX_EBUSY when `s` runs already or the thread runs
 ** another scheduler, PX_ETHREAD when `s` ran on another thread before (a refused
 ** call changes nothing and does not bind `s`), PX_ENOMEM when the stack pool
-** cannot be made on the first run (`s` stays bound to the calling thread).
+** cannot be made on the first run (`s` stays bound to the calling thread),
+** PX_EFORKED in the child of a fork when `s` was made before it.
+**
+** fork() in a fiber: in the child, the forking fiber is no fiber any more
+** (px_self() is 0, parks return PX_ENOFIBER), so it may px_run a new scheduler
+** or exec; once it returns, the px_sched_run (or px_run) it ran under returns
+** PX_EFORKED in the child without running any other fiber or posted function
+** (they run in the parent).  px_sched_free then releases `s` in the child,
+** calling none of its posted handlers.
 ** Thread: see above.  Parks: blocks the calling thread while it runs.
 */
 PX_API int px_sched_run(px_sched *s);
@@ -465,7 +493,9 @@ PX_API int px_sched_run(px_sched *s);
 ** Releases `s` and every fiber record it still has: fibers left parked (after
 ** PX_EDEADLK) are discarded without running again, and posted functions that
 ** never started are dropped.  NULL does nothing.  `s` must not be running, and
-** no thread may post to it any more.  Thread: any.  Parks: no.
+** no thread may post to it any more.  In the child of a fork, a scheduler made
+** before it is only forgotten (its memory stays), except the one a fiber forked
+** in, once its run returned PX_EFORKED.  Thread: any.  Parks: no.
 */
 PX_API void px_sched_free(px_sched *s);
 
@@ -474,7 +504,9 @@ PX_API void px_sched_free(px_sched *s);
 ** if it waits.  Posted functions start in the order they were posted.  Should no
 ** stack be available when `s` gets to it, fn(arg) runs on the scheduler thread
 ** outside any fiber (it may not park then).
-** Returns 0, PX_EINVAL (NULL s or fn) or PX_ENOMEM.  Thread: any.  Parks: no.
+** Returns 0, PX_EINVAL (NULL s or fn), PX_ENOMEM, or PX_EFORKED in the child of a
+** fork when `s` was made before it (as px_sched_hold, px_sched_unhold and the
+** executor's post; px_wake of its fibers returns 0).  Thread: any.  Parks: no.
 */
 PX_API int px_sched_post(px_sched *s, px_fiber_fn fn, void *arg);
 
@@ -713,7 +745,9 @@ PX_API int px_scope_pop(void);
 ** px_token_cancel cancels it and wakes the fibers parked under it (through
 ** their schedulers; should that hand-over run out of memory, such a fiber is
 ** interrupted only at its next park); returns 1 when this call cancelled
-** it, 0 when it already was, PX_EINVAL for NULL.  Thread: any.  Parks: no.
+** it, 0 when it already was, PX_EINVAL for NULL, PX_EFORKED in the child of a
+** fork for a token made before it (as px_with_cancel and px_scope_push_cancel;
+** px_token_cancelled still reads it).  Thread: any.  Parks: no.
 ** px_token_cancelled returns 1 or 0 (0 for NULL).  Thread: any.  Parks: no.
 ** px_token_free releases it; no scope may still use it.  NULL does nothing.
 ** Because any thread may cancel it, px_run does not report a deadlock while

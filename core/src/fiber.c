@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deadline.h"
 #include "fiber.h"
 #include "trace.h"
 
@@ -189,7 +190,7 @@ px_fiber *px_spawn(px_fiber_fn fn, void *arg)
 
 px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host_ctx)
 {
-    if (s == NULL || ops == NULL || ops->resume == NULL)
+    if (s == NULL || ops == NULL || ops->resume == NULL || px__sched_forked(s))
         return NULL;
     pthread_mutex_lock(&s->lock);
     int other = s->running && !pthread_equal(s->thread, pthread_self());
@@ -266,6 +267,8 @@ void px_fiber_release(px_fiber *f)
     if (f == NULL)
         return;
     px_sched *s = f->s;
+    if (px__sched_forked(s))
+        return;   /* the child of a fork: the parent's record */
     if (px__sched_here() != s) {
         pthread_mutex_lock(&s->lock);
         int running = s->running;
@@ -324,7 +327,7 @@ int px_sleep_until(int64_t deadline)
         int r = px__scope_check(f);
         return r ? r : px_yield();
     }
-    f->sleep_until = deadline;   /* px__unpark resets it */
+    f->sleep_until = px__deadline_finite(deadline);   /* px__unpark resets it */
     px_park_info pi = { "sleep", NULL, NULL, NULL, NULL, NULL, 0 };
     return px_park_with(&pi);
 }
@@ -333,8 +336,7 @@ int px_sleep(int64_t ns)
 {
     if (ns < 0)
         return PX_EINVAL;
-    int64_t now = px_now();
-    return px_sleep_until(ns > INT64_MAX - now ? INT64_MAX - 1 : now + ns);
+    return px_sleep_until(px__deadline_after(px_now(), ns));
 }
 
 /* -- park and wake -------------------------------------------------------- */

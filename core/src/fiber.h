@@ -147,6 +147,8 @@ struct px_sched {
     int running;
     int bound;               /* ran once: thread is its thread */
     pthread_t thread;
+    unsigned fork_gen;       /* the fork generation it was made in (fork.h) */
+    int forked;              /* the child of a fork made in one of its fibers */
 
     /* Shared with other threads, under lock. */
     pthread_mutex_t lock;
@@ -185,6 +187,8 @@ int px__post(px_sched *s, const px_item *proto);
 int px__post_by_id(int kind, uint64_t id);
 /* Switches from the running fiber back to the scheduler. */
 void px__to_sched(px_fiber *f);
+/* 1 when `s` belongs to the parent of a fork: no call of the child may use it. */
+int px__sched_forked(const px_sched *s);
 
 /* fiber.c */
 px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_size);
@@ -205,6 +209,8 @@ void px__scopes_close_all(px_fiber *f);
 void px__cancel_parked(px_sched *s, uint64_t id);
 
 /* token.c */
+/* 1 when `t` belongs to the parent of a fork: the child may only read it. */
+int px__token_forked(const px_token *t);
 void px__token_watch(px_token *t, px_scope *sc);
 void px__token_unwatch(px_token *t, px_scope *sc);
 

@@ -11,12 +11,12 @@
 */
 #include <stdlib.h>
 
+#include "deadline.h"
 #include "fiber.h"
 
 static int64_t deadline_after(int64_t ns)
 {
-    int64_t now = px_now();
-    return ns > INT64_MAX - 1 - now ? INT64_MAX - 1 : now + ns;
+    return px__deadline_finite(px__deadline_after(px_now(), ns));
 }
 
 static void scope_open(px_fiber *f, px_scope *sc, int64_t deadline, px_token *t, int heap)
@@ -124,6 +124,8 @@ int px_with_cancel(px_token *token, px_scope_fn body, void *arg)
 {
     if (body == NULL || token == NULL)
         return PX_EINVAL;
+    if (px__token_forked(token))
+        return PX_EFORKED;
     return with_scope(INT64_MAX, token, body, arg);
 }
 
@@ -153,7 +155,9 @@ int px_scope_push_deadline(int64_t deadline)
 
 int px_scope_push_cancel(px_token *token)
 {
-    return token == NULL ? PX_EINVAL : push(INT64_MAX, token);
+    if (token == NULL)
+        return PX_EINVAL;
+    return px__token_forked(token) ? PX_EFORKED : push(INT64_MAX, token);
 }
 
 int px_scope_pop(void)
