@@ -14,7 +14,8 @@
 -- expired and true when it was cancelled first; a periodic handler once per
 -- tick and a last time with true.  An error in a handler propagates out of
 -- `run`/`drain`, and the calls not yet run stay queued (the descriptor stays
--- readable) for the next one; `close` runs them all, then re-raises.
+-- readable) for the next one; `close` runs them all, then re-raises.  A queue
+-- dropped without `close` is closed by the collector (see docs/lua.md).
 local core = require "parataxis_core"
 
 local M = { version = core.version(), now = core.now }
