@@ -10,14 +10,23 @@
 ** keeps every call the Lua side has not run inside the px_queue, whose
 ** descriptor is therefore readable exactly while calls wait to be run -- also
 ** after a Lua handler raised.
+**
+** A queue the Lua side never closes -- os.exit(code) skips every finalizer, and
+** a queue made while lua_close runs the finalizers gets none -- would keep its
+** worker running past the end: at exit(), or when lua_close unloads this module
+** and with it the worker's code, the exit hook below stops it and says on stderr
+** what it owed.
 */
 %module parataxis_core
 
 %{
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "parataxis.h"
 
@@ -29,7 +38,75 @@ typedef struct TimerQueue {
     px_executor ex;          /* hq as the executor of tq */
     fired *fired;            /* recorded by handlers, not yet taken: fired[head..len) */
     size_t head, len, cap;
+    struct TimerQueue *prev, *next;  /* in open_queues while linked */
+    pid_t pid;               /* the process that made it */
 } TimerQueue;
+
+/*
+** Every queue not yet closed, for the exit hook.  The lock also guards the
+** swap of tq in shutdown_queue, so that the hook and a close never both free it.
+** The hook runs on the thread that calls exit(): os.exit runs on the Lua
+** thread, which then touches no queue; an exit() from another thread while a
+** Lua thread still uses its queues is a race no hook can make safe.
+*/
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static TimerQueue open_queues = { .prev = &open_queues, .next = &open_queues };
+static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
+
+/*
+** At exit(), or when the module is unloaded: stops the worker of every queue
+** still open, and reports on stderr each one that owed calls, which no Lua code
+** can run any more.  The calls stay in hq, not run: its handlers only record.
+*/
+static void exit_hook(void)
+{
+    pthread_mutex_lock(&open_lock);
+    for (TimerQueue *t = open_queues.next; t != &open_queues; t = t->next) {
+        size_t pending = px_timerq_pending(t->tq);
+        size_t queued = px_queue_size(t->hq) + (t->len - t->head);
+        if ((pending > 0 || queued > 0) && t->pid == getpid())
+            fprintf(stderr, "parataxis: exit with a TimerQueue not closed: %zu timers "
+                    "pending and %zu calls queued are not delivered (close it, or "
+                    "exit with os.exit(code, true))\n", pending, queued);
+        px_timerq_free(t->tq);
+        t->tq = NULL;
+    }
+    pthread_mutex_unlock(&open_lock);
+}
+
+/* A child of fork() must not find the lock held by a thread it does not have. */
+static void lock_open(void) { pthread_mutex_lock(&open_lock); }
+static void unlock_open(void) { pthread_mutex_unlock(&open_lock); }
+
+static void install_hook(void)
+{
+    /* From a module, atexit also runs the hook when the module is unloaded. */
+    (void)atexit(exit_hook);
+    (void)pthread_atfork(lock_open, unlock_open, unlock_open);
+}
+
+static void track(TimerQueue *t)
+{
+    (void)pthread_once(&hook_once, install_hook);
+    t->pid = getpid();
+    pthread_mutex_lock(&open_lock);
+    t->prev = open_queues.prev;
+    t->next = &open_queues;
+    t->prev->next = t;
+    open_queues.prev = t;
+    pthread_mutex_unlock(&open_lock);
+}
+
+static void untrack(TimerQueue *t)
+{
+    pthread_mutex_lock(&open_lock);
+    if (t->next != NULL) {
+        t->prev->next = t->next;
+        t->next->prev = t->prev;
+        t->prev = t->next = NULL;
+    }
+    pthread_mutex_unlock(&open_lock);
+}
 
 typedef struct pending_arg { TimerQueue *owner; long long key; } pending_arg;
 
@@ -94,14 +171,17 @@ static int wait_unbounded(px_queue *hq)
 /* Stops the timer queue: every call it still owed is in hq when this returns. */
 static void shutdown_queue(TimerQueue *t)
 {
-    if (t->tq != NULL)
-        px_timerq_free(t->tq);
+    pthread_mutex_lock(&open_lock);
+    px_timerq *tq = t->tq;
     t->tq = NULL;
+    pthread_mutex_unlock(&open_lock);
+    px_timerq_free(tq);
 }
 
 static void close_queue(TimerQueue *t)
 {
     shutdown_queue(t);
+    untrack(t);
     if (t->hq == NULL)
         return;
     px_queue_drain(t->hq, 0);        /* frees their args; the calls are dropped */
@@ -136,6 +216,14 @@ double now(void) { return (double)px_now() / 1e9; }
 
 typedef struct TimerQueue {} TimerQueue;
 
+/* A queue that is closed from the start: no worker, nothing owed, every call
+** answers as a closed queue does.  The Lua side puts it in place of a
+** collected queue's, for a handler that kept the queue alive. */
+%newobject closed_queue;
+%inline %{
+TimerQueue *closed_queue(void) { return calloc(1, sizeof(TimerQueue)); }
+%}
+
 %extend TimerQueue {
     TimerQueue() {
         TimerQueue *t = calloc(1, sizeof *t);
@@ -148,6 +236,7 @@ typedef struct TimerQueue {} TimerQueue;
         o.executor = &t->ex;
         if ((t->tq = px_timerq_new(&o)) == NULL)
             goto fail;
+        track(t);
         return t;
     fail:
         px_queue_free(t->hq);

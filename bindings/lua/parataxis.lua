@@ -14,7 +14,8 @@
 -- expired and true when it was cancelled first; a periodic handler once per
 -- tick and a last time with true.  An error in a handler propagates out of
 -- `run`/`drain`, and the calls not yet run stay queued (the descriptor stays
--- readable) for the next one; `close` runs them all, then re-raises.
+-- readable) for the next one; `close` runs them all, then re-raises.  A queue
+-- dropped without `close` is closed by the collector (see docs/lua.md).
 local core = require "parataxis_core"
 
 local M = { version = core.version(), now = core.now }
@@ -137,6 +138,18 @@ function TimerQueue:run(timeout)
   return self:drain()
 end
 
+-- Aborts every pending timer, runs every call owed whatever a handler raises
+-- (each error goes to on_error), and frees the queue.
+local function finish(self, on_error)
+  self.core:shutdown()         -- every call it owed is now queued
+  while true do
+    local ok, more = pcall(run_one, self)
+    if ok and not more then break end
+    if not ok then on_error(more) end
+  end
+  self.core:close()
+end
+
 --- Aborts every pending timer, runs every call owed (the aborted ones with
 -- true), and frees the queue.  A handler's error does not stop it: once every
 -- call ran, the first error is raised again, and each further one is reported
@@ -144,23 +157,43 @@ end
 function TimerQueue:close()
   if self.closing or self.core:closed() ~= 0 then return end
   self.closing = true          -- a handler that closes the queue again: a no-op
-  self.core:shutdown()         -- every call it owed is now queued
   local failed, first = 0, nil
-  while true do
-    local ok, more = pcall(run_one, self)
-    if ok and not more then break end
-    if not ok then
-      failed = failed + 1
-      if failed == 1 then first = more
-      else warn("parataxis: a further handler error during close: ", tostring(more)) end
-    end
-  end
-  self.core:close()
+  finish(self, function(err)
+    failed = failed + 1
+    if failed == 1 then first = err
+    else warn("parataxis: a further handler error during close: ", tostring(err)) end
+  end)
   self.closing = nil
   if failed > 0 then error(first, 0) end
 end
 
 TimerQueue.__close = TimerQueue.close
-TimerQueue.__gc = function(self) if self.core then self.core:close() end end
+
+-- What a collected queue's core becomes: closed, owing nothing, shared.
+local CLOSED = core.closed_queue()
+
+local function show(err)
+  local ok, s = pcall(tostring, err)
+  return ok and s or "(an error value that tostring cannot show)"
+end
+
+-- Dropping a queue closes it: the collector calls this once the queue is
+-- unreachable (its handlers may capture it: the table fns is all that holds
+-- them, and a cycle is collected like any garbage).  It runs every owed call,
+-- aborted, here and now; a finalizer cannot raise, so each handler error goes
+-- to warn().  A close interrupted for good (a handler yielded out of it, in a
+-- coroutine since collected) is finished here too.  A handler that keeps the
+-- queue alive finds it closed: its core is CLOSED, not the C object the
+-- collector frees next.
+TimerQueue.__gc = function(self)
+  local c = rawget(self, "core")
+  if c == nil or c == CLOSED then return end
+  finish(self, function(err)
+    pcall(warn, "parataxis: a handler error while a dropped TimerQueue was collected: ",
+          show(err))
+  end)
+  self.core = CLOSED
+  self.closing = nil
+end
 
 return M
