@@ -185,11 +185,11 @@ static void pxpy_trampoline(void *arg, int status)
 ** Shutting the gate sets the top bit, which makes every later enter fail (the
 ** call returns `refuse`, PX_ECLOSED or PX_EFORKED, and touches nothing), and
 ** then waits until the calls under way have left; only then does Python free
-** the object.  The wait is a poll, not a condition variable: calls are short
-** (a handler queue's blocking calls are woken, see pxpy_queue_shut), a leave
-** stays one atomic op, and nothing here needs care across fork().  The gate
-** itself is freed only with the Python objects that hold it, so a late call
-** always finds it.
+** the object.  The wait is a poll, not a condition variable: calls end soon
+** (most are short, a drain runs the handlers it took, a handler queue's wait is
+** woken: see pxpy_queue_shut), a leave stays one atomic op, and nothing here
+** needs care across fork().  The gate itself is freed only with the Python
+** objects that hold it, so a late call always finds it.
 */
 #include <sched.h>
 #include <stdatomic.h>
