@@ -5,14 +5,17 @@
 --   local q <close> = parataxis.TimerQueue()
 --   q:add(0.010, function(aborted) print(aborted and "aborted" or "expired") end)
 --   q:run(0.1)          -- waits up to 0.1 s, runs the handlers that are due
+--   q:run()             -- waits until a call is due (returns 0 if none is owed)
 --
 -- The queue's worker thread never touches the Lua state: it hands each due
--- timer to a queue that `run` and `drain` empty on the calling thread (its
--- `fileno()` is readable while calls wait, for an event loop).  A handler is
--- called with `aborted` = false when its timer expired and true when it was
--- cancelled first; a periodic handler once per tick and a last time with
--- true.  An error in a handler propagates out of `run`, and the remaining
--- calls of that drain stay queued for the next one.
+-- timer to a queue that `run` and `drain` empty on the calling thread, one call
+-- at a time (its `fileno()` is readable exactly while calls wait to be run, for an
+-- event loop).  A handler is called with `aborted` = false when its timer
+-- expired and true when it was cancelled first; a periodic handler once per
+-- tick and a last time with true.  An error in a handler propagates out of
+-- `run`/`drain`, and the calls not yet run stay queued (the descriptor stays
+-- readable) for the next one; `close` runs them all, then re-raises.  A queue
+-- dropped without `close` is closed by the collector (see docs/lua.md).
 local core = require "parataxis_core"
 
 local M = { version = core.version(), now = core.now }
@@ -24,7 +27,8 @@ TimerQueue.__index = TimerQueue
 function M.TimerQueue()
   local q = core.TimerQueue()
   if q == nil then error("parataxis: out of memory or threads", 2) end
-  return setmetatable({ core = q, fns = {}, next_key = 0, backlog = {} }, TimerQueue)
+  -- fns: key -> handler of every timer whose last call is still owed (owed of them)
+  return setmetatable({ core = q, fns = {}, owed = 0, next_key = 0 }, TimerQueue)
 end
 
 local function check_open(self)
@@ -47,7 +51,13 @@ local function register(self, fn)
   local key = self.next_key
   self.next_key = key + 1
   self.fns[key] = fn
+  self.owed = self.owed + 1
   return key
+end
+
+local function unregister(self, key)
+  self.fns[key] = nil
+  self.owed = self.owed - 1
 end
 
 --- Calls fn(aborted) once, `delay` seconds from now; returns the timer's id.
@@ -55,7 +65,7 @@ function TimerQueue:add(delay, fn)
   check_open(self); check_delay(delay, "delay"); check_fn(fn)
   local key = register(self, fn)
   local id = self.core:add(delay, key)
-  if id == 0 then self.fns[key] = nil; error("parataxis: delay out of range", 2) end
+  if id == 0 then unregister(self, key); error("parataxis: delay out of range", 2) end
   return id
 end
 
@@ -66,7 +76,7 @@ function TimerQueue:add_periodic(first, period, fn)
   if period == 0 then error("parataxis: period must be > 0", 2) end
   local key = register(self, fn)
   local id = self.core:add_periodic(first, period, key)
-  if id == 0 then self.fns[key] = nil; error("parataxis: delay out of range", 2) end
+  if id == 0 then unregister(self, key); error("parataxis: delay out of range", 2) end
   return id
 end
 
@@ -83,52 +93,107 @@ function TimerQueue:cancel_all() return self.core:cancel_all() end
 --- How many timers are pending.
 function TimerQueue:pending() return self.core:pending() end
 
---- A file descriptor readable while handler calls wait.
+--- A file descriptor readable exactly while handler calls wait to be run.
 function TimerQueue:fileno() return self.core:fileno() end
 
---- Runs the handler calls waiting now; returns how many ran.
+-- Takes the next queued call and runs its handler; false when none waits.
+local function run_one(self)
+  local key, status = self.core:take()
+  if key == nil then return false end
+  local periodic = key < 0
+  if periodic then key = -1 - key end
+  local fn = self.fns[key]
+  if not periodic or status ~= 0 then unregister(self, key) end
+  fn(status ~= 0)
+  return true
+end
+
+--- Runs the handler calls waiting now (those they cause wait for the next
+-- drain); returns how many ran.
 function TimerQueue:drain()
-  local backlog = self.backlog
-  if #backlog == 0 then
-    local n = self.core:drain()
-    for i = 0, n - 1 do
-      backlog[#backlog + 1] = { self.core:fired_key(i), self.core:fired_status(i) }
-    end
-  end
-  local ran = 0
-  while #backlog > 0 do
-    local call = table.remove(backlog, 1)
-    local key, status = call[1], call[2]
-    local periodic = key < 0
-    if periodic then key = -1 - key end
-    local fn = self.fns[key]
-    if not periodic or status ~= 0 then self.fns[key] = nil end
-    ran = ran + 1
-    fn(status ~= 0)
-  end
+  local budget, ran = self.core:size(), 0
+  while ran < budget and run_one(self) do ran = ran + 1 end
   return ran
 end
 
---- Waits up to `timeout` seconds (default 0) for handler calls, then runs
--- them; returns how many ran.
+-- Above this a timeout (in seconds) does not fit the C side's int64 nanoseconds.
+local MAX_TIMEOUT = 9.2e9
+
+--- Waits up to `timeout` seconds for handler calls, then runs them; returns how
+-- many ran.  With no timeout (or math.huge, or any above 9.2e9 s) it waits
+-- until a call is due; it returns 0 at once when no call is owed at all.
 function TimerQueue:run(timeout)
-  timeout = timeout or 0
-  check_delay(timeout, "timeout")
-  if #self.backlog == 0 and self.core:closed() == 0 then self.core:wait(timeout) end
-  if self.core:closed() ~= 0 and #self.backlog == 0 then return 0 end
+  local core = self.core
+  if timeout ~= nil then check_delay(timeout, "timeout") end
+  if core:closed() ~= 0 then return 0 end
+  if timeout == nil or timeout > MAX_TIMEOUT then
+    if self.owed == 0 then return 0 end
+    -- 0 is a signal: loop here, in Lua, so that a hook (Ctrl-C) can act.
+    local r
+    repeat r = core:wait(-1) until r ~= 0
+    if r < 0 then error("parataxis: waiting on the queue's descriptor failed", 2) end
+  else
+    core:wait(timeout)
+  end
   return self:drain()
 end
 
---- Aborts every pending timer, runs their handlers with true, and frees the
--- queue.  Closing twice does nothing.
-function TimerQueue:close()
-  if self.core:closed() ~= 0 then return end
-  self.core:shutdown()       -- every call it owed is now queued for drain
-  self:drain()
+-- Aborts every pending timer, runs every call owed whatever a handler raises
+-- (each error goes to on_error), and frees the queue.
+local function finish(self, on_error)
+  self.core:shutdown()         -- every call it owed is now queued
+  while true do
+    local ok, more = pcall(run_one, self)
+    if ok and not more then break end
+    if not ok then on_error(more) end
+  end
   self.core:close()
 end
 
+--- Aborts every pending timer, runs every call owed (the aborted ones with
+-- true), and frees the queue.  A handler's error does not stop it: once every
+-- call ran, the first error is raised again, and each further one is reported
+-- with warn().  Closing twice does nothing.
+function TimerQueue:close()
+  if self.closing or self.core:closed() ~= 0 then return end
+  self.closing = true          -- a handler that closes the queue again: a no-op
+  local failed, first = 0, nil
+  finish(self, function(err)
+    failed = failed + 1
+    if failed == 1 then first = err
+    else warn("parataxis: a further handler error during close: ", tostring(err)) end
+  end)
+  self.closing = nil
+  if failed > 0 then error(first, 0) end
+end
+
 TimerQueue.__close = TimerQueue.close
-TimerQueue.__gc = function(self) if self.core then self.core:close() end end
+
+-- What a collected queue's core becomes: closed, owing nothing, shared.
+local CLOSED = core.closed_queue()
+
+local function show(err)
+  local ok, s = pcall(tostring, err)
+  return ok and s or "(an error value that tostring cannot show)"
+end
+
+-- Dropping a queue closes it: the collector calls this once the queue is
+-- unreachable (its handlers may capture it: the table fns is all that holds
+-- them, and a cycle is collected like any garbage).  It runs every owed call,
+-- aborted, here and now; a finalizer cannot raise, so each handler error goes
+-- to warn().  A close interrupted for good (a handler yielded out of it, in a
+-- coroutine since collected) is finished here too.  A handler that keeps the
+-- queue alive finds it closed: its core is CLOSED, not the C object the
+-- collector frees next.
+TimerQueue.__gc = function(self)
+  local c = rawget(self, "core")
+  if c == nil or c == CLOSED then return end
+  finish(self, function(err)
+    pcall(warn, "parataxis: a handler error while a dropped TimerQueue was collected: ",
+          show(err))
+  end)
+  self.core = CLOSED
+  self.closing = nil
+end
 
 return M

@@ -18,6 +18,12 @@
 **   - Errors are negative PX_E* codes; px_strerror() names each one.  Bad input
 **     returns a code.  It never aborts, and it never loses a handler.
 **   - Durations and deadlines are int64_t nanoseconds on the clock of px_now().
+**     A duration whose deadline would pass INT64_MAX saturates: it means "never"
+**     (it is accepted, never comes due early, and never overflows).
+**   - After fork(), the child may not use any object made before the fork (the
+**     threads that served it are gone): every call on one returns PX_EFORKED (or
+**     0 / NULL, as its comment says) before touching it, and its _free releases
+**     only what the child can safely release.  Objects made in the child work.
 **   - "Thread: any" means any thread may call it at any time; "Parks: no" means the
 **     call never waits for another thread except to take a short internal lock.
 */
@@ -100,7 +106,9 @@ typedef void (*px_handler_fn)(void *arg, int status);
 ** called once, later, on a thread of the executor's choosing, and return 0; or
 ** return a negative code, and then the caller runs fn(arg, status) itself at once.
 ** post() is called from the timer queue's worker thread and must not block for
-** long.
+** long.  An executor that accepted a call and then cannot run it as asked (shut
+** down, cancelled) calls fn(arg, PX_ECANCELED) instead, on any thread: the
+** handler then gets PX_ECANCELED (a periodic timer's final call).
 **
 ** flush(), which may be NULL, is called on the worker after each batch of posts
 ** (up to 256): an executor that pays per hand-over -- a lock, a wake-up, a
@@ -139,8 +147,9 @@ PX_API px_queue *px_queue_new(void);
 PX_API px_executor px_queue_executor(px_queue *q);
 
 /*
-** Posts fn(arg, status) into `q`.  Returns 0, PX_EINVAL (NULL q or fn) or
-** PX_ENOMEM.  Thread: any.  Parks: no.
+** Posts fn(arg, status) into `q`.  Returns 0, PX_EINVAL (NULL q or fn),
+** PX_ENOMEM, or PX_EFORKED in the child of a fork (q is the parent's: its
+** handlers are owed there).  Thread: any.  Parks: no.
 */
 PX_API int px_queue_post(px_queue *q, px_handler_fn fn, void *arg, int status);
 
@@ -149,7 +158,8 @@ PX_API int px_queue_post(px_queue *q, px_handler_fn fn, void *arg, int status);
 ** starts) on the calling thread, in FIFO order, and returns how many ran; PX_EINVAL
 ** for NULL.  Handlers may post more.  With max 0 those wait for the next drain;
 ** with max > 0 calls are taken 64 at a time, so a later chunk may hold calls
-** that handlers of an earlier chunk posted.
+** that handlers of an earlier chunk posted.  PX_EFORKED in the child of a fork:
+** it never runs the parent's handlers.
 ** Thread: any; each handler runs on the caller.  Parks: no.
 */
 PX_API int px_queue_drain(px_queue *q, size_t max);
@@ -158,25 +168,30 @@ PX_API int px_queue_drain(px_queue *q, size_t max);
 ** Returns a file descriptor that is readable while handlers wait in `q` (an
 ** eventfd), for epoll, poll, asyncio's add_reader or a Lua loop; PX_EINVAL for
 ** NULL.  Only px_queue_drain clears it: never read it yourself.  The descriptor
-** belongs to the queue and is closed by px_queue_free.  Thread: any.  Parks: no.
+** belongs to the queue and is closed by px_queue_free.  PX_EFORKED in the child
+** of a fork (the descriptor is shared with the parent).  Thread: any.  Parks: no.
 */
 PX_API int px_queue_fd(px_queue *q);
 
 /*
-** Waits until a handler is queued or `timeout_ns` has passed (negative: forever).
-** Returns 1 when handlers wait, 0 on timeout, PX_EINVAL for NULL.
+** Waits until a handler is queued or `timeout_ns` has passed (negative, or too
+** long for the clock: forever).  Returns 1 when handlers wait, 0 on timeout,
+** PX_EINVAL for NULL, PX_EFORKED in the child of a fork.
 ** Thread: any.  Parks: yes, blocks the calling thread.
 */
 PX_API int px_queue_wait(px_queue *q, int64_t timeout_ns);
 
 /*
-** Returns how many handlers are queued.  Thread: any.  Parks: no.
+** Returns how many handlers are queued (0 in the child of a fork).
+** Thread: any.  Parks: no.
 */
 PX_API size_t px_queue_size(px_queue *q);
 
 /*
 ** Runs every handler still queued (so that none is lost) and releases `q`.  Nobody
-** may post into `q` once this is called.  Thread: any.  Parks: no.
+** may post into `q` once this is called.  In the child of a fork it runs none,
+** closes the child's descriptor, and releases the memory unless a thread of the
+** parent was using the queue at the fork.  Thread: any.  Parks: no.
 */
 PX_API void px_queue_free(px_queue *q);
 
@@ -198,12 +213,14 @@ typedef struct px_timerq_opts {
     /* The worker's timer slack in nanoseconds (Linux PR_SET_TIMERSLACK): how late
     ** the kernel may wake it.  0 selects the library's default (1 us); a negative
     ** value leaves it alone: the worker inherits the slack of the thread that
-    ** called px_timerq_new (the kernel's default is 50 us). */
+    ** called px_timerq_new (the kernel's default is 50 us).  More than 1 s is
+    ** taken as 1 s (as abort_linger_ns): a tolerance, not a deadline. */
     int64_t timer_slack_ns;
     /* How late the worker may make the PX_ECANCELED call of a cancelled timer, so
     ** that a burst of cancels costs one wake-up, not one each.  0 (or less)
     ** selects the default, 50 us.  A binding whose handlers need a global lock
-    ** (Python's GIL) passes more: each delivery is a hand-over of that lock. */
+    ** (Python's GIL) passes more: each delivery is a hand-over of that lock.
+    ** More than 1 s is taken as 1 s. */
     int64_t abort_linger_ns;
 } px_timerq_opts;
 
@@ -218,9 +235,10 @@ PX_API px_timerq *px_timerq_new(const px_timerq_opts *opts);
 ** or fn(arg, PX_ECANCELED) if it is aborted first.  A timer never fires early.
 **
 ** Returns the timer's id: never 0, never reused by this queue.  Returns 0 when the
-** timer was not added -- NULL q or fn, a negative delay or one that overflows the
-** clock, no memory, a queue that is being freed or belongs to the parent of a fork
-** -- and then fn is never called.  Thread: any, including handlers of this queue.
+** timer was not added -- NULL q or fn, a negative delay, no memory, a queue that
+** is being freed or belongs to the parent of a fork -- and then fn is never
+** called.  A delay too long for the clock saturates: the timer is added and never
+** comes due (its one call is then the PX_ECANCELED of a cancel or free).  Thread: any, including handlers of this queue.
 ** Parks: no.  Wakes the worker only when the earliest deadline moves.
 */
 PX_API uint64_t px_timerq_add(px_timerq *q, int64_t delay_ns, px_handler_fn fn, void *arg);
@@ -308,9 +326,13 @@ typedef struct px_timer px_timer;
 PX_API px_timer *px_timer_new(px_timerq *q);
 
 /*
-** Sets the expiry to now + `delay_ns` (>= 0) and aborts the waits pending on the
-** previous expiry (each is called with PX_ECANCELED).  Returns how many waits it
-** aborted, or PX_EINVAL.  Thread: any.  Parks: no.
+** Sets the expiry to now + `delay_ns` (>= 0; too long for the clock: INT64_MAX,
+** never) and aborts the waits pending on the previous expiry (each is called with
+** PX_ECANCELED).  Returns how many waits it aborted, PX_EINVAL, or PX_EFORKED in
+** the child of a fork when t's queue is the parent's (so do px_timer_expires_at,
+** px_timer_expiry, px_timer_async_wait and px_timer_cancel; px_timer_free then
+** releases the timer only when no wait of the parent's is pending on it).
+** Thread: any.  Parks: no.
 */
 PX_API int px_timer_expires_after(px_timer *t, int64_t delay_ns);
 
@@ -328,9 +350,9 @@ PX_API int64_t px_timer_expiry(px_timer *t);
 /*
 ** Adds a waiter: fn(arg, 0) when the expiry is reached, or fn(arg, PX_ECANCELED)
 ** when the wait is aborted first.  Returns 0, or PX_EINVAL, PX_ENOMEM (no memory
-** for the wait, the expiry's batch or the queue's timer record) or PX_ECLOSED
-** (its queue is closing or belongs to the parent of a fork) -- and then fn is
-** never called.
+** for the wait, the expiry's batch or the queue's timer record), PX_ECLOSED (its
+** queue is closing) or PX_EFORKED (in the child of a fork, its queue is the
+** parent's) -- and then fn is never called.
 ** Thread: any.  Parks: no.
 */
 PX_API int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg);
@@ -370,6 +392,23 @@ PX_API void px_timer_free(px_timer *t);
 **   - A fiber id is a 64-bit number, never 0, never reused within the process, so
 **     a stale id can never reach another fiber.
 **
+** Stacks are mmap'd and touched lazily.  A stack overflow ends the process
+** with "parataxis: fiber N overflowed its stack" on stderr and SIGABRT when the
+** fiber runs into a guard: each of the first PARATAXIS_GUARDED_STACKS (10,000)
+** stacks has a 64 KiB PROT_NONE guard of its own (a page if pages are larger);
+** past that, default-size stacks share slabs of about 16 MiB with one such
+** guard at the low end (a runaway recursion runs down through the other stacks
+** of its slab into it) and a 64-byte canary between stacks, checked whenever
+** the fiber switches out.  Not caught (undefined behaviour): a frame that moves
+** the stack pointer more than 64 KiB at once and writes below the guard first
+** (build the fibers' code with -fstack-clash-protection, which the library
+** cannot impose, to have such frames probe the guard); on a slab stack an
+** overflow that returns before reaching a guard without writing the canary; a
+** runaway on a stack of non-default size past the budget (canary only, no
+** guard); the overflow of a hosted fiber or of the scheduler's own thread; any
+** overflow once the program replaced the library's SIGSEGV handler (installed
+** with the first stack pool).  docs/fibers.md has the details.
+**
 ** With PARATAXIS_TRACE=1 in the environment (read once, by the first
 ** px_sched_new), every scheduler writes one line to stderr per fiber event:
 ** "parataxis trace <seconds since the first scheduler> fiber <id> <event>", the
@@ -385,7 +424,8 @@ typedef void *(*px_fiber_fn)(void *arg);
 
 typedef struct px_sched_opts {
     /* Default stack size of its fibers in bytes, rounded up to pages; 0: 64 KiB.
-    ** Stacks are touched lazily, so a large size costs address space, not memory. */
+    ** Stacks are touched lazily, so a large size costs address space, not memory.
+    ** A size no address space can hold makes px_sched_new return NULL. */
     size_t stack_size;
     /* The scheduler thread's timer slack while it runs (as px_timerq_opts):
     ** 0 selects 1 us, a negative value leaves the thread's slack alone.  The
@@ -402,7 +442,9 @@ typedef struct px_sched_opts {
 ** main(arg) as its first fiber, runs until every fiber ended, frees the
 ** scheduler and stores main's return value in *result (when result is not NULL).
 ** Returns 0; PX_EDEADLK when fibers were left parked with nothing that could ever
-** wake them (the report went to stderr; *result is then NULL); PX_EINVAL for NULL
+** wake them, as px_sched_run decides it: a fiber parked in a cancel scope is not
+** such a fiber, so a token that another thread cancels later needs no hold (the
+** report went to stderr; *result is then NULL); PX_EINVAL for NULL
 ** main; PX_ENOMEM; PX_EBUSY when the thread already runs a scheduler.
 ** Thread: any thread that runs no scheduler.  Parks: blocks the thread until done.
 */
@@ -410,7 +452,9 @@ PX_API int px_run(px_fiber_fn main, void *arg, void **result);
 
 /*
 ** Returns a new scheduler, not yet running, or NULL when out of memory or file
-** descriptors.  `opts` may be NULL.  Thread: any.  Parks: no.
+** descriptors, or when opts->stack_size cannot be mapped at all (above
+** SIZE_MAX / 32, or a trial reservation of that much address space fails).
+** `opts` may be NULL.  Thread: any.  Parks: no.
 */
 PX_API px_sched *px_sched_new(const px_sched_opts *opts);
 
@@ -422,14 +466,25 @@ PX_API px_sched *px_sched_new(const px_sched_opts *opts);
 ** Returns 0 when every fiber ended.  Returns PX_EDEADLK when fibers remain
 ** parked but none can run, no sleep or timeout is pending, nothing was posted,
 ** no hold is taken and no fiber is parked on something an outside thread can
-** wake (PX_PARK_OUTSIDE): it first writes a report (opts->on_deadlock, or
-** stderr) naming every parked fiber, its wait reason, what it waits on and who
-** holds that, and the wait-for cycle when the primitives say who holds what.  The
-** parked fibers stay parked; px_sched_free releases them.
+** wake (PX_PARK_OUTSIDE) -- a thread that will px_wake, px_sched_post or
+** px_token_cancel takes a hold for it (px_run, which has none to take, counts
+** an open cancel scope as one instead): it first writes a report
+** (opts->on_deadlock, or stderr) naming every parked fiber, its wait reason,
+** what it waits on and who holds that, and the wait-for cycle when the
+** primitives say who holds what.  The parked fibers stay parked;
+** px_sched_free releases them.
 ** Returns PX_EINVAL for NULL, PX_EBUSY when `s` runs already or the thread runs
 ** another scheduler, PX_ETHREAD when `s` ran on another thread before (a refused
 ** call changes nothing and does not bind `s`), PX_ENOMEM when the stack pool
-** cannot be made on the first run (`s` stays bound to the calling thread).
+** cannot be made on the first run (`s` stays bound to the calling thread),
+** PX_EFORKED in the child of a fork when `s` was made before it.
+**
+** fork() in a fiber: in the child, the forking fiber is no fiber any more
+** (px_self() is 0, parks return PX_ENOFIBER), so it may px_run a new scheduler
+** or exec; once it returns, the px_sched_run (or px_run) it ran under returns
+** PX_EFORKED in the child without running any other fiber or posted function
+** (they run in the parent).  px_sched_free then releases `s` in the child,
+** calling none of its posted handlers.
 ** Thread: see above.  Parks: blocks the calling thread while it runs.
 */
 PX_API int px_sched_run(px_sched *s);
@@ -438,7 +493,9 @@ PX_API int px_sched_run(px_sched *s);
 ** Releases `s` and every fiber record it still has: fibers left parked (after
 ** PX_EDEADLK) are discarded without running again, and posted functions that
 ** never started are dropped.  NULL does nothing.  `s` must not be running, and
-** no thread may post to it any more.  Thread: any.  Parks: no.
+** no thread may post to it any more.  In the child of a fork, a scheduler made
+** before it is only forgotten (its memory stays), except the one a fiber forked
+** in, once its run returned PX_EFORKED.  Thread: any.  Parks: no.
 */
 PX_API void px_sched_free(px_sched *s);
 
@@ -447,7 +504,9 @@ PX_API void px_sched_free(px_sched *s);
 ** if it waits.  Posted functions start in the order they were posted.  Should no
 ** stack be available when `s` gets to it, fn(arg) runs on the scheduler thread
 ** outside any fiber (it may not park then).
-** Returns 0, PX_EINVAL (NULL s or fn) or PX_ENOMEM.  Thread: any.  Parks: no.
+** Returns 0, PX_EINVAL (NULL s or fn), PX_ENOMEM, or PX_EFORKED in the child of a
+** fork when `s` was made before it (as px_sched_hold, px_sched_unhold and the
+** executor's post; px_wake of its fibers returns 0).  Thread: any.  Parks: no.
 */
 PX_API int px_sched_post(px_sched *s, px_fiber_fn fn, void *arg);
 
@@ -463,9 +522,10 @@ PX_API px_executor px_sched_executor(px_sched *s);
 /*
 ** A hold keeps `s` running while it has no fiber left, and stops it from
 ** declaring a deadlock while its fibers are parked: something outside (a timer
-** queue delivering through px_sched_executor, a thread that will px_wake or
-** px_sched_post) still has work for it.  Each px_sched_hold must be matched by
-** one px_sched_unhold; the last one wakes `s` so it can finish.
+** queue delivering through px_sched_executor, a thread that will px_wake,
+** px_sched_post or px_token_cancel) still has work for it.  Each
+** px_sched_hold must be matched by one px_sched_unhold; the last one wakes `s`
+** so it can finish.
 ** Both return 0, or PX_EINVAL (NULL s, or unhold without a hold).
 ** Thread: any.  Parks: no.
 */
@@ -475,10 +535,11 @@ PX_API int px_sched_unhold(px_sched *s);
 /*
 ** The seed's `fiber { }`: spawns fn(arg) on the calling fiber's scheduler, at the
 ** tail of the ready queue, with the scheduler's default stack size
-** (px_spawn_sized: `stack_size` bytes, 0 for the default).  Returns a handle for
-** px_join and px_fiber_release; NULL off-fiber or from another thread (no current
-** scheduler), for NULL fn, or when out of memory.  The handle stays valid until
-** px_fiber_release, even after the fiber ended.
+** (px_spawn_sized: `stack_size` bytes rounded up to pages, 0 for the default).
+** Returns a handle for px_join and px_fiber_release; NULL off-fiber or from
+** another thread (no current scheduler), for NULL fn, or when out of memory
+** (also: a stack_size that cannot be mapped, such as SIZE_MAX).  The handle
+** stays valid until px_fiber_release, even after the fiber ended.
 ** Thread: scheduler (from one of its fibers).  Parks: no.
 */
 PX_API px_fiber *px_spawn(px_fiber_fn fn, void *arg);
@@ -491,7 +552,9 @@ PX_API px_fiber *px_spawn_sized(px_fiber_fn fn, void *arg, size_t stack_size);
 ** left alone), PX_EDEADLK when `f` is the calling fiber, PX_EINVAL for NULL,
 ** PX_ENOFIBER off-fiber, PX_ETHREAD when `f` belongs to another scheduler, and
 ** PX_EYIELD in a hosted fiber that must yield (see px_spawn_hosted; call
-** px_join again once resumed: it then returns at once).
+** px_join again once resumed: it then returns at once).  Only the end of `f`
+** (or a scope) ends the wait: a px_wake aimed at the joiner makes it look and
+** park again, even when it comes just as `f` ends.
 ** Thread: scheduler.  Parks: yes, wait reason "fiber join".
 */
 PX_API int px_join(px_fiber *f, void **result);
@@ -555,7 +618,11 @@ PX_API int px_sleep_until(int64_t deadline);
 **      id off the queue -- and then calls px_wake(id).  So the woken fiber only
 **      collects what is already its own, and a third fiber can never slip in.
 **      Any code may call px_wake with any id, so px_park returning 0 means
-**      "look again": park again while the hand-over is not yours yet.
+**      "look again": park again while the hand-over is not yours yet.  Keep
+**      the id queued in its place meanwhile, and do not take a woken fiber
+**      that has not run yet for one that is leaving: a release made before
+**      it runs must still hand over to it.  Only a park that returns
+**      PX_ETIMEDOUT / PX_ECANCELED ends a wait without a hand-over.
 **
 ** When a scope interrupts the park (its deadline passed, its token was
 ** cancelled, or it had fired before the park), the fiber is woken by the
@@ -610,6 +677,8 @@ PX_API int px_park_with(const px_park_info *info);
 ** scheduler (woken if it waits) and applied there with the same rules, to the
 ** park the fiber is in when the scheduler takes it in: a late wake can end a
 ** later park with 0, which px_join and the sync waits treat as "look again".
+** Such a stray wake never ends a wait of the library (a join, a sync wait): the
+** waiter keeps its place and parks again, and a release still hands over to it.
 ** It then returns 1 when it was handed over and 0 when no live scheduler has
 ** `id` or the hand-over ran out of memory.
 ** Thread: any.  Parks: no.
@@ -676,9 +745,14 @@ PX_API int px_scope_pop(void);
 ** px_token_cancel cancels it and wakes the fibers parked under it (through
 ** their schedulers; should that hand-over run out of memory, such a fiber is
 ** interrupted only at its next park); returns 1 when this call cancelled
-** it, 0 when it already was, PX_EINVAL for NULL.  Thread: any.  Parks: no.
+** it, 0 when it already was, PX_EINVAL for NULL, PX_EFORKED in the child of a
+** fork for a token made before it (as px_with_cancel and px_scope_push_cancel;
+** px_token_cancelled still reads it).  Thread: any.  Parks: no.
 ** px_token_cancelled returns 1 or 0 (0 for NULL).  Thread: any.  Parks: no.
 ** px_token_free releases it; no scope may still use it.  NULL does nothing.
+** Because any thread may cancel it, px_run does not report a deadlock while
+** a fiber has a cancel scope open: it waits for the cancel.  px_sched_run
+** does (all fibers parked and no hold); hold the scheduler for the thread.
 */
 PX_API px_token *px_token_new(void);
 PX_API int px_token_cancel(px_token *token);
@@ -748,6 +822,11 @@ PX_API px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host
 **     nothing of the wait is left queued and nothing was acquired; a grant
 **     that raced the interrupt went on to the next waiter.  It returns
 **     PX_ENOFIBER off-fiber and PX_EINVAL for a NULL object.
+**   - Only a hand-over (or a scope) ends a wait.  A px_wake that no release
+**     sent, from any thread, makes the waiter look and park again, keeping its
+**     place in the queue; a release made before it ran still hands over to it.
+**     A release goes past a waiter that a scope interrupted but that has not
+**     run yet: it is leaving.
 **   - In a hosted fiber whose host cannot switch inside C, such an operation
 **     returns PX_EYIELD: the host yields, and once resumed calls the same
 **     function again with the same arguments, which returns the outcome at

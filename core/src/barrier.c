@@ -10,10 +10,12 @@
 ** fibers runs, so the next phase's arrivals can never be counted in this one.
 **
 ** A waiter whose park a scope interrupted stays on the queue until its fiber
-** runs; the would-be last arrival first takes such waiters off (they have
-** withdrawn), so it never opens a phase with an arrival that is leaving.
-** That also means no grant can race an interrupt: the leader is a fiber of
-** the running scheduler, whose wakes take effect at once.  So no pass_on.
+** runs; the would-be last arrival first counts only the arrivals that still
+** wait (px__waitq_waiting takes the interrupted ones off: they withdrew), so
+** it never opens a phase with an arrival that is leaving, and an arrival
+** that a stray px_wake made ready still counts.  That also means no grant
+** can race an interrupt: the leader is a fiber of the running scheduler,
+** whose wakes take effect at once.  So no pass_on.
 */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,18 +40,6 @@ px_barrier *px_barrier_new(size_t parties)
     return b;
 }
 
-/* Takes the interrupted arrivals off the queue: they do not count. */
-static void drop_withdrawn(px_barrier *b)
-{
-    px_waiter *w = px__waitq_first(&b->waiters);
-    while (w) {
-        px_waiter *next = w->next;
-        if (!px__waiter_live(w))
-            px__waitq_remove(&b->waiters, w);
-        w = next;
-    }
-}
-
 /* The last arrival: re-arm first (an empty queue, the next phase), then
 ** release the others. */
 static int lead(px_barrier *b)
@@ -71,11 +61,9 @@ int px_barrier_arrive_and_wait(px_barrier *b)
     int r;
     if (px__wait_resumed(b, &r))
         return r;                                /* the re-call after PX_EYIELD */
-    if (b->waiters.len + 1 >= b->parties) {
-        drop_withdrawn(b);                       /* O(parties), once a phase */
-        if (b->waiters.len + 1 >= b->parties)
-            return lead(b);
-    }
+    if (b->waiters.len + 1 >= b->parties
+        && px__waitq_waiting(&b->waiters) + 1 >= b->parties)   /* O(parties), once a phase */
+        return lead(b);
     px_park_info pi = { .reason = "Barrier arrive", .object = b, .kind = "barrier" };
     return px__wait(&b->waiters, px__waiter_begin(b, 0, NULL), &pi);
 }

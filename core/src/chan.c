@@ -13,7 +13,7 @@
 ** Capacity 0 is a rendezvous: a value passes only from a parked sender to a
 ** receiver or from a sender to a parked receiver, never through the ring.
 **
-** Waiters whose park a scope interrupted are skipped (px__waitq_first_live):
+** Waiters whose park a scope interrupted are skipped (px__waitq_first):
 ** an interrupted send has sent nothing and an interrupted receive has taken
 ** nothing.  A hand-off can still race an interrupt when it was made while the
 ** scheduler was not running (the wake then waits in the scheduler's inbox,
@@ -93,7 +93,7 @@ static void push_front(px_chan *ch, void *v)
 ** buffer.  1 done, 0 full. */
 static int offer(px_chan *ch, void *v)
 {
-    px_waiter *r = px__waitq_first_live(&ch->receivers);
+    px_waiter *r = px__waitq_first(&ch->receivers);
     if (r) {
         r->value = v;                            /* hand over ... */
         px__grant(r, 0);                         /* ... then wake */
@@ -113,13 +113,13 @@ static int take(px_chan *ch, void **v)
     px_waiter *s;
     if (ch->len > 0) {
         *v = pop_front(ch);
-        if (ch->len < ch->cap && (s = px__waitq_first_live(&ch->senders)) != NULL) {
+        if (ch->len < ch->cap && (s = px__waitq_first(&ch->senders)) != NULL) {
             push_back(ch, s->value);
             px__grant(s, 0);
         }
         return 1;
     }
-    if ((s = px__waitq_first_live(&ch->senders)) == NULL)
+    if ((s = px__waitq_first(&ch->senders)) == NULL)
         return 0;
     *v = s->value;
     px__grant(s, 0);
@@ -133,7 +133,7 @@ static void recv_pass_on(px_waiter *w)
     px_chan *ch = (px_chan *)w->obj;
     if (w->result != 0)
         return;                                  /* PX_ECLOSED: nothing handed */
-    px_waiter *r = px__waitq_first_live(&ch->receivers);
+    px_waiter *r = px__waitq_first(&ch->receivers);
     if (r) {
         r->value = w->value;
         px__grant(r, 0);
@@ -254,9 +254,9 @@ int px_chan_close(px_chan *ch)
         return PX_ECLOSED;
     ch->closed = 1;
     px_waiter *w;
-    while ((w = px__waitq_first_live(&ch->receivers)) != NULL)
+    while ((w = px__waitq_first(&ch->receivers)) != NULL)
         px__grant(w, PX_ECLOSED);                /* the ring is empty */
-    while ((w = px__waitq_first_live(&ch->senders)) != NULL)
+    while ((w = px__waitq_first(&ch->senders)) != NULL)
         px__grant(w, PX_ECLOSED);                /* their values stay theirs */
     return 0;
 }

@@ -28,7 +28,7 @@ int px_event_set(px_event *e)
     int woken = 0;
     px_waiter *w;
     /* Interrupted waiters are leaving on their own: not counted as woken. */
-    while ((w = px__waitq_first_live(&e->waiters)) != NULL) {
+    while ((w = px__waitq_first(&e->waiters)) != NULL) {
         px__grant(w, 0);
         woken++;
     }

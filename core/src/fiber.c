@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deadline.h"
 #include "fiber.h"
 #include "trace.h"
 
@@ -104,7 +105,13 @@ void px__fiber_free(px_sched *s, px_fiber *f)
     rec_recycle(s, f);
 }
 
-/* The body returned (or the host said so): wake the joiners, forget the id. */
+/*
+** The body returned (or the host said so): end the joins, forget the id.
+** Ending a join is the hand-over (joining cleared, the result stored); only
+** a joiner still parked is woken.  One that is ready already -- a stray wake,
+** or an interrupt -- is queued and looks again when it runs: queuing it a
+** second time would run it twice.
+*/
 void px__fiber_end(px_sched *s, px_fiber *f)
 {
     px__scopes_close_all(f);
@@ -119,7 +126,8 @@ void px__fiber_end(px_sched *s, px_fiber *f)
         px_fiber *next = j->join_next;
         j->joining = NULL;
         j->joined = f->result;
-        px__unpark(s, j, 0);
+        if (j->state == PX_F_PARKED)
+            px__unpark(s, j, 0);
         j = next;
     }
 }
@@ -182,7 +190,7 @@ px_fiber *px_spawn(px_fiber_fn fn, void *arg)
 
 px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host_ctx)
 {
-    if (s == NULL || ops == NULL || ops->resume == NULL)
+    if (s == NULL || ops == NULL || ops->resume == NULL || px__sched_forked(s))
         return NULL;
     pthread_mutex_lock(&s->lock);
     int other = s->running && !pthread_equal(s->thread, pthread_self());
@@ -259,6 +267,8 @@ void px_fiber_release(px_fiber *f)
     if (f == NULL)
         return;
     px_sched *s = f->s;
+    if (px__sched_forked(s))
+        return;   /* the child of a fork: the parent's record */
     if (px__sched_here() != s) {
         pthread_mutex_lock(&s->lock);
         int running = s->running;
@@ -317,7 +327,7 @@ int px_sleep_until(int64_t deadline)
         int r = px__scope_check(f);
         return r ? r : px_yield();
     }
-    f->sleep_until = deadline;   /* px__unpark resets it */
+    f->sleep_until = px__deadline_finite(deadline);   /* px__unpark resets it */
     px_park_info pi = { "sleep", NULL, NULL, NULL, NULL, NULL, 0 };
     return px_park_with(&pi);
 }
@@ -326,8 +336,7 @@ int px_sleep(int64_t ns)
 {
     if (ns < 0)
         return PX_EINVAL;
-    int64_t now = px_now();
-    return px_sleep_until(ns > INT64_MAX - now ? INT64_MAX - 1 : now + ns);
+    return px_sleep_until(px__deadline_after(px_now(), ns));
 }
 
 /* -- park and wake -------------------------------------------------------- */

@@ -90,7 +90,7 @@ struct px_fiber {
     int64_t sleep_until;             /* INT64_MAX unless it sleeps */
     px_scope *scope;                 /* innermost open scope */
     px_park_info park;               /* the park under way */
-    int park_result;
+    int park_result;                 /* the park's outcome: 0, or a scope's code */
     unsigned char state;
     unsigned char released;          /* the handle was given up */
     unsigned char hosted;
@@ -135,6 +135,8 @@ struct px_sched {
 
     size_t live;             /* fibers not ended */
     size_t outside;          /* parked with PX_PARK_OUTSIDE */
+    size_t token_scopes;     /* open scopes with a token: any thread may cancel it */
+    int token_scopes_hold;   /* px_run's: they count as holds (nobody else can hold) */
 
     /* id -> fiber for the live fibers: open addressing, linear probing */
     px_fiber **tab;
@@ -145,6 +147,8 @@ struct px_sched {
     int running;
     int bound;               /* ran once: thread is its thread */
     pthread_t thread;
+    unsigned fork_gen;       /* the fork generation it was made in (fork.h) */
+    int forked;              /* the child of a fork made in one of its fibers */
 
     /* Shared with other threads, under lock. */
     pthread_mutex_t lock;
@@ -183,6 +187,8 @@ int px__post(px_sched *s, const px_item *proto);
 int px__post_by_id(int kind, uint64_t id);
 /* Switches from the running fiber back to the scheduler. */
 void px__to_sched(px_fiber *f);
+/* 1 when `s` belongs to the parent of a fork: no call of the child may use it. */
+int px__sched_forked(const px_sched *s);
 
 /* fiber.c */
 px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_size);
@@ -203,6 +209,8 @@ void px__scopes_close_all(px_fiber *f);
 void px__cancel_parked(px_sched *s, uint64_t id);
 
 /* token.c */
+/* 1 when `t` belongs to the parent of a fork: the child may only read it. */
+int px__token_forked(const px_token *t);
 void px__token_watch(px_token *t, px_scope *sc);
 void px__token_unwatch(px_token *t, px_scope *sc);
 

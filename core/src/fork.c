@@ -4,12 +4,12 @@
 
 #include "fork.h"
 
-static atomic_uint generation;
+atomic_uint px__fork_gen;
 static pthread_once_t watching = PTHREAD_ONCE_INIT;
 
 static void in_child(void)
 {
-    atomic_fetch_add(&generation, 1);
+    atomic_fetch_add(&px__fork_gen, 1);
 }
 
 static void watch(void)
@@ -20,9 +20,4 @@ static void watch(void)
 void px_fork_watch(void)
 {
     pthread_once(&watching, watch);
-}
-
-unsigned px_fork_generation(void)
-{
-    return atomic_load_explicit(&generation, memory_order_relaxed);
 }

@@ -69,8 +69,8 @@ static int take(px_mutex *m, px_fiber *f)
 }
 
 /* The lock, off every list, is let go with `code` for the next owner (0, or
-** PX_EOWNERDEAD when its holder died): hand it to the first waiter, or free
-** it. */
+** PX_EOWNERDEAD when its holder died): hand it to the first waiter that still
+** waits (px__waitq_first), or free it. */
 static void release(px_mutex *m, int code)
 {
     px_waiter *w = px__waitq_first(&m->waiters);

@@ -6,6 +6,11 @@
 ** while items wait: the post that finds the queue empty writes it, the drain that
 ** empties the queue reads it.  So a burst of posts costs one syscall, and a drain
 ** that stops at its budget leaves the descriptor readable for the next round.
+**
+** In the child of a fork, a queue made before it refuses every call with
+** PX_EFORKED: its handlers are owed to the parent (which still runs them), its
+** lock may be held by a thread the child lacks, and its eventfd is shared with
+** the parent, whose readiness a read in the child would steal.
 */
 #include <errno.h>
 #include <poll.h>
@@ -16,6 +21,8 @@
 #include <unistd.h>
 
 #include "parataxis.h"
+#include "deadline.h"
+#include "fork.h"
 
 typedef struct item {
     px_handler_fn fn;
@@ -28,7 +35,13 @@ struct px_queue {
     item *items;             /* ring buffer of cap slots, len of them used from head */
     size_t head, len, cap;
     int efd;
+    unsigned fork_gen;
 };
+
+static int forked(const px_queue *q)
+{
+    return q->fork_gen != px_fork_generation();
+}
 
 #define DRAIN_CHUNK 64       /* items taken per lock round while draining */
 
@@ -43,6 +56,8 @@ px_queue *px_queue_new(void)
         return NULL;
     }
     pthread_mutex_init(&q->lock, NULL);
+    px_fork_watch();
+    q->fork_gen = px_fork_generation();
     return q;
 }
 
@@ -83,6 +98,8 @@ int px_queue_post(px_queue *q, px_handler_fn fn, void *arg, int status)
 {
     if (q == NULL || fn == NULL)
         return PX_EINVAL;
+    if (forked(q))
+        return PX_EFORKED;
     pthread_mutex_lock(&q->lock);
     int rc = q->len == q->cap ? grow(q) : 0;
     if (rc == 0) {
@@ -125,6 +142,8 @@ int px_queue_drain(px_queue *q, size_t max)
 {
     if (q == NULL)
         return PX_EINVAL;
+    if (forked(q))
+        return PX_EFORKED;
     size_t budget = max ? max : px_queue_size(q);
     size_t done = 0;
     while (done < budget) {
@@ -142,23 +161,23 @@ int px_queue_drain(px_queue *q, size_t max)
 
 int px_queue_fd(px_queue *q)
 {
-    return q == NULL ? PX_EINVAL : q->efd;
+    if (q == NULL)
+        return PX_EINVAL;
+    return forked(q) ? PX_EFORKED : q->efd;
 }
 
 int px_queue_wait(px_queue *q, int64_t timeout_ns)
 {
     if (q == NULL)
         return PX_EINVAL;
+    if (forked(q))
+        return PX_EFORKED;
     struct pollfd pfd = { .fd = q->efd, .events = POLLIN };
-    int64_t deadline = timeout_ns < 0 ? -1 : px_now() + timeout_ns;
+    int64_t deadline = timeout_ns < 0 ? INT64_MAX : px__deadline_after(px_now(), timeout_ns);
     for (;;) {
         struct timespec ts, *tsp = NULL;
-        if (deadline >= 0) {
-            int64_t left = deadline - px_now();
-            if (left < 0)
-                left = 0;
-            ts.tv_sec = left / 1000000000;
-            ts.tv_nsec = left % 1000000000;
+        if (deadline != INT64_MAX) {
+            ts = px__timespec_left(deadline, px_now());
             tsp = &ts;
         }
         int r = ppoll(&pfd, 1, tsp, NULL);
@@ -171,7 +190,7 @@ int px_queue_wait(px_queue *q, int64_t timeout_ns)
 
 size_t px_queue_size(px_queue *q)
 {
-    if (q == NULL)
+    if (q == NULL || forked(q))
         return 0;
     pthread_mutex_lock(&q->lock);
     size_t n = q->len;
@@ -183,6 +202,18 @@ void px_queue_free(px_queue *q)
 {
     if (q == NULL)
         return;
+    if (forked(q)) {
+        /* The child's copy of the descriptor is ours; the memory only when no
+        ** thread of the parent was using the queue at the fork. */
+        close(q->efd);
+        if (pthread_mutex_trylock(&q->lock) == 0) {
+            pthread_mutex_unlock(&q->lock);
+            pthread_mutex_destroy(&q->lock);
+            free(q->items);
+            free(q);
+        }
+        return;
+    }
     while (px_queue_drain(q, 0) > 0)
         ;
     close(q->efd);

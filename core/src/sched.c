@@ -13,6 +13,16 @@
 ** An id is the scheduler's serial (never reused in the process) over a count of
 ** its fibers, so ids are never reused and any thread can tell from an id which
 ** scheduler to hand a wake to.
+**
+** fork(): only the forking thread survives in the child, and a lock another
+** thread held stays locked there.  The registry's lock is the one lock of the
+** engine that a child's new scheduler needs, so the fork handlers hold it across
+** fork(), together with the lock of the forking thread's own scheduler (which
+** the suspended run takes once more on its way out).  In the child, every
+** scheduler made before the fork refuses work (PX_EFORKED): their threads are
+** gone.  The forking thread's scheduler stops at its next switch: the forking
+** fiber is no fiber any more in the child (it may run a new scheduler), and once
+** it returns px_sched_run returns PX_EFORKED without running anything else.
 */
 #include <errno.h>
 #include <poll.h>
@@ -21,7 +31,9 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "fiber.h"
+#include "fork.h"
 #include "trace.h"
 
 _Thread_local px_sched *px__tl_sched;
@@ -31,9 +43,60 @@ _Thread_local px_sched *px__tl_sched;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static px_sched *reg_head;
 static uint64_t reg_serial;
+static pthread_once_t fork_watching = PTHREAD_ONCE_INIT;
+static int fork_depth;   /* see fork_prepare */
+
+/*
+** The fork handlers run on the forking thread, one fork at a time.  Should a
+** fork interrupt their installation, glibc's pthread_once runs it again in the
+** child, which then has them twice: the depth makes the second pair do nothing.
+** Lock order: the registry, then a scheduler's lock (as px__post_by_id).
+*/
+static void fork_prepare(void)
+{
+    if (fork_depth++ > 0)
+        return;
+    pthread_mutex_lock(&reg_lock);
+    if (px__tl_sched != NULL)
+        pthread_mutex_lock(&px__tl_sched->lock);
+}
+
+static void fork_parent(void)
+{
+    if (--fork_depth > 0)
+        return;
+    if (px__tl_sched != NULL)
+        pthread_mutex_unlock(&px__tl_sched->lock);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+/* The forking fiber, if any, leaves its scheduler: see the top of the file. */
+static void fork_child(void)
+{
+    if (--fork_depth > 0)
+        return;
+    px_sched *s = px__tl_sched;
+    if (s != NULL) {
+        pthread_mutex_unlock(&s->lock);
+        s->forked = 1;
+        px__tl_sched = NULL;
+    }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static void fork_watch(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+int px__sched_forked(const px_sched *s)
+{
+    return s->fork_gen != px_fork_generation();
+}
 
 static int reg_add(px_sched *s)
 {
+    pthread_once(&fork_watching, fork_watch);
     pthread_mutex_lock(&reg_lock);
     int ok = reg_serial + 1 < (UINT64_C(1) << (64 - PX_ID_SHIFT));
     if (ok) {
@@ -59,6 +122,7 @@ static void reg_remove(px_sched *s)
 int px__post_by_id(int kind, uint64_t id)
 {
     int posted = 0;
+    pthread_once(&fork_watching, fork_watch);   /* before the lock is ever taken */
     pthread_mutex_lock(&reg_lock);
     for (px_sched *s = reg_head; s; s = s->reg_next)
         if (s->serial == PX_ID_SERIAL(id)) {
@@ -184,6 +248,8 @@ static void signal_locked(px_sched *s)
 
 int px__post(px_sched *s, const px_item *proto)
 {
+    if (px__sched_forked(s))
+        return PX_EFORKED;   /* its lock may be held by a thread the child lacks */
     px_item *it = malloc(sizeof *it);
     if (it == NULL)
         return PX_ENOMEM;
@@ -238,6 +304,8 @@ int px_sched_hold(px_sched *s)
 {
     if (s == NULL)
         return PX_EINVAL;
+    if (px__sched_forked(s))
+        return PX_EFORKED;
     pthread_mutex_lock(&s->lock);
     s->holds++;
     pthread_mutex_unlock(&s->lock);
@@ -248,6 +316,8 @@ int px_sched_unhold(px_sched *s)
 {
     if (s == NULL)
         return PX_EINVAL;
+    if (px__sched_forked(s))
+        return PX_EFORKED;
     int r = 0;
     pthread_mutex_lock(&s->lock);
     if (s->holds == 0)
@@ -360,11 +430,7 @@ static void wait_kernel(px_sched *s, int64_t until)
     struct pollfd pfd = { .fd = s->efd, .events = POLLIN };
     struct timespec ts, *tsp = NULL;
     if (until != INT64_MAX) {
-        int64_t left = until - px_now();
-        if (left < 0)
-            left = 0;
-        ts.tv_sec = left / 1000000000;
-        ts.tv_nsec = left % 1000000000;
+        ts = px__timespec_left(until, px_now());
         tsp = &ts;
     }
     if (ppoll(&pfd, 1, tsp, NULL) > 0) {
@@ -391,7 +457,9 @@ static int idle(px_sched *s, int *done)
         *done = 1;
         return 0;
     }
-    if (s->holds == 0 && s->tset.count == 0 && s->outside == 0) {
+    /* In px_run an open token scope is a hold: a thread may still cancel it. */
+    if (s->holds == 0 && s->tset.count == 0 && s->outside == 0 &&
+        !(s->token_scopes_hold && s->token_scopes != 0)) {
         pthread_mutex_unlock(&s->lock);
         *done = 1;
         return px__deadlock_report(s);
@@ -407,11 +475,13 @@ static int loop(px_sched *s)
             drain_inbox(s);
         px_fiber *batch = s->ready;
         s->ready = s->ready_tail = NULL;
-        while (batch) {
+        while (batch && !s->forked) {
             px_fiber *f = batch;
             batch = f->next;
             run_one(s, f);
         }
+        if (s->forked)
+            return PX_EFORKED;   /* the child of a fork made on this thread */
         if (s->tset.count)
             expire(s);
         if (s->ready || atomic_load_explicit(&s->inbox_ready, memory_order_acquire))
@@ -427,6 +497,10 @@ static int loop(px_sched *s)
 px_sched *px_sched_new(const px_sched_opts *opts)
 {
     px__trace_init();
+    /* A default stack no address space holds would leave every spawn, and
+    ** every posted function, without a fiber: refuse it here. */
+    if (opts && opts->stack_size != 0 && !px_stack_mappable(opts->stack_size))
+        return NULL;
     px_sched *s = calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
@@ -435,6 +509,8 @@ px_sched *px_sched_new(const px_sched_opts *opts)
         free(s);
         return NULL;
     }
+    px_fork_watch();
+    s->fork_gen = px_fork_generation();
     if (!reg_add(s)) {
         close(s->efd);
         free(s);
@@ -448,7 +524,7 @@ px_sched *px_sched_new(const px_sched_opts *opts)
     if (opts) {
         s->stack_size = opts->stack_size;
         if (opts->timer_slack_ns != 0)
-            s->slack_ns = opts->timer_slack_ns;
+            s->slack_ns = px__tolerance(opts->timer_slack_ns);
         s->on_deadlock = opts->on_deadlock;
         s->on_deadlock_ctx = opts->on_deadlock_ctx;
     }
@@ -490,6 +566,8 @@ int px_sched_run(px_sched *s)
 {
     if (s == NULL)
         return PX_EINVAL;
+    if (px__sched_forked(s))
+        return PX_EFORKED;
     int r = run_begin(s);
     if (r != 0)
         return r;
@@ -514,6 +592,8 @@ void px_sched_free(px_sched *s)
     if (s == NULL)
         return;
     reg_remove(s);   /* from now on no wake by id reaches it */
+    if (px__sched_forked(s) && (!s->forked || s->running))
+        return;   /* a parent's: its lock, its stacks and its handlers are not ours */
     while (s->all)
         px__fiber_discard(s, s->all);
     while (s->free_recs) {
@@ -523,9 +603,9 @@ void px_sched_free(px_sched *s)
     }
     for (px_item *it = s->inbox, *next; it; it = next) {
         next = it->next;
-        if (it->kind == PX_I_HANDLER)
+        if (it->kind == PX_I_HANDLER && !s->forked)
             it->hfn(it->arg, it->status);   /* a handler is owed its one call */
-        free(it);
+        free(it);                           /* (in the parent, in a fork's child) */
     }
     px_tset_destroy(&s->tset);
     px_stack_pool_free(s->pool);
@@ -558,6 +638,9 @@ int px_run(px_fiber_fn main, void *arg, void **result)
     px_sched *s = px_sched_new(NULL);
     if (s == NULL)
         return PX_ENOMEM;
+    /* Nobody can hold this scheduler for a thread that will cancel a token:
+    ** a fiber with a cancel scope open waits for that thread instead. */
+    s->token_scopes_hold = 1;
     struct run_main m = { main, arg, NULL };
     int r = px_sched_post(s, run_main_fiber, &m);
     if (r == 0)

@@ -4,15 +4,19 @@
 ** and every outer scope, so a park learns its bound from one field.  A scope
 ** fires when a park notices its deadline passed or its token cancelled, and
 ** stays fired until it closes: every later park inside it ends at once.
+**
+** The scheduler counts its open scopes that have a token.  In px_run, which
+** gives the user no scheduler to hold for a thread that will cancel, a fiber
+** parked in one is no deadlock: any thread may cancel a token at any time.
 */
 #include <stdlib.h>
 
+#include "deadline.h"
 #include "fiber.h"
 
 static int64_t deadline_after(int64_t ns)
 {
-    int64_t now = px_now();
-    return ns > INT64_MAX - 1 - now ? INT64_MAX - 1 : now + ns;
+    return px__deadline_finite(px__deadline_after(px_now(), ns));
 }
 
 static void scope_open(px_fiber *f, px_scope *sc, int64_t deadline, px_token *t, int heap)
@@ -27,8 +31,10 @@ static void scope_open(px_fiber *f, px_scope *sc, int64_t deadline, px_token *t,
     sc->sched = f->s;
     sc->fiber_id = f->id;
     sc->wnext = sc->wprev = NULL;
-    if (t)
+    if (t) {
         px__token_watch(t, sc);
+        f->s->token_scopes++;
+    }
     f->scope = sc;
 }
 
@@ -36,8 +42,10 @@ static void scope_open(px_fiber *f, px_scope *sc, int64_t deadline, px_token *t,
 static int scope_unlink(px_fiber *f, px_scope *sc)
 {
     f->scope = sc->outer;
-    if (sc->token)
+    if (sc->token) {
         px__token_unwatch(sc->token, sc);
+        sc->sched->token_scopes--;
+    }
     return sc->fired;
 }
 
@@ -116,6 +124,8 @@ int px_with_cancel(px_token *token, px_scope_fn body, void *arg)
 {
     if (body == NULL || token == NULL)
         return PX_EINVAL;
+    if (px__token_forked(token))
+        return PX_EFORKED;
     return with_scope(INT64_MAX, token, body, arg);
 }
 
@@ -145,7 +155,9 @@ int px_scope_push_deadline(int64_t deadline)
 
 int px_scope_push_cancel(px_token *token)
 {
-    return token == NULL ? PX_EINVAL : push(INT64_MAX, token);
+    if (token == NULL)
+        return PX_EINVAL;
+    return px__token_forked(token) ? PX_EFORKED : push(INT64_MAX, token);
 }
 
 int px_scope_pop(void)

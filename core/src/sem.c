@@ -7,11 +7,12 @@
 ** tryacquire may take one at once without a fairness rule of their own.
 **
 ** A release skips waiters whose park a scope already interrupted (they are
-** leaving; see px__waitq_first_live).  A grant can still race an interrupt
-** when the release was made while the scheduler was not running (the wake
-** then waits in its inbox behind a cancel): the interrupted fiber will not
-** use its unit, and sem_pass_on releases it again, to the next waiter or
-** back to the count.
+** leaving; see px__waitq_first), never a waiter that a stray px_wake made
+** ready (it still waits: the unit goes to it).  A grant can still race an
+** interrupt when the release was made while the scheduler was not running
+** (the wake then waits in its inbox behind a cancel): the interrupted fiber
+** will not use its unit, and sem_pass_on releases it again, to the next
+** waiter or back to the count.
 */
 #include <stdlib.h>
 
@@ -30,10 +31,10 @@ px_sem *px_sem_new(size_t initial)
     return sem;
 }
 
-/* One unit comes free: it is the first live waiter's, or the count's. */
+/* One unit comes free: it is the first waiter's, or the count's. */
 static void give(px_sem *sem)
 {
-    px_waiter *w = px__waitq_first_live(&sem->waiters);
+    px_waiter *w = px__waitq_first(&sem->waiters);
     if (w)
         px__grant(w, 0);                         /* the unit is w's already */
     else

@@ -18,6 +18,11 @@
 #define KEEP_WARM 64                   /* pooled stacks whose memory we keep */
 #define ALTSTACK_SIZE (64 * 1024)
 #define SLAB_BYTES (16u << 20)         /* ~16 MiB of stacks per slab mapping */
+#define GUARD_BYTES (64 * 1024)        /* at least: a frame up to this cannot jump it */
+#define SLAB_MIN 16                    /* stacks per slab, however large they are */
+/* Larger stacks are refused: below it, rounding, the guard and a slab of
+ * SLAB_MIN stacks all fit in a size_t; no address space holds one anyway. */
+#define SIZE_LIMIT (SIZE_MAX / (2 * SLAB_MIN))
 
 struct px_stack_pool {
   size_t size;            /* default stack size, page multiple */
@@ -28,7 +33,8 @@ struct px_stack_pool {
   size_t slab_bytes;
 };
 
-static size_t page;
+static size_t page, guard;   /* guard: GUARD_BYTES rounded up to pages */
+static pthread_once_t page_once = PTHREAD_ONCE_INIT;
 static long guard_budget = 10000;
 static atomic_long guarded_live;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -69,10 +75,15 @@ static void on_segv(int sig, siginfo_t *si, void *uc) {
   }
 }
 
+static void page_init(void) {
+  page = (size_t)sysconf(_SC_PAGESIZE);
+  guard = GUARD_BYTES < page ? page : round_page(GUARD_BYTES);
+}
+
 static void init_once(void) {
   struct sigaction sa;
   const char *env = getenv("PARATAXIS_GUARDED_STACKS");
-  page = (size_t)sysconf(_SC_PAGESIZE);
+  pthread_once(&page_once, page_init);
   if (env && *env)
     guard_budget = strtol(env, NULL, 10);
   memset(&sa, 0, sizeof sa);
@@ -113,11 +124,14 @@ static void altstack_release(void) {
 px_stack_pool *px_stack_pool_new(size_t default_size) {
   px_stack_pool *p;
   pthread_once(&once, init_once);
+  if (default_size > SIZE_LIMIT)
+    return NULL;
   p = calloc(1, sizeof *p);
   if (!p)
     return NULL;
   p->size = round_page(default_size ? default_size : DEFAULT_SIZE);
-  p->slab_bytes = SLAB_BYTES / p->size < 16 ? 16 * p->size : SLAB_BYTES / p->size * p->size;
+  p->slab_bytes = SLAB_BYTES / p->size < SLAB_MIN ? SLAB_MIN * p->size
+                                                  : SLAB_BYTES / p->size * p->size;
   altstack_acquire();
   return p;
 }
@@ -126,6 +140,19 @@ static void *map(size_t n) {
   void *m = mmap(NULL, n, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   return m == MAP_FAILED ? NULL : m;
+}
+
+int px_stack_mappable(size_t size) {
+  void *m;
+  pthread_once(&page_once, page_init);
+  if (size > SIZE_LIMIT)
+    return 0;
+  size = round_page(size) + guard;
+  m = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED)
+    return 0;
+  munmap(m, size);
+  return 1;
 }
 
 static void canary_set(px_stack *s) {
@@ -144,25 +171,25 @@ int px_stack_intact(const px_stack *s) {
   return 1;
 }
 
-/* Own mapping, guard page below: within the budget, and while the kernel
- * still lets mprotect split mappings. */
+/* Own mapping, guard below: within the budget, and while the kernel still
+ * lets mprotect split mappings. */
 static int get_guarded(size_t size, px_stack *out) {
   char *m;
   if (atomic_fetch_add(&guarded_live, 1) >= guard_budget)
     goto over;
-  m = map(size + page);
+  m = map(size + guard);
   if (!m)
     goto over;
-  if (mprotect(m, page, PROT_NONE) != 0) {
-    munmap(m, size + page);
+  if (mprotect(m, guard, PROT_NONE) != 0) {
+    munmap(m, size + guard);
     goto over;
   }
   memset(out, 0, sizeof *out);
-  out->lo = m + page;
+  out->lo = m + guard;
   out->size = size;
   out->guarded = 1;
   out->map = m;
-  out->map_size = size + page;
+  out->map_size = size + guard;
   return 0;
 over:
   atomic_fetch_sub(&guarded_live, 1);
@@ -183,11 +210,16 @@ static int get_single(size_t size, px_stack *out) {
   return 0;
 }
 
-/* A slab: [guard page][canary page][slot 0]...[slot n-1].  Slot i's canary
- * is the top of slot i-1, a page that slot's fiber touches anyway, so a
- * stack costs no page of its own for its canary. */
+/* A slab: [guard][canary page][slot 0]...[slot n-1].  Slot i's canary is the
+ * top of slot i-1, a page that slot's fiber touches anyway, so a stack costs
+ * no page of its own for its canary.  A runaway fiber runs down through the
+ * slots below its own into the guard, which the SIGSEGV handler knows as its
+ * (every slab stack's map is its slab).  One guard per slab, not per stack:
+ * each would cost a mapping, and a million stacks would need two million. */
+static size_t slab_total(const px_stack_pool *p) { return guard + page + p->slab_bytes; }
+
 static int add_slab(px_stack_pool *p) {
-  size_t n = p->slab_bytes / p->size, total = p->slab_bytes + 2 * page;
+  size_t n = p->slab_bytes / p->size, total = slab_total(p);
   char *m;
   if (p->nslabs == p->slabcap) {
     size_t cap = p->slabcap ? 2 * p->slabcap : 16;
@@ -209,19 +241,22 @@ static int add_slab(px_stack_pool *p) {
   m = map(total);
   if (!m)
     return PX_ENOMEM;
-  mprotect(m, page, PROT_NONE);   /* best effort: a slab is one split */
+  mprotect(m, guard, PROT_NONE);   /* best effort: a slab is one split */
   p->slabs[p->nslabs++] = m;
   for (size_t i = n; i-- > 0;) {   /* lowest slot handed out first */
     px_stack *s = &p->free[p->nfree++];
     memset(s, 0, sizeof *s);
-    s->lo = m + 2 * page + i * p->size;
+    s->lo = m + guard + page + i * p->size;
     s->size = p->size - CANARY_WORDS * sizeof(uint64_t);
     s->slab = 1;
+    s->map = m;
   }
   return 0;
 }
 
 int px_stack_get(px_stack_pool *p, size_t size, px_stack *out) {
+  if (size > SIZE_LIMIT)
+    return PX_ENOMEM;   /* would wrap below; no address space holds it */
   size = size ? round_page(size) : p->size;
   if (size != p->size)
     return get_guarded(size, out) == 0 ? 0 : get_single(size, out);
@@ -279,7 +314,7 @@ void px_stack_pool_free(px_stack_pool *p) {
     if (!p->free[i].slab)
       release(&p->free[i]);
   for (size_t i = 0; i < p->nslabs; i++)
-    munmap(p->slabs[i], p->slab_bytes + 2 * page);
+    munmap(p->slabs[i], slab_total(p));
   free(p->free);
   free(p->slabs);
   free(p);
@@ -288,9 +323,9 @@ void px_stack_pool_free(px_stack_pool *p) {
 
 void px_stack_running(uint64_t fiber_id, const px_stack *s) {
   run_id = fiber_id;
-  if (s && s->guarded) {
-    run_guard_lo = (const char *)s->lo - page;
-    run_guard_hi = s->lo;
+  if (s && (s->guarded || s->slab)) {   /* its own guard, or its slab's */
+    run_guard_lo = s->map;
+    run_guard_hi = (const char *)s->map + guard;
   } else {
     run_guard_lo = run_guard_hi = NULL;
   }

@@ -1,13 +1,16 @@
 /* Fiber stacks: mmap'd, lazily touched, recycled through a per-thread pool.
  *
  * Up to a process-wide budget (default 10,000; env PARATAXIS_GUARDED_STACKS)
- * each stack has its own mapping with a PROT_NONE guard page below it, and a
- * SIGSEGV handler on a sigaltstack reports a fault in the running fiber's
- * guard as "parataxis: fiber N overflowed its stack" and aborts.  Each guard
- * splits a mapping and vm.max_map_count is 65,530 by default, so beyond the
- * budget stacks are carved from slabs (one mapping, many stacks) and guarded
- * only by a canary just below lo, which the scheduler checks at every switch
- * (px_stack_intact). */
+ * each stack has its own mapping with a PROT_NONE guard (64 KiB, or a page if
+ * larger) below it.  Each guard splits a mapping and vm.max_map_count is 65,530
+ * by default, so beyond the budget default-size stacks are carved from slabs
+ * (one mapping, many stacks, one guard at the slab's low end) and guarded
+ * between each other only by a canary just below lo, which the scheduler
+ * checks at every switch (px_stack_intact); odd-sized stacks past the budget
+ * get a mapping with a canary and no guard.  A SIGSEGV handler on a
+ * sigaltstack reports a fault in the running fiber's guard -- its own, or its
+ * slab's, which a runaway slab fiber reaches through the slots below it -- as
+ * "parataxis: fiber N overflowed its stack" and aborts. */
 #ifndef PX_STACK_H
 #define PX_STACK_H
 
@@ -25,14 +28,19 @@ typedef struct px_stack {
 
 typedef struct px_stack_pool px_stack_pool;   /* one per thread; not thread-safe */
 
-/* default_size 0 = 64 KiB; rounded up to pages.  NULL when out of memory.
+/* default_size 0 = 64 KiB; rounded up to pages.  NULL when out of memory or
+ * when default_size is absurd (beyond SIZE_MAX / 32: see px_stack_mappable).
  * Also installs the SIGSEGV handler (once) and this thread's sigaltstack. */
 px_stack_pool *px_stack_pool_new(size_t default_size);
-/* A stack of at least size bytes (0 = the pool's default): 0 or PX_ENOMEM. */
+/* A stack of at least size bytes (0 = the pool's default): 0 or PX_ENOMEM
+ * (also for a size that cannot be mapped, however large). */
 int px_stack_get(px_stack_pool *p, size_t size, px_stack *out);
 /* Give a stack back: kept for reuse (its memory released beyond a cap). */
 void px_stack_put(px_stack_pool *p, px_stack *s);
 void px_stack_pool_free(px_stack_pool *p);
+/* Could a stack of size bytes be mapped at all (a trial reservation of its
+ * address space)?  For checking a default size before any pool exists. */
+int px_stack_mappable(size_t size);
 
 /* Is the canary below a slab stack intact?  Always 1 for guarded stacks. */
 int px_stack_intact(const px_stack *s);

@@ -10,12 +10,17 @@
 **
 ** A batch may outlive its timer (px_timer_free while a batch is being delivered),
 ** so the timer is reference-counted: one reference for its owner, one per batch.
+**
+** In the child of a fork, a timer on a queue of the parent refuses every call
+** with PX_EFORKED before it takes its lock: the queue's worker, which delivers
+** its batches and takes that lock, was a thread of the parent.
 */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include "parataxis.h"
+#include "deadline.h"
 #include "timerq.h"
 
 typedef struct wait_item {
@@ -45,6 +50,12 @@ static void timer_unref(px_timer *t)
         pthread_mutex_destroy(&t->lock);
         free(t);
     }
+}
+
+/* Refuses a call in the child of a fork on a timer whose queue is the parent's. */
+static int forked(const px_timer *t)
+{
+    return px__timerq_forked(t->q);
 }
 
 /* The queue's one call for a batch: pass `status` to every wait. */
@@ -92,6 +103,8 @@ int px_timer_expires_at(px_timer *t, int64_t deadline)
 {
     if (t == NULL || deadline < 0)
         return PX_EINVAL;
+    if (forked(t))
+        return PX_EFORKED;
     pthread_mutex_lock(&t->lock);
     int aborted = detach_current(t);
     t->expiry = deadline;
@@ -101,16 +114,17 @@ int px_timer_expires_at(px_timer *t, int64_t deadline)
 
 int px_timer_expires_after(px_timer *t, int64_t delay_ns)
 {
-    int64_t now = px_now();
-    if (t == NULL || delay_ns < 0 || delay_ns > INT64_MAX - now)
+    if (t == NULL || delay_ns < 0)
         return PX_EINVAL;
-    return px_timer_expires_at(t, now + delay_ns);
+    return px_timer_expires_at(t, px__deadline_after(px_now(), delay_ns));
 }
 
 int64_t px_timer_expiry(px_timer *t)
 {
     if (t == NULL)
         return PX_EINVAL;
+    if (forked(t))
+        return PX_EFORKED;
     pthread_mutex_lock(&t->lock);
     int64_t expiry = t->expiry;
     pthread_mutex_unlock(&t->lock);
@@ -144,6 +158,8 @@ int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg)
 {
     if (t == NULL || fn == NULL)
         return PX_EINVAL;
+    if (forked(t))
+        return PX_EFORKED;   /* even when a batch of the parent's is pending */
     wait_item *w = malloc(sizeof *w);
     if (w == NULL)
         return PX_ENOMEM;
@@ -169,6 +185,8 @@ int px_timer_cancel(px_timer *t)
 {
     if (t == NULL)
         return PX_EINVAL;
+    if (forked(t))
+        return PX_EFORKED;
     pthread_mutex_lock(&t->lock);
     int aborted = detach_current(t);
     pthread_mutex_unlock(&t->lock);
@@ -179,6 +197,15 @@ void px_timer_free(px_timer *t)
 {
     if (t == NULL)
         return;
+    if (forked(t)) {
+        /* The parent's batches never fire here and keep their references;
+        ** with none, and the lock free, the memory is ours to release. */
+        if (atomic_load(&t->refs) == 1 && pthread_mutex_trylock(&t->lock) == 0) {
+            pthread_mutex_unlock(&t->lock);
+            timer_unref(t);
+        }
+        return;
+    }
     px_timer_cancel(t);
     timer_unref(t);
 }

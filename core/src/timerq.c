@@ -38,6 +38,7 @@
 
 #include "parataxis.h"
 #include "bits.h"
+#include "deadline.h"
 #include "fork.h"
 #include "ring.h"
 #include "timerq.h"
@@ -420,13 +421,11 @@ static uint64_t arm(px_timerq *q, int64_t deadline, px_handler_fn fn, void *arg,
     return id;
 }
 
-/* now + delay, or -1 when the delay is negative or overflows the clock. */
+/* now + delay (saturating: a huge delay never comes due), or -1 when the delay
+** is negative. */
 static int64_t deadline_after(int64_t delay_ns)
 {
-    int64_t now = px_now();
-    if (delay_ns < 0 || delay_ns > INT64_MAX - now)
-        return -1;
-    return now + delay_ns;
+    return delay_ns < 0 ? -1 : px__deadline_after(px_now(), delay_ns);
 }
 
 uint64_t px_timerq_add_at(px_timerq *q, int64_t deadline, px_handler_fn fn, void *arg)
@@ -504,6 +503,11 @@ size_t px_timerq_cancel_all(px_timerq *q)
     size_t n = abort_all(q);
     queue_unlock(q);
     return n;
+}
+
+int px__timerq_forked(const px_timerq *q)
+{
+    return q->fork_gen != px_fork_generation();
 }
 
 int px__timerq_refusal(px_timerq *q)
@@ -605,13 +609,16 @@ static void queue_unref(px_timerq *q)
         queue_destroy(q);
 }
 
-/* What an executor runs for a record posted to it. */
+/* What an executor runs for a record posted to it.  A non-zero status is the
+** executor saying it cannot run the call as asked (shut down, cancelled): the
+** call is then made now, as an abort, unless a cancel already won. */
 static void posted_call(void *arg, int status)
 {
-    (void)status;
     px_trec *r = arg;
     px_timerq *q = chunk_of(r)->q;
     int again;
+    if (status != 0)
+        rec_swap_state(r, REC_DUE, REC_ABORTED);
     do {
         rec_call(r);
         queue_lock(q);
@@ -670,7 +677,7 @@ static void deliver(px_timerq *q, px_trec **batch, size_t n)
 static void sleep_until(px_timerq *q, int64_t deadline)
 {
     if (q->aborts_seen) {
-        int64_t soon = px_now() + q->abort_linger;
+        int64_t soon = px__deadline_after(px_now(), q->abort_linger);
         if (soon < deadline)
             deadline = soon;
         q->wake_soon = 1;
@@ -742,9 +749,9 @@ px_timerq *px_timerq_new(const px_timerq_opts *opts)
         if (opts->executor != NULL)
             q->exec = *opts->executor;
         if (opts->timer_slack_ns != 0)
-            q->slack_ns = opts->timer_slack_ns;
+            q->slack_ns = px__tolerance(opts->timer_slack_ns);
         if (opts->abort_linger_ns > 0)
-            q->abort_linger = opts->abort_linger_ns;
+            q->abort_linger = px__tolerance(opts->abort_linger_ns);
     }
     atomic_init(&q->refs, 1);
     px_fork_watch();

@@ -13,4 +13,7 @@
 */
 int px__timerq_refusal(px_timerq *q);
 
+/* 1 when `q` belongs to the parent of a fork (we are its child).  Thread: any. */
+int px__timerq_forked(const px_timerq *q);
+
 #endif /* PX_TIMERQ_H */

@@ -4,16 +4,27 @@
 ** interrupts the fibers parked in those scopes: directly when they belong to
 ** the calling thread's scheduler, through their scheduler's inbox otherwise.
 ** The lock guards only the list; the flag is read without it.
+**
+** In the child of a fork a token made before it may be held locked by a thread
+** the child lacks, and its scopes belong to the parent's fibers: the child may
+** read the flag, and nothing else touches the token there.
 */
 #include <stdlib.h>
 
 #include "fiber.h"
+#include "fork.h"
 
 struct px_token {
     atomic_int cancelled;
     pthread_mutex_t lock;
     px_scope *watchers;
+    unsigned fork_gen;
 };
+
+int px__token_forked(const px_token *t)
+{
+    return t->fork_gen != px_fork_generation();
+}
 
 px_token *px_token_new(void)
 {
@@ -23,6 +34,8 @@ px_token *px_token_new(void)
     atomic_init(&t->cancelled, 0);
     pthread_mutex_init(&t->lock, NULL);
     t->watchers = NULL;
+    px_fork_watch();
+    t->fork_gen = px_fork_generation();
     return t;
 }
 
@@ -30,6 +43,8 @@ int px_token_cancel(px_token *t)
 {
     if (t == NULL)
         return PX_EINVAL;
+    if (px__token_forked(t))
+        return PX_EFORKED;
     if (atomic_exchange(&t->cancelled, 1))
         return 0;
     px_sched *here = px__sched_here();
@@ -55,7 +70,8 @@ void px_token_free(px_token *t)
 {
     if (t == NULL)
         return;
-    pthread_mutex_destroy(&t->lock);
+    if (!px__token_forked(t))
+        pthread_mutex_destroy(&t->lock);   /* in a fork's child it may be held */
     free(t);
 }
 
@@ -72,6 +88,8 @@ void px__token_watch(px_token *t, px_scope *sc)
 
 void px__token_unwatch(px_token *t, px_scope *sc)
 {
+    if (px__token_forked(t))
+        return;   /* a scope of the forking fiber closing in the child */
     pthread_mutex_lock(&t->lock);
     if (sc->wprev)
         sc->wprev->wnext = sc->wnext;

@@ -44,17 +44,27 @@ void px__waitq_remove(px_waitq *q, px_waiter *w)
     q->len--;
 }
 
-int px__waiter_live(const px_waiter *w)
+int px__waiter_interrupted(const px_waiter *w)
 {
-    return px__waiter_fiber((px_waiter *)w)->state == PX_F_PARKED;
+    return px__waiter_fiber((px_waiter *)w)->park_result != 0;
 }
 
-px_waiter *px__waitq_first_live(px_waitq *q)
+px_waiter *px__waitq_first(px_waitq *q)
 {
     px_waiter *w;
-    while ((w = q->head) != NULL && !px__waiter_live(w))
+    while ((w = q->head) != NULL && px__waiter_interrupted(w))
         px__waitq_remove(q, w);   /* its dereg finds it off q: nothing to do */
     return w;
+}
+
+size_t px__waitq_waiting(px_waitq *q)
+{
+    for (px_waiter *w = q->head, *next; w; w = next) {
+        next = w->next;
+        if (px__waiter_interrupted(w))
+            px__waitq_remove(q, w);
+    }
+    return q->len;
 }
 
 static void waitq_append(px_waitq *q, px_waiter *w)

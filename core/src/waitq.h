@@ -45,21 +45,28 @@ int px__wait_resumed(const void *obj, int *out);
 /* Hands the wait of w over with `result` (w leaves its queue), then wakes it. */
 void px__grant(px_waiter *w, int result);
 
-/* Queue access for the releasing side. */
-static inline px_waiter *px__waitq_first(const px_waitq *q) { return q->head; }
-void px__waitq_remove(px_waitq *q, px_waiter *w);
-
 /*
-** A waiter whose park a scope has interrupted stays on its queue until its
-** fiber runs again and its dereg takes it off.  px__waiter_live(w) is 0 for
-** such a waiter; px__waitq_first_live returns the first waiter that is still
-** parked, taking the interrupted ones before it off q.  A releasing side that
-** grants only to live waiters never hands a grant to a fiber on its way out,
-** so nothing has to be passed on after other fibers ran (a grant then races
-** an interrupt only when the wake must go through the scheduler's inbox).
+** Interrupted waiters, and what a releasing side does about them (the one
+** policy of the whole family).  A scope that interrupts a park makes the fiber
+** ready with the interrupt's code as the park's outcome, and the waiter stays
+** on its queue until the fiber runs and its dereg takes it off.  That outcome
+** is what px__waiter_interrupted(w) reads -- not the fiber's state: a fiber
+** that a stray px_wake made ready is ready too, but its outcome is 0, it is
+** still queued and it parks again unless granted, so it still waits.
+**
+** A release hands over only to waiters that still wait.  px__waitq_first(q)
+** takes the interrupted waiters at the head of q off it (they have withdrawn;
+** their dereg finds them off q) and returns the first waiter that still
+** waits, or NULL; px__waitq_waiting(q) takes every interrupted waiter off q
+** and returns how many are left (for a primitive that counts its waiters).
+** So a grant never goes to a fiber on its way out, except when the grant's
+** wake must go through the scheduler's inbox (a release made while it does
+** not run): an interrupt can then come first, and w->pass_on hands it on.
 */
-int px__waiter_live(const px_waiter *w);
-px_waiter *px__waitq_first_live(px_waitq *q);
+int px__waiter_interrupted(const px_waiter *w);
+px_waiter *px__waitq_first(px_waitq *q);
+size_t px__waitq_waiting(px_waitq *q);
+void px__waitq_remove(px_waitq *q, px_waiter *w);
 
 /* The fiber a waiter belongs to. */
 px_fiber *px__waiter_fiber(px_waiter *w);

@@ -35,5 +35,5 @@ periodic = q:add_periodic(0.005, 0.005, function(aborted)
   if ticks == 3 then q:cancel(periodic) end
 end)
 
-while done < 4 do q:run(0.1) end
+while done < 4 do q:run() end           -- sleeps until the next call is due
 print("every handler ran exactly once; " .. q:pending() .. " pending")

@@ -1,8 +1,10 @@
 """parataxis: a thread-safe timer queue (and, later, fibers) from libparataxis.
 
-    import parataxis
+    import threading, parataxis
+    done = threading.Event()
     with parataxis.TimerQueue() as q:
-        q.add(0.1, lambda aborted: print("fired" if not aborted else "aborted"))
+        q.add(0.1, lambda aborted: (print("aborted" if aborted else "fired"), done.set()))
+        done.wait(5)        # leaving the block at once would abort the timer
 
 See docs/python.md.
 """

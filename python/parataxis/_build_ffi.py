@@ -94,8 +94,10 @@ int pxpy_timer_cancel(pxpy_gate *g);
 void pxpy_timer_drop(pxpy_gate *g);
 int pxpy_timer_close(pxpy_gate *g, pxpy_gate *qg);
 int pxpy_queue_drain(pxpy_gate *g, size_t max);
+void pxpy_drain_stop(void);
 int pxpy_queue_fd(pxpy_gate *g);
-int pxpy_queue_wait(pxpy_gate *g, int64_t timeout_ns);
+#define PXPY_EINTR ...
+int pxpy_queue_wait(pxpy_gate *g, int64_t deadline);
 int64_t pxpy_queue_size(pxpy_gate *g);
 int pxpy_queue_shut(pxpy_gate *g, size_t own);
 extern "Python" int pxpy_post(void *ctx, px_handler_fn fn, void *arg, int status);
@@ -147,12 +149,30 @@ static void pxpy_invoke(px_handler_fn fn, void *arg, int status)
     fn(arg, status);
 }
 
-/* Calls the handler now.  What it runs (a HandlerQueue drained from inside it,
-** say) is not part of the batch being collected: that batch is set aside. */
+/* Runs the handlers collected so far, in order, and empties `k`.  An exception
+** leaves pxpy_run_keys (cffi reports it through sys.unraisablehook) with `done`
+** just past that handler: go on from there. */
+static void pxpy_run_collected(pxpy_keys *k)
+{
+    pxpy_collect = NULL;
+    while (k->done < k->n) {
+        size_t before = k->done;
+        pxpy_run_keys(k);
+        if (k->done == before)
+            k->done++;
+    }
+    k->n = k->done = 0;
+}
+
+/* Calls the handler now, after the ones collected before it (the calls of a
+** batch keep their order: a Timer's waits run in the order they were added).
+** What it runs (a HandlerQueue drained from inside it, say) is not part of the
+** batch being collected. */
 static void pxpy_call_now(uintptr_t key, int status)
 {
     pxpy_keys *collecting = pxpy_collect;
-    pxpy_collect = NULL;
+    if (collecting != NULL)
+        pxpy_run_collected(collecting);
     pxpy_handler(key, status);
     pxpy_collect = collecting;
 }
@@ -191,6 +211,9 @@ static void pxpy_trampoline(void *arg, int status)
 ** needs care across fork().  The gate itself is freed only with the Python
 ** objects that hold it, so a late call always finds it.
 */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -399,14 +422,40 @@ static int pxpy_timer_close(pxpy_gate *g, pxpy_gate *qg)
 }
 
 /* The handler queue's calls. */
+
+/*
+** HandlerQueue.drain: px_queue_drain one call at a time, so that a handler that
+** raises KeyboardInterrupt or SystemExit (Python then calls pxpy_drain_stop)
+** ends the drain right after it, with every later call still queued, in order,
+** and the queue's fd still readable.  Nested drains keep their own flag.
+*/
+static _Thread_local int pxpy_stop;
+
+static void pxpy_drain_stop(void)
+{
+    pxpy_stop = 1;
+}
+
 static int pxpy_queue_drain(pxpy_gate *g, size_t max)
 {
     int rc = pxpy_enter(g);
     if (rc != 0)
         return rc;
-    rc = px_queue_drain(g->obj, max);
+    size_t budget = max ? max : px_queue_size(g->obj);
+    int outer = pxpy_stop, done = 0;
+    pxpy_stop = 0;
+    while ((size_t)done < budget && done < INT32_MAX && !pxpy_stop) {
+        int n = px_queue_drain(g->obj, 1);
+        if (n <= 0) {
+            if (done == 0)
+                done = n;               /* PX_EFORKED in a fork's child, or 0 */
+            break;
+        }
+        done++;
+    }
+    pxpy_stop = outer;
     pxpy_leave(g);
-    return rc;
+    return done;
 }
 
 static int pxpy_queue_fd(pxpy_gate *g)
@@ -419,13 +468,39 @@ static int pxpy_queue_fd(pxpy_gate *g)
     return rc;
 }
 
-/* A wait that close() interrupted returns the refusal, not "handlers wait". */
-static int pxpy_queue_wait(pxpy_gate *g, int64_t timeout_ns)
+/*
+** HandlerQueue.wait: poll(2) on the queue's descriptor until a call is queued
+** (1) or px_now() reaches `deadline` (0; a negative deadline is none).  A signal
+** returns PXPY_EINTR at once, not a retry as px_queue_wait does: Python runs its
+** signal handlers when the call returns (Ctrl-C raises KeyboardInterrupt there)
+** and calls again.  A wait that close() interrupted returns the refusal.
+*/
+#define PXPY_EINTR 2
+
+static int pxpy_queue_wait(pxpy_gate *g, int64_t deadline)
 {
     int rc = pxpy_enter(g);
     if (rc != 0)
         return rc;
-    rc = px_queue_wait(g->obj, timeout_ns);
+    struct pollfd pfd = { .fd = px_queue_fd(g->obj), .events = POLLIN };
+    rc = pfd.fd < 0 ? pfd.fd : 0;
+    while (rc == 0) {
+        int ms = -1;
+        if (deadline >= 0) {
+            int64_t left = deadline - px_now();
+            if (left < 0)
+                left = 0;
+            /* rounded up: never early */
+            ms = left / 1000000 >= INT_MAX ? INT_MAX : (int)((left + 999999) / 1000000);
+        }
+        int r = poll(&pfd, 1, ms);
+        if (r > 0)
+            rc = 1;
+        else if (r < 0 && errno == EINTR)
+            rc = PXPY_EINTR;
+        else if (r < 0 || (deadline >= 0 && px_now() >= deadline))
+            break;
+    }
     size_t use = atomic_load_explicit(&g->use, memory_order_relaxed);
     int refuse = atomic_load_explicit(&g->refuse, memory_order_relaxed);
     pxpy_leave(g);
@@ -561,19 +636,14 @@ static void pxpy_batch_flush(void *ctx)
     }
     for (size_t i = 0; i < b->len; i++) {
         pxpy_call c = b->call[i];
-        if (b->inner.post == NULL || b->inner.post(b->inner.ctx, c.fn, c.arg, c.status) != 0)
+        if (b->inner.post == NULL)
             c.fn(c.arg, c.status);
+        else if (b->inner.post(b->inner.ctx, c.fn, c.arg, c.status) != 0)
+            c.fn(c.arg, PX_ECANCELED);  /* not submitted: run here, aborted */
     }
-    pxpy_collect = NULL;
     b->len = 0;
-    /* An exception in a handler leaves pxpy_run_keys (cffi reports it through
-    ** sys.unraisablehook) with `done` just past that handler: go on from there. */
-    while (keys.done < keys.n) {
-        size_t before = keys.done;
-        pxpy_run_keys(&keys);
-        if (keys.done == before)
-            keys.done++;
-    }
+    pxpy_run_collected(&keys);
+    pxpy_collect = NULL;
     PyGILState_Release(gil);
 }
 

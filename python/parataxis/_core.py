@@ -10,7 +10,9 @@ How a Python handler reaches C and comes back exactly once:
   one-shot's only call, a periodic timer's aborted call -- which removes it.
   That call is the release point; nothing else is.  A key cannot be reused while
   its call is in _LIVE.  A call refers to its queue's _State, never to the
-  TimerQueue, so pending timers do not keep a dropped queue alive.
+  TimerQueue, so pending timers do not keep a dropped queue alive.  It also holds
+  the contextvars context copied at the add: the handler runs in it, as
+  loop.call_later's callbacks do.
 - Every C call on a queue, timer or handler queue goes through the object's
   gate (pxpy_gate in _build_ffi.py): close() shuts the gate, waits for the calls
   under way in other threads, and only then frees the C object.  A call that
@@ -28,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextvars
 import math
 import os
 import threading
@@ -43,6 +46,7 @@ Executor = Union[None, "HandlerQueue", asyncio.AbstractEventLoop, concurrent.fut
 
 _NULL = ffi.NULL
 _ECANCELED = lib.PX_ECANCELED
+_EINTR = lib.PXPY_EINTR
 # _LIVE maps id(call) to each _Call until its final call.
 _LIVE: Dict[int, "_Call"] = {}
 _CTX: Dict[int, Any] = {}               # id(queue state) -> what its executor's ctx needs
@@ -55,6 +59,13 @@ _tls = threading.local()
 # the worker gathers a millisecond's aborts into one.
 _ABORT_LINGER_NS = 1_000_000
 _add_at, _cancel = lib.pxpy_add_at, lib.pxpy_cancel
+_copy_context = contextvars.copy_context
+_invoke = lib.pxpy_invoke
+# Executors that run a call in another process or interpreter: they cannot call
+# a handler (or the C trampoline) of this one.
+_ELSEWHERE = tuple(c for c in (getattr(concurrent.futures, "ProcessPoolExecutor", None),
+                               getattr(concurrent.futures, "InterpreterPoolExecutor", None))
+                   if c is not None)
 # Deadlines are computed here, in float seconds on the clock of px_now()
 # (CLOCK_MONOTONIC), so that a handle knows its when() without a second call into
 # C; pxpy_add_at rounds them up to the nanosecond.
@@ -73,9 +84,10 @@ class _State:
 
 
 class _Call:
-    """A handler call waiting in _LIVE: the callable and its queue's _State."""
+    """A handler call waiting in _LIVE: the callable, its queue's _State and the
+    contextvars context it runs in."""
 
-    __slots__ = ("_fn", "_owner", "_cancelled")
+    __slots__ = ("_fn", "_owner", "_ctx", "_cancelled")
     _periodic = False
 
 
@@ -132,7 +144,8 @@ def pxpy_run_keys(k: Any) -> None:
     # its final one.  An exception goes out through cffi to sys.unraisablehook,
     # with k.done just past the handler that raised; C then calls again for the
     # rest.  The loop is pxpy_handler unrolled: the hot path of a cancel storm.
-    # The calls of a batch are one queue's: tls.current is set when it changes.
+    # The calls of a batch are one queue's: tls.current is set when the owner
+    # changes, not per handler (a threading.local store costs more than ctx.run).
     key, status, n = k.key, k.status, k.n
     i = k.done
     pop, tls = _LIVE.pop, _tls
@@ -142,7 +155,7 @@ def pxpy_run_keys(k: Any) -> None:
             call = pop(key[i])
             if call._owner is not owner:
                 tls.current = owner = call._owner
-            call._fn(status[i] != 0)
+            call._ctx.run(call._fn, status[i] != 0)
             i += 1
     finally:
         tls.current = prev
@@ -152,7 +165,10 @@ def pxpy_run_keys(k: Any) -> None:
 @ffi.def_extern()
 def pxpy_handler(key: int, status: int) -> None:
     # cffi reports an exception escaping this function through sys.unraisablehook
-    # and returns to C: the worker (or the draining thread) goes on.
+    # and returns to C: the worker (or the draining thread) goes on.  But a
+    # KeyboardInterrupt or SystemExit (any BaseException that is no Exception)
+    # in a handler that HandlerQueue.drain() runs stops that drain and is raised
+    # by it, as Python users expect.
     call = _LIVE[key]
     aborted = status != 0
     if aborted or not call._periodic:
@@ -160,20 +176,60 @@ def pxpy_handler(key: int, status: int) -> None:
     prev = getattr(_tls, "current", None)
     _tls.current = call._owner
     try:
-        call._fn(aborted)
+        call._ctx.run(call._fn, aborted)
+    except Exception:
+        raise
+    except BaseException as e:
+        box = getattr(_tls, "drain", None)
+        if box is None:
+            raise
+        box.append(e)
+        lib.pxpy_drain_stop()
     finally:
         _tls.current = prev
 
 
+class _Submitted:
+    """A call handed to a concurrent.futures executor.  It is made once, by
+    whichever comes first: the executor running it, or its future ending
+    without having run it (cancelled, failed to start), which makes it the
+    handler's aborted call, inline in the thread that ended the future."""
+
+    __slots__ = ("fn", "arg", "token")
+
+    def __init__(self, fn: Any, arg: Any) -> None:
+        self.fn, self.arg, self.token = fn, arg, [None]
+
+    def claim(self) -> bool:
+        try:
+            self.token.pop()            # atomic: one caller gets it
+        except IndexError:
+            return False
+        return True
+
+    def __call__(self) -> None:
+        if self.claim():
+            _invoke(self.fn, self.arg, 0)
+
+    def ended(self, future: Any) -> None:
+        if self.claim():
+            _invoke(self.fn, self.arg, _ECANCELED)
+
+
 @ffi.def_extern()
 def pxpy_post(ctx: Any, fn: Any, arg: Any, status: int) -> int:
-    # Runs on the worker: hand the C trampoline (fn, arg, status) to the
+    # Runs on the worker: hand the C trampoline (fn, arg) to the
     # concurrent.futures executor.  The trampoline decides, when it runs, whether
     # the timer was cancelled meanwhile -- so cancel wins while it waits there.
+    call = _Submitted(fn, arg)
     try:
-        ffi.from_handle(ctx).submit(lib.pxpy_invoke, fn, arg, status)
-    except BaseException:
-        return lib.PX_ECLOSED           # shut down: the worker runs it inline
+        future = ffi.from_handle(ctx).submit(call)
+    except BaseException:               # shut down: the worker runs it, aborted
+        return lib.PX_ECLOSED if call.claim() else 0
+    try:
+        future.add_done_callback(call.ended)
+    except Exception:                   # not a Future: it runs as the executor says
+        pass
     return 0
 
 
@@ -181,10 +237,15 @@ def _ns(seconds: float, what: str = "delay") -> int:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
     if not (seconds >= 0 and math.isfinite(seconds)):
-        raise ValueError(f"{what} must be finite and >= 0, got {seconds!r}")
+        raise InvalidArgument(f"{what} must be finite and >= 0, got {seconds!r}")
     if seconds >= 4e9:                  # ~126 years: beyond what the clock holds
-        raise ValueError(f"{what} too large: {seconds!r}")
+        raise InvalidArgument(f"{what} too large: {seconds!r}")
     return int(seconds * 1e9)
+
+
+def _bad_timer_id(timer_id: object) -> NoReturn:
+    raise TypeError("the timer id must be the TimerHandle that add() or add_periodic() "
+                    f"returned, not {type(timer_id).__name__}") from None
 
 
 def _check_handler(fn: object) -> None:
@@ -237,20 +298,29 @@ class HandlerQueue:
         lib.pxpy_leave(self._g)
 
     def drain(self, max: int = 0) -> int:
-        """Run up to `max` queued handlers (0: all queued now) here; return how many."""
+        """Run up to `max` queued handlers (0: all queued now) here; return how many.
+
+        A handler's KeyboardInterrupt or SystemExit ends the drain and is raised
+        here; the calls after it stay queued for the next drain."""
         if max < 0:
-            raise ValueError("max must be >= 0")
+            raise InvalidArgument("max must be >= 0")
         try:
             draining = _tls.draining
         except AttributeError:
             draining = _tls.draining = []
         draining.append(self)           # close() from a handler must not wait for it
+        prev = getattr(_tls, "drain", None)
+        box: "list[BaseException]" = []
+        _tls.drain = box                # where pxpy_handler puts what must propagate
         try:
             rc = lib.pxpy_queue_drain(self._g, max)
         finally:
+            _tls.drain = prev
             draining.pop()
             if self._free_later == threading.get_ident() and self not in draining:
                 self._free()
+        if box:
+            raise box.pop()
         return self._done(rc)
 
     def fileno(self) -> int:
@@ -258,9 +328,16 @@ class HandlerQueue:
         return self._done(lib.pxpy_queue_fd(self._g))
 
     def wait(self, timeout: Optional[float] = None) -> bool:
-        """Block (GIL released) until a handler waits or `timeout` s passed."""
-        ns = -1 if timeout is None else _ns(timeout, "timeout")
-        return self._done(lib.pxpy_queue_wait(self._g, ns)) == 1
+        """Block (GIL released) until a handler waits or `timeout` s passed.
+
+        Signals are handled while it waits: Ctrl-C raises KeyboardInterrupt."""
+        end = -1 if timeout is None else lib.px_now() + _ns(timeout, "timeout")
+        # Back from C at each signal (PXPY_EINTR), so the Python signal handlers
+        # run here (PEP 475): the loop's next turn raises what they raise.
+        while True:
+            rc = lib.pxpy_queue_wait(self._g, end)
+            if rc != _EINTR:
+                return self._done(rc) == 1
 
     def __len__(self) -> int:
         return int(self._done(lib.pxpy_queue_size(self._g)))
@@ -295,7 +372,20 @@ class HandlerQueue:
     def _free(self) -> None:
         self._free_later = 0
         q, self._q = self._q, _NULL
-        lib.px_queue_free(q)            # runs what is still queued
+        prev = getattr(_tls, "drain", None)
+        _tls.drain = None               # close delivers every call, whatever raises
+        try:
+            lib.px_queue_free(q)        # runs what is still queued
+        finally:
+            _tls.drain = prev
+
+    def __repr__(self) -> str:
+        if self._forked:
+            return "<parataxis.HandlerQueue forked>"
+        try:
+            return f"<parataxis.HandlerQueue fd={self.fileno()} queued={len(self)}>"
+        except Closed:                  # closed, or closing in another thread
+            return "<parataxis.HandlerQueue closed>"
 
     def __enter__(self) -> "HandlerQueue":
         return self
@@ -329,6 +419,7 @@ class TimerQueue:
         self._hq: Optional[HandlerQueue] = None     # our own, for an asyncio loop
         self._user_hq: Optional[HandlerQueue] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._where = "worker" if executor is None else type(executor).__name__
         # Inside a HandlerQueue's gate until we are one of its users: its close()
         # then closes us before it frees what we post into.
         hq = executor if isinstance(executor, HandlerQueue) else None
@@ -382,6 +473,12 @@ class TimerQueue:
             self._hq = HandlerQueue()
             return lib.px_queue_executor(self._hq._q)
         if isinstance(executor, concurrent.futures.Executor):
+            if isinstance(executor, _ELSEWHERE):
+                kind = next(c for c in _ELSEWHERE if isinstance(executor, c)).__name__
+                raise TypeError(
+                    f"executor {type(executor).__name__} (a {kind}) runs calls in another "
+                    "process or interpreter, which cannot call this one's handlers: use "
+                    "a ThreadPoolExecutor and submit to the process pool from a handler")
             h = ffi.new_handle(executor)
             _CTX.setdefault(id(self._state), []).append(h)
             return self._batched({"post": lib.pxpy_post, "ctx": h, "flush": _NULL})
@@ -434,9 +531,9 @@ class TimerQueue:
         raise NoMemory("the timer could not be added")
 
     # add and cancel are the hot path (see tests/bench/bench_python.py): one
-    # handle, one dict store, one C call; checks only where they are cheap, and
-    # the slow path explains a failure after C reported it.  A closed queue has a
-    # shut gate, which refuses the call.
+    # handle, one context copy, one dict store, one C call; checks only where
+    # they are cheap, and the slow path explains a failure after C reported it.
+    # A closed queue has a shut gate, which refuses the call.
     def add(self, delay: float, fn: Handler) -> TimerHandle:
         """Call fn(False) after `delay` seconds, or fn(True) if aborted first.
         Returns the timer's TimerHandle."""
@@ -451,6 +548,7 @@ class TimerQueue:
         h = TimerHandle()
         h._fn = fn
         h._owner = self._state
+        h._ctx = _copy_context()
         h._when = when = _clock() + delay
         key = id(h)
         _LIVE[key] = h
@@ -465,13 +563,14 @@ class TimerQueue:
         _check_handler(fn)
         p = _ns(period, "period")
         if p == 0:
-            raise ValueError("period must be > 0")
+            raise InvalidArgument("period must be > 0")
         f = _ns(first, "first")
         if self._loop is not None:
             self._check_loop()
         h = _PeriodicHandle()
         h._fn = fn
         h._owner = self._state
+        h._ctx = _copy_context()
         h._when = _clock() + f / 1e9
         key = id(h)
         _LIVE[key] = h
@@ -495,8 +594,7 @@ class TimerQueue:
                 self._ptr()
                 _refused(r, "TimerQueue")
         except AttributeError:
-            raise TypeError("cancel() takes the TimerHandle that add() returned, not "
-                            f"{type(handle).__name__}") from None
+            _bad_timer_id(handle)
         self._ptr()                     # raises when this queue is closed
         return False
 
@@ -561,6 +659,15 @@ class TimerQueue:
                 except RuntimeError:    # the loop closed meanwhile
                     pass
             _release(loop, hq)
+
+    def __repr__(self) -> str:
+        where = f"<parataxis.TimerQueue executor={self._where}"
+        if self._forked:
+            return where + " forked>"
+        try:
+            return f"{where} pending={self.pending}>"
+        except Closed:                  # closed, or closing in another thread
+            return where + " closed>"
 
     def __enter__(self) -> "TimerQueue":
         return self
@@ -645,6 +752,7 @@ class Timer:
         call = _Call()
         call._fn = fn
         call._owner = queue._state
+        call._ctx = _copy_context()
         key = id(call)
         _LIVE[key] = call
         rc = lib.pxpy_timer_wait(self._g, key)
@@ -663,6 +771,12 @@ class Timer:
         g = self._g
         if g != _NULL and lib.pxpy_timer_close(g, self._queue._g) == 0:
             self._queue._timers.discard(g)
+
+    def __repr__(self) -> str:
+        try:
+            return f"<parataxis.Timer expiry={self.expiry:.6f}>"
+        except (Closed, ForkedError):
+            return "<parataxis.Timer closed>"
 
     def __enter__(self) -> "Timer":
         return self
@@ -731,6 +845,10 @@ def _after_fork_in_child() -> None:
     _CTX.clear()
     _DEFERRED.clear()
 
+
+for _cls in (HandlerQueue, TimerQueue, TimerHandle, Timer):
+    _cls.__module__ = "parataxis"       # shown as parataxis.TimerQueue
+del _cls
 
 atexit.register(_close_all_at_exit)
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -69,6 +69,13 @@ class WrongThreadError(Error, RuntimeError):
     code = lib.PX_ETHREAD
 
 
+# Shown, printed and pickled as parataxis.Closed etc., where users import them.
+for _cls in (Error, InvalidArgument, NoMemory, Timeout, Cancelled, DeadlockError,
+             NotOwnerError, BusyError, OwnerDiedError, NoFiberError, Closed, ForkedError,
+             WrongThreadError):
+    _cls.__module__ = "parataxis"
+del _cls
+
 _BY_CODE: Dict[int, Type[Error]] = {
     c.code: c
     for c in (InvalidArgument, NoMemory, Timeout, Cancelled, DeadlockError, NotOwnerError,

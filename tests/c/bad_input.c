@@ -1,6 +1,6 @@
 /*
 ** bad_input -- every bad argument returns a code (never aborts, never calls the
-** handler): NULL queue or handler, negative or overflowing delays, zero or
+** handler): NULL queue or handler, negative delays, zero or
 ** negative periods, unknown, stale and zero ids; plus px_strerror, px_version
 ** and the duration macros.
 */
@@ -24,8 +24,7 @@ static void test_adds(px_timerq *q)
     CHECK_EQ(px_timerq_add(q, 0, NULL, NULL), 0);
     CHECK_EQ(px_timerq_add(q, -1, on_timer, NULL), 0);
     CHECK_EQ(px_timerq_add(q, INT64_MIN, on_timer, NULL), 0);
-    CHECK_EQ(px_timerq_add(q, INT64_MAX, on_timer, NULL), 0);   /* overflows the clock */
-    CHECK_EQ(px_timerq_add(q, INT64_MAX - px_now() + 1, on_timer, NULL), 0);
+    /* A delay past the clock's end saturates to "never": see durations.c. */
     CHECK_EQ(px_timerq_add_at(NULL, 0, on_timer, NULL), 0);
     CHECK_EQ(px_timerq_add_at(q, -1, on_timer, NULL), 0);
     CHECK_EQ(px_timerq_add_at(q, 0, NULL, NULL), 0);
@@ -33,7 +32,6 @@ static void test_adds(px_timerq *q)
     CHECK_EQ(px_timerq_add_periodic(q, 0, 0, on_timer, NULL), 0);
     CHECK_EQ(px_timerq_add_periodic(q, 0, -5, on_timer, NULL), 0);
     CHECK_EQ(px_timerq_add_periodic(q, -1, PX_MSEC(1), on_timer, NULL), 0);
-    CHECK_EQ(px_timerq_add_periodic(q, INT64_MAX, PX_MSEC(1), on_timer, NULL), 0);
     CHECK_EQ(px_timerq_add_periodic(q, 0, PX_MSEC(1), NULL, NULL), 0);
     CHECK_EQ(px_timerq_pending(q), 0);
     CHECK_EQ(px_timerq_pending(NULL), 0);

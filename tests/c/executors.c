@@ -3,8 +3,10 @@
 ** a px_queue (only inside px_queue_drain, on the draining thread, its fd readable
 ** exactly while handlers wait, a drain budget leaves it readable); a user executor
 ** whose post fails (the handler runs inline, once); one that keeps its posts and
-** runs them in flush (each once, in batches); cancel winning while an
-** expired handler waits in a px_queue; px_queue_free running what remains.
+** runs them in flush (each once, in batches); one that cannot run what it
+** accepted and calls it with PX_ECANCELED (the handler's one call, aborted, and
+** a periodic timer's final one); cancel winning while an expired handler waits
+** in a px_queue; px_queue_free running what remains.
 */
 #include <poll.h>
 #include <stdatomic.h>
@@ -180,6 +182,8 @@ static int keep(void *ctx, px_handler_fn fn, void *arg, int status)
     return 0;
 }
 
+static pthread_mutex_t keep_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void run_kept(void *ctx)
 {
     held *h = ctx;
@@ -215,6 +219,60 @@ static void test_flushing_executor(void)
     }
 }
 
+/* An executor that keeps its posts and then cannot run them as asked (a
+** Python executor shut down or a future cancelled): it calls each with
+** PX_ECANCELED, which makes that call the handler's aborted one. */
+static int keep_locked(void *ctx, px_handler_fn fn, void *arg, int status)
+{
+    held *h = ctx;
+    pthread_mutex_lock(&keep_lock);
+    int rc = keep(h, fn, arg, status);
+    pthread_mutex_unlock(&keep_lock);
+    return rc;
+}
+
+static int kept(held *h)
+{
+    pthread_mutex_lock(&keep_lock);
+    int n = h->n;
+    pthread_mutex_unlock(&keep_lock);
+    return n;
+}
+
+static void test_executor_aborts_what_it_cannot_run(void)
+{
+    static held h;
+    call once = { 0 }, ticks = { 0 };
+    px_executor ex = { keep_locked, &h, NULL };
+    px_timerq_opts o = { .executor = &ex };
+    px_timerq *q = px_timerq_new(&o);
+    CHECK(q != NULL);
+    uint64_t id = px_timerq_add(q, 0, on_call, &once);
+    uint64_t pid = px_timerq_add_periodic(q, 0, PX_MSEC(1), on_call, &ticks);
+    CHECK(id != 0 && pid != 0);
+    int64_t end = px_now() + PX_TEST_TIMEOUT_NS;
+    while (kept(&h) < 2) {
+        CHECK(px_now() < end);
+        sleep_ns(PX_USEC(200));
+    }
+    pthread_mutex_lock(&keep_lock);
+    for (int i = 0; i < h.n; i++)
+        h.call[i].fn(h.call[i].arg, PX_ECANCELED);
+    h.n = 0;
+    pthread_mutex_unlock(&keep_lock);
+    CHECK_EQ(once.calls, 1);
+    CHECK_EQ(once.status, PX_ECANCELED);
+    CHECK_EQ(ticks.calls, 1);                 /* the final call: not re-armed */
+    CHECK_EQ(ticks.status, PX_ECANCELED);
+    CHECK_EQ(px_timerq_cancel(q, id), 0);
+    CHECK_EQ(px_timerq_cancel(q, pid), 0);
+    CHECK_EQ(px_timerq_pending(q), 0);
+    px_timerq_free(q);
+    CHECK_EQ(kept(&h), 0);
+    CHECK_EQ(once.calls, 1);
+    CHECK_EQ(ticks.calls, 1);
+}
+
 int main(void)
 {
     ev_init(&called);
@@ -222,6 +280,7 @@ int main(void)
     test_queue();
     test_failing_executor();
     test_flushing_executor();
+    test_executor_aborts_what_it_cannot_run();
     puts("ok");
     return 0;
 }

@@ -1,4 +1,6 @@
-"""The examples of docs/python.md and docs/examples/timer_demo.py run and exit 0."""
+"""The examples of docs/python.md run, exit 0 and print exactly the output shown
+after each (a ```text block: the same lines in the same order, every run); the
+README's Python snippet shows an expired timer; docs/examples/timer_demo.py runs."""
 import pathlib
 import re
 import subprocess
@@ -9,6 +11,12 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "python.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S) if DOC.exists() else []
+# Each python block with the text block that follows it (None when another kind
+# of block, or none, comes first).
+FENCES = re.findall(r"```(\w*)\n(.*?)```", DOC.read_text(), re.S) if DOC.exists() else []
+OUTPUTS = [FENCES[i + 1][1] if i + 1 < len(FENCES) and FENCES[i + 1][0] == "text" else None
+           for i, (lang, _) in enumerate(FENCES) if lang == "python"]
+README = ROOT / "README.md"
 
 
 def run(args):
@@ -21,6 +29,20 @@ def run(args):
 @pytest.mark.parametrize("code", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
 def test_doc_example_runs(code):
     run(["-c", code])
+
+
+@pytest.mark.parametrize("i", range(len(BLOCKS)), ids=[f"block{i}" for i in range(len(BLOCKS))])
+def test_doc_example_prints_what_the_doc_shows(i):
+    assert OUTPUTS[i] is not None, "the example is not followed by its output"
+    for _ in range(2):                  # the same every run
+        assert run(["-c", BLOCKS[i]]) == OUTPUTS[i]
+
+
+def test_readme_snippet_shows_an_expired_timer():
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    assert blocks
+    for code in blocks:
+        assert run(["-c", code]) == "expired\n"
 
 
 def test_there_are_examples():

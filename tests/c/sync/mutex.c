@@ -412,14 +412,13 @@ static void *race_main(void *arg)
     px_fiber *w = px_spawn(patient_locker, NULL);
     YIELD_UNTIL(px_mutex_waiters(M) == 2);
     /* Cancel (c is interrupted, but has not run its deregistration), then
-    ** unlock at once: the lock is handed to c, which will not use it. */
+    ** unlock at once: c is leaving, so the lock goes past it to w. */
     CHECK_EQ(px_token_cancel(T), 1);
     CHECK_EQ(px_mutex_unlock(M), 0);
-    CHECK_EQ(px_mutex_owner(M), px_fiber_id(c));
-    CHECK_EQ(px_mutex_waiters(M), 1);
+    CHECK_EQ(px_mutex_owner(M), px_fiber_id(w));
+    CHECK_EQ(px_mutex_waiters(M), 0);
     join(c);
     CHECK_EQ(cancel_result, PX_ECANCELED);
-    /* Nobody unlocked since: w got the lock from c passing the grant on. */
     join(w);
     CHECK_EQ(patient_result, 0);
     CHECK_EQ(px_mutex_owner(M), 0);
@@ -427,7 +426,7 @@ static void *race_main(void *arg)
     return NULL;
 }
 
-SPEC(grant_racing_an_interrupt_passes_on_to_the_next_waiter)
+SPEC(unlock_right_after_an_interrupt_goes_past_it_to_the_next_waiter)
 {
     T = px_token_new();
     run(race_main);
@@ -516,8 +515,8 @@ static void *race_death_main(void *arg)
     YIELD_UNTIL(px_mutex_waiters(M) == 1);
     px_fiber *w = px_spawn(lock_expecting_death, NULL);
     YIELD_UNTIL(px_mutex_waiters(M) == 2);
-    /* c is interrupted and queued to run behind d, which ends first and
-    ** hands the lock to c (still in the queue). */
+    /* c is interrupted and queued to run behind d, which ends first: its
+    ** lock goes past c (still in the queue, but leaving) to w. */
     CHECK_EQ(px_token_cancel(T), 1);
     join(d);
     join(c);
@@ -527,7 +526,7 @@ static void *race_death_main(void *arg)
     return NULL;
 }
 
-SPEC(eownerdead_passes_on_with_a_grant_that_raced_an_interrupt)
+SPEC(eownerdead_goes_past_an_interrupted_waiter_to_the_next)
 {
     T = px_token_new();
     run(race_death_main);
@@ -862,10 +861,10 @@ SPECS(no_lost_updates_with_10_fibers,
       lock_cancelled_by_another_fiber_leaves_no_waiter,
       lock_cancelled_by_another_thread_leaves_no_waiter,
       lock_in_a_fired_scope_fails_at_once_without_queueing,
-      grant_racing_an_interrupt_passes_on_to_the_next_waiter,
+      unlock_right_after_an_interrupt_goes_past_it_to_the_next_waiter,
       owner_death_hands_the_lock_to_the_waiter_with_eownerdead,
       owner_death_lets_a_later_lock_or_trylock_take_it_with_eownerdead,
-      eownerdead_passes_on_with_a_grant_that_raced_an_interrupt,
+      eownerdead_goes_past_an_interrupted_waiter_to_the_next,
       a_fiber_id_that_held_the_lock_is_never_mistaken_for_a_new_fiber,
       off_fiber_calls_are_enofiber_and_null_is_einval,
       deadlock_report_names_the_holders_and_prints_the_cycle,

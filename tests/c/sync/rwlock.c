@@ -496,10 +496,11 @@ static void *race_writer_main(void *arg)
     YIELD_UNTIL(px_rwlock_waiters(L) == 3);
     CHECK_EQ(px_token_cancel(T), 1);             /* c interrupted, still queued */
     CHECK_EQ(px_rwlock_wrunlock(L), 0);
-    CHECK_EQ(px_rwlock_writer(L), px_fiber_id(c));   /* handed to c ... */
+    CHECK_EQ(px_rwlock_writer(L), 0);            /* past c, which is leaving ... */
+    CHECK_EQ(px_rwlock_readers(L), 2);           /* ... to the readers behind it */
+    CHECK_EQ(px_rwlock_waiters(L), 0);
     join(c);
     CHECK_EQ(cancel_result, PX_ECANCELED);
-    /* ... which passed it on: nobody unlocked since, and the readers got in. */
     join(r1);
     CHECK_EQ(last, 0);
     join(r2);
@@ -507,7 +508,7 @@ static void *race_writer_main(void *arg)
     return NULL;
 }
 
-SPEC(write_grant_racing_an_interrupt_passes_on_to_the_readers_behind)
+SPEC(wrunlock_right_after_an_interrupted_writer_goes_past_it_to_the_readers)
 {
     T = px_token_new();
     run(race_writer_main);
@@ -524,17 +525,17 @@ static void *race_reader_main(void *arg)
     YIELD_UNTIL(px_rwlock_waiters(L) == 2);
     CHECK_EQ(px_token_cancel(T), 1);
     CHECK_EQ(px_rwlock_wrunlock(L), 0);
-    CHECK_EQ(px_rwlock_readers(L), 1);           /* c admitted, not yet out */
-    CHECK_EQ(px_rwlock_waiters(L), 1);
+    CHECK_EQ(px_rwlock_readers(L), 0);           /* past c, which is leaving, */
+    CHECK_EQ(px_rwlock_writer(L), px_fiber_id(w));   /* to the writer behind it */
+    CHECK_EQ(px_rwlock_waiters(L), 0);
     join(c);
     CHECK_EQ(cancel_result, PX_ECANCELED);
-    /* c let its read hold go; the writer had nobody else to wait for. */
     join(w);
     CHECK_EQ(last, 0);
     return NULL;
 }
 
-SPEC(read_grant_racing_an_interrupt_is_released_for_the_writer_behind)
+SPEC(wrunlock_right_after_an_interrupted_reader_goes_past_it_to_the_writer)
 {
     T = px_token_new();
     run(race_reader_main);
@@ -981,8 +982,8 @@ SPECS(any_number_of_readers_hold_it_together,
       releasing_a_hold_the_caller_does_not_have_is_eperm,
       timed_out_writer_leaves_no_waiter_and_lets_the_readers_behind_it_in,
       cancelled_reader_leaves_no_waiter,
-      write_grant_racing_an_interrupt_passes_on_to_the_readers_behind,
-      read_grant_racing_an_interrupt_is_released_for_the_writer_behind,
+      wrunlock_right_after_an_interrupted_writer_goes_past_it_to_the_readers,
+      wrunlock_right_after_an_interrupted_reader_goes_past_it_to_the_writer,
       dead_writer_releases_its_holds_and_the_next_writer_gets_eownerdead,
       readers_after_a_dead_writer_get_eownerdead_until_a_writer_takes_it,
       dead_reader_releases_all_its_read_holds,

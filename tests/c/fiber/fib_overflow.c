@@ -1,0 +1,156 @@
+/*
+** fib_overflow.c -- a runaway fiber is reported as "parataxis: fiber N
+** overflowed its stack" (then SIGABRT) on every kind of stack the library
+** hands out, not only on the guarded ones within the budget:
+**
+**   - slab stacks (PARATAXIS_GUARDED_STACKS=0, and past a budget of 2): the
+**     recursion runs down through the lower stacks of its slab, which are
+**     parked fibers', and meets the guard at the slab's low end;
+**   - frames bigger than a page (40 KiB, written lowest byte first, as code
+**     built without -fstack-clash-protection does), on a guarded stack and on
+**     a slab stack: the guard is wider than such a frame, so none jumps it.
+**
+** Each case runs in a forked child whose stderr the parent reads.  The child
+** names the fiber it expects in its first line ("expect N").  Under ASan the
+** stacks of parked fibers carry poisoned redzones, so a runaway that reaches
+** them may be stopped by ASan's own report first: that is accepted there.
+*/
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../check.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASAN 1
+#endif
+#endif
+
+/* -- what runs in the child ------------------------------------------------ */
+
+static long small_frames(long depth);
+static long big_frames(long depth);
+/* Through volatile pointers: no tail call, no merged frames. */
+static long (*volatile small_next)(long) = small_frames;
+static long (*volatile big_next)(long) = big_frames;
+
+static long small_frames(long depth)
+{
+    volatile char buf[256];
+    for (int i = 0; i < 256; i++)
+        buf[i] = (char)depth;
+    return small_next(depth + 1) + buf[7];
+}
+
+static long big_frames(long depth)
+{
+    volatile char buf[40 * 1024];
+    buf[0] = (char)depth;   /* the lowest byte first: the pages above go untouched */
+    return big_next(depth + 1) + buf[0];
+}
+
+static int big;              /* which recursion the runaway runs */
+static int neighbours;       /* parked fibers spawned before the runaway */
+
+static void *runaway(void *arg)
+{
+    (void)arg;
+    return (void *)(big ? big_frames(0) : small_frames(0));
+}
+
+static void *parker(void *arg)
+{
+    (void)arg;
+    px_park("neighbour", NULL, NULL);
+    return NULL;
+}
+
+static void *main_fiber(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < neighbours; i++)
+        px_fiber_release(px_spawn(parker, NULL));
+    px_yield();   /* they park on the stacks below the runaway's */
+    px_fiber *f = px_spawn(runaway, NULL);
+    CHECK(f != NULL);
+    fprintf(stderr, "expect %llu\n", (unsigned long long)px_fiber_id(f));
+    px_join(f, NULL);
+    return NULL;
+}
+
+static void child(const char *guarded_budget)
+{
+    if (guarded_budget)
+        setenv("PARATAXIS_GUARDED_STACKS", guarded_budget, 1);
+    px_run(main_fiber, NULL, NULL);
+    _exit(3);   /* not reached: the overflow aborts */
+}
+
+/* -- the parent ------------------------------------------------------------ */
+
+static const char *only;   /* argv[1]: run the case of that name only */
+
+static void expect_report(const char *what, const char *guarded_budget, int big_frame,
+                          int n_neighbours)
+{
+    if (only && strcmp(only, what) != 0)
+        return;
+    int fds[2], status;
+    char out[8192], sink[4096];
+    size_t n = 0;
+    ssize_t r;
+    CHECK(pipe(fds) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        big = big_frame;
+        neighbours = n_neighbours;
+        child(guarded_budget);
+    }
+    close(fds[1]);
+    while (n < sizeof out - 1 && (r = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
+        n += (size_t)r;
+    out[n] = 0;
+    while (read(fds[0], sink, sizeof sink) > 0)
+        ;   /* the rest (a sanitizer's report): the child must not die of SIGPIPE */
+    close(fds[0]);
+    CHECK(waitpid(pid, &status, 0) == pid);
+    fprintf(stderr, "%s: child said: %s", what, out);
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "%s: child died of signal %d\n", what, WTERMSIG(status));
+    unsigned long long id = 0;
+    CHECK(sscanf(out, "expect %llu", &id) == 1 && id != 0);
+    char want[96];
+    snprintf(want, sizeof want, "parataxis: fiber %llu overflowed its stack", id);
+#ifdef ASAN
+    if (strstr(out, want) == NULL) {
+        CHECK(strstr(out, "AddressSanitizer: stack-buffer-overflow") != NULL);
+        CHECK(!WIFEXITED(status) || WEXITSTATUS(status) != 3);
+        return;
+    }
+#endif
+    CHECK(strstr(out, want) != NULL);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+}
+
+int main(int argc, char **argv)
+{
+    only = argc > 1 ? argv[1] : NULL;
+    expect_report("slab, no guarded stacks", "0", 0, 20);
+    expect_report("slab, past a budget of 2", "2", 0, 20);
+    expect_report("slab, lowest slot", "0", 0, 0);
+    expect_report("guarded, 40 KiB frames", NULL, 1, 0);
+    expect_report("slab, 40 KiB frames", "0", 1, 20);
+    puts("fib_overflow: ok");
+    return 0;
+}

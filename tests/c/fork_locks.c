@@ -1,0 +1,140 @@
+/*
+** fork_locks -- a child of fork() can make and run schedulers even when other
+** threads of the parent were inside the library at the moment of the fork:
+** threads hammer px_wake (which takes the registry of schedulers) and
+** px_sched_post (which takes a scheduler's inbox lock) while the main thread
+** forks children one by one; each child runs px_run of a trivial fiber, makes
+** and frees a scheduler, and exits 0.  A child that has not exited within a
+** generous bound hung on a lock a dead thread held: it is killed and the test
+** fails.
+*/
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define CHILDREN 40
+#define CHILD_BOUND_NS PX_SEC(20)
+
+static atomic_int stop;
+static atomic_int in_flight;      /* posted, not run yet: kept small */
+static px_sched *target;          /* run by the scheduler thread */
+
+static void *nothing(void *arg)
+{
+    return arg;
+}
+
+static void *counted(void *arg)
+{
+    atomic_fetch_sub(&in_flight, 1);
+    return arg;
+}
+
+static void *waker(void *arg)
+{
+    (void)arg;
+    uint64_t id = (uint64_t)1 << 40 | 1;   /* a fiber id of no scheduler of this thread */
+    while (!atomic_load(&stop))
+        px_wake(id++);
+    return NULL;
+}
+
+static void *poster(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        if (atomic_load(&in_flight) >= 256) {
+            sched_yield();
+            continue;
+        }
+        atomic_fetch_add(&in_flight, 1);
+        CHECK_EQ(px_sched_post(target, counted, NULL), 0);
+    }
+    return NULL;
+}
+
+static void *sched_thread(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_sched_run(target), 0);
+    return NULL;
+}
+
+static void *child_main(void *arg)
+{
+    return arg;
+}
+
+static void child(void)
+{
+    int token;
+    void *result = NULL;
+    if (px_run(child_main, &token, &result) != 0 || result != &token)
+        _exit(2);
+    px_sched *s = px_sched_new(NULL);
+    if (s == NULL)
+        _exit(3);
+    if (px_sched_post(s, nothing, NULL) != 0 || px_sched_run(s) != 0)
+        _exit(4);
+    px_sched_free(s);
+    _exit(0);
+}
+
+/* Waits for `pid` for at most CHILD_BOUND_NS; kills it and fails if it hangs. */
+static void reap(pid_t pid, int i)
+{
+    int64_t until = px_now() + CHILD_BOUND_NS;
+    int ws = 0;
+    pid_t r;
+    while ((r = waitpid(pid, &ws, WNOHANG)) == 0 && px_now() < until)
+        sleep_ns(PX_MSEC(1));
+    if (r == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &ws, 0);
+        fprintf(stderr, "child %d hung (killed after %lld s)\n", i,
+                (long long)(CHILD_BOUND_NS / PX_SEC(1)));
+        exit(1);
+    }
+    CHECK_EQ(r, pid);
+    if (!WIFEXITED(ws))
+        fprintf(stderr, "child %d died of signal %d\n", i, WIFSIGNALED(ws) ? WTERMSIG(ws) : -1);
+    CHECK(WIFEXITED(ws));
+    CHECK_EQ(WEXITSTATUS(ws), 0);
+}
+
+int main(void)
+{
+    target = px_sched_new(NULL);
+    CHECK(target != NULL);
+    CHECK_EQ(px_sched_hold(target), 0);   /* runs until the posters are done */
+    pthread_t st, w[2], p[2];
+    CHECK_EQ(pthread_create(&st, NULL, sched_thread, NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(pthread_create(&w[i], NULL, waker, NULL), 0);
+        CHECK_EQ(pthread_create(&p[i], NULL, poster, NULL), 0);
+    }
+    sleep_ns(PX_MSEC(10));   /* not for synchronizing: lets the hammering start */
+    for (int i = 0; i < CHILDREN; i++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0)
+            child();
+        reap(pid, i);
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(w[i], NULL);
+        pthread_join(p[i], NULL);
+    }
+    CHECK_EQ(px_sched_unhold(target), 0);
+    pthread_join(st, NULL);
+    px_sched_free(target);
+    puts("ok");
+    return 0;
+}

@@ -1,0 +1,233 @@
+-- The Lua binding's dropped queues: a TimerQueue only collected, never closed,
+-- still calls every handler it accepted once; and a process that ends with live
+-- queues ends cleanly, saying so where it cannot deliver.
+local parataxis = require "parataxis"
+
+-- Makes a queue in a frame of its own, so that no register of the caller keeps
+-- it reachable; setup(q) adds its timers.  Returns a weak table that holds the
+-- queue until it is collected.
+local function drop_queue(setup)
+  local weak = setmetatable({}, { __mode = "v" })
+  ;(function()
+    local q = parataxis.TimerQueue()
+    setup(q)
+    weak.q = q
+  end)()
+  return weak
+end
+
+local function full_gc()
+  collectgarbage()
+  collectgarbage()
+end
+
+-- Replaces warn() while fn runs; returns what was warned, one string a call.
+local function capture_warnings(fn)
+  local warnings = {}
+  local real_warn = _G.warn
+  _G.warn = function(...) warnings[#warnings + 1] = table.concat({ ... }) end
+  local ok, err = pcall(fn)
+  _G.warn = real_warn
+  assert(ok, err)
+  return warnings
+end
+
+describe("a TimerQueue dropped without close", function()
+  it("delivers every owed call as aborted when collected", function()
+    local calls = {}
+    local weak = drop_queue(function(q)
+      for i = 1, 3 do q:add(60, function(a) calls[#calls + 1] = { "once" .. i, a } end) end
+      q:add_periodic(60, 1, function(a) calls[#calls + 1] = { "periodic", a } end)
+      q:add(0, function(a) calls[#calls + 1] = { "due", a } end)
+      -- Until the due one is queued: a call already handed over is owed too.
+      local deadline = parataxis.now() + 5
+      while q.core:size() < 1 and parataxis.now() < deadline do q.core:wait(0.01) end
+      assert.equal(1, q.core:size())
+    end)
+    assert.same({}, calls)
+    full_gc()
+    assert.is_nil(weak.q, "the queue was not collected")
+    table.sort(calls, function(x, y) return x[1] < y[1] end)
+    assert.same({
+      { "due", true }, { "once1", true }, { "once2", true }, { "once3", true },
+      { "periodic", true },
+    }, calls)
+    full_gc()
+    assert.equal(5, #calls)                  -- once each, not again
+  end)
+
+  it("is collected although its handlers capture it (a cycle)", function()
+    local calls = 0
+    local weak = drop_queue(function(q)
+      for _ = 1, 4 do
+        q:add(60, function(a)
+          assert(q:pending() == 0)             -- the queue, from its own handler
+          if a then calls = calls + 1 end
+        end)
+      end
+    end)
+    full_gc()
+    assert.is_nil(weak.q, "the queue was not collected")
+    assert.equal(4, calls)
+  end)
+
+  it("reports handler errors with warn and still runs the other calls", function()
+    local calls = 0
+    local weak
+    local warnings = capture_warnings(function()
+      weak = drop_queue(function(q)
+        q:add(60, function() error("first boom", 0) end)
+        q:add(60, function() calls = calls + 1 end)
+        q:add(60, function() error({}) end)
+        q:add(60, function() calls = calls + 1 end)
+      end)
+      full_gc()
+    end)
+    assert.is_nil(weak.q)
+    assert.equal(2, calls)
+    assert.equal(2, #warnings)
+    local all = table.concat(warnings, "\n")
+    assert.truthy(all:find("first boom", 1, true), all)
+    assert.truthy(all:find("collected", 1, true), all)
+  end)
+
+  it("refuses an add from a handler run at collection", function()
+    local refused, ran_later = false, false
+    local warnings = capture_warnings(function()
+      drop_queue(function(q)
+        q:add(60, function()
+          refused = not pcall(q.add, q, 0, function() ran_later = true end)
+        end)
+      end)
+      full_gc()
+    end)
+    assert.is_true(refused)
+    assert.is_false(ran_later)
+    assert.same({}, warnings)
+  end)
+
+  it("kept by a handler at collection is a closed queue, safe to use", function()
+    local kept
+    drop_queue(function(q)
+      q:add(60, function() kept = q end)
+    end)
+    full_gc()
+    assert.is_not_nil(kept, "the handler did not run")
+    full_gc()                                -- its C object is gone by now
+    assert.equal(0, kept:pending())
+    assert.equal(0, kept:cancel_all())
+    assert.is_false(kept:cancel(1))
+    assert.equal(0, kept:run(0))
+    assert.equal(0, kept:run())
+    assert.equal(0, kept:drain())
+    assert.has_error(function() kept:add(0, function() end) end)
+    kept:close()
+    kept = nil
+    full_gc()
+  end)
+
+  it("closed before it was dropped calls nothing again", function()
+    local calls = 0
+    drop_queue(function(q)
+      q:add(60, function() calls = calls + 1 end)
+      q:close()
+    end)
+    assert.equal(1, calls)
+    full_gc()
+    assert.equal(1, calls)
+  end)
+end)
+
+-- Runs `script` in a child lua5.4 (the module paths are inherited); returns its
+-- stdout and stderr together, its exit status and how long it took.  `timeout`
+-- kills a child that hangs.
+local function child(script)
+  local t0 = parataxis.now()
+  local p = assert(io.popen(string.format(
+    "timeout 30 lua5.4 -e %q 2>&1; echo \"rc=$?\"", script)))
+  local out = p:read("a")
+  p:close()
+  local rc = tonumber(out:match("rc=(%d+)%s*$"))
+  return out, rc, parataxis.now() - t0
+end
+
+local PRELUDE = table.concat({
+  'local parataxis = require "parataxis"',
+  'local function say(what) return function(a) io.write(what, ":", tostring(a), "\\n") end end',
+}, " ")
+
+describe("a process that ends with a live TimerQueue", function()
+  it("delivers the owed calls when the script ends (lua_close)", function()
+    local out, rc = child(PRELUDE .. [[
+      Q = parataxis.TimerQueue()
+      Q:add(60, say("once"))
+      Q:add_periodic(60, 1, say("periodic"))
+    ]])
+    assert.equal(0, rc, out)
+    assert.truthy(out:find("once:true", 1, true), out)
+    assert.truthy(out:find("periodic:true", 1, true), out)
+    assert.is_nil(out:find("parataxis:", 1, true), out)
+  end)
+
+  it("delivers the owed calls on os.exit(code, true)", function()
+    local out, rc = child(PRELUDE .. [[
+      Q = parataxis.TimerQueue()
+      Q:add(60, say("once"))
+      os.exit(3, true)
+    ]])
+    assert.equal(3, rc, out)
+    assert.truthy(out:find("once:true", 1, true), out)
+    assert.is_nil(out:find("parataxis:", 1, true), out)
+  end)
+
+  it("exits cleanly on os.exit(code) and warns of the calls it cannot deliver", function()
+    local out, rc, took = child(PRELUDE .. [[
+      Q = parataxis.TimerQueue()
+      Q:add(60, say("once"))
+      Q:add(60, say("once"))
+      Q:add(0, say("due"))
+      EMPTY = parataxis.TimerQueue()
+      local deadline = parataxis.now() + 5
+      while Q.core:size() == 0 and parataxis.now() < deadline do Q.core:wait(0.01) end
+      os.exit(5)
+    ]])
+    assert.equal(5, rc, out)
+    assert.is_true(took < 20, "took " .. took .. " s")
+    assert.is_nil(out:find("once:", 1, true), out)
+    -- One line, for the queue that owed calls; none for the empty one.
+    local _, lines = out:gsub("parataxis: [^\n]*not closed[^\n]*\n", "")
+    assert.equal(1, lines, out)
+    assert.is_nil(out:find("due:", 1, true), out)
+    assert.truthy(out:find("2 timers pending and 1 calls queued", 1, true), out)
+  end)
+
+  it("exits cleanly on os.exit while many workers fire", function()
+    local out, rc, took = child(PRELUDE .. [[
+      QS = {}
+      for i = 1, 8 do
+        local q = parataxis.TimerQueue()
+        for _ = 1, 50 do q:add_periodic(0, 0.0005, function() end) end
+        QS[i] = q
+      end
+      for _ = 1, 20 do for _, q in ipairs(QS) do q:run(0.001) end end
+      os.exit(0)
+    ]])
+    assert.equal(0, rc, out)
+    assert.is_true(took < 20, "took " .. took .. " s")
+  end)
+
+  it("stops a queue made while the state closes, and warns", function()
+    -- At lua_close, a handler run by the finalizer makes a queue that Lua will
+    -- never finalize; the module is unloaded next.
+    local out, rc = child(PRELUDE .. [[
+      Q = parataxis.TimerQueue()
+      Q:add(60, function()
+        LATE = parataxis.TimerQueue()
+        LATE:add_periodic(0, 0.0005, function() end)
+      end)
+    ]])
+    assert.equal(0, rc, out)
+    local _, lines = out:gsub("parataxis: [^\n]*not closed[^\n]*\n", "")
+    assert.equal(1, lines, out)
+  end)
+end)

@@ -1,0 +1,211 @@
+-- The Lua binding's queue lifecycle: unbounded runs, close with failing
+-- handlers, and a descriptor that is readable whenever calls are owed.
+local parataxis = require "parataxis"
+
+-- Whether q:fileno() is readable, asked of the kernel itself: the descriptor
+-- is an eventfd, readable exactly while its counter is not zero, and Linux
+-- shows that counter (in hex) in /proc/self/fdinfo.  No poll module needed.
+local function fd_readable(q)
+  local f = assert(io.open("/proc/self/fdinfo/" .. q:fileno()))
+  local info = f:read("a")
+  f:close()
+  local count = assert(info:match("eventfd%-count:%s*(%x+)"), "not an eventfd")
+  return tonumber(count, 16) ~= 0
+end
+
+-- Calls fn() and returns how long it took and what it returned.
+local function timed(fn)
+  local t0 = parataxis.now()
+  local r = fn()
+  return parataxis.now() - t0, r
+end
+
+describe("TimerQueue:run without a bound", function()
+  local q
+  before_each(function() q = parataxis.TimerQueue() end)
+  after_each(function() q:close() end)
+
+  for _, case in ipairs({
+    { "math.huge", function(queue) return queue:run(math.huge) end },
+    { "1e300", function(queue) return queue:run(1e300) end },
+    { "1e10 (above the C range)", function(queue) return queue:run(1e10) end },
+    { "no timeout", function(queue) return queue:run() end },
+  }) do
+    it("with " .. case[1] .. " waits until a call is due", function()
+      local calls = 0
+      q:add(0.05, function() calls = calls + 1 end)
+      local took, ran = timed(function() return case[2](q) end)
+      assert.equal(1, ran)
+      assert.equal(1, calls)
+      assert.is_true(took >= 0.045, "returned after " .. took .. " s")
+    end)
+  end
+
+  it("returns 0 at once when no call can ever come", function()
+    local took, ran = timed(function() return q:run() end)
+    assert.equal(0, ran)
+    assert.is_true(took < 1)
+    q:add(0, function() end)
+    assert.equal(1, q:run(math.huge))        -- the one owed call, then none
+    took, ran = timed(function() return q:run(math.huge) end)
+    assert.equal(0, ran)
+    assert.is_true(took < 1)
+  end)
+
+  it("waits for a periodic timer's next tick", function()
+    local ticks = 0
+    local id = q:add_periodic(0.03, 0.03, function(aborted)
+      if not aborted then ticks = ticks + 1 end
+    end)
+    local took = timed(function() return q:run() end)
+    assert.equal(1, ticks)
+    assert.is_true(took >= 0.025, "returned after " .. took .. " s")
+    assert.is_true(q:cancel(id))
+    assert.equal(1, q:run())                 -- the final aborted call
+  end)
+
+  it("refuses a NaN or negative timeout and changes nothing", function()
+    local calls = 0
+    q:add(0, function() calls = calls + 1 end)
+    assert.has_error(function() q:run(0 / 0) end)
+    assert.has_error(function() q:run(-1) end)
+    assert.has_error(function() q:run(-math.huge) end)
+    assert.has_error(function() q:run("1") end)
+    assert.equal(0, calls)
+    assert.equal(1, q:run())
+  end)
+end)
+
+describe("TimerQueue:close with failing handlers", function()
+  it("delivers every owed call, then re-raises the error once", function()
+    local q = parataxis.TimerQueue()
+    local ok_calls = 0
+    q:add(60, function() ok_calls = ok_calls + 1 end)
+    q:add(60, function() error("boom", 0) end)
+    q:add(60, function() ok_calls = ok_calls + 1 end)
+    q:add(60, function() ok_calls = ok_calls + 1 end)
+    local ok, err = pcall(q.close, q)
+    assert.is_false(ok)
+    assert.equal("boom", err)
+    assert.equal(3, ok_calls)
+    assert.equal(0, q:pending())
+    assert.is_true(pcall(q.close, q))        -- nothing owed: the second close is quiet
+    assert.equal(3, ok_calls)
+  end)
+
+  it("with several failing handlers raises the first and warns of the others", function()
+    local q = parataxis.TimerQueue()
+    local ok_calls, raised = 0, 0
+    for i = 1, 6 do
+      if i % 2 == 0 then
+        q:add(60, function() raised = raised + 1; error({ n = i }) end)
+      else
+        q:add(60, function() ok_calls = ok_calls + 1 end)
+      end
+    end
+    local warnings = {}
+    local real_warn = _G.warn
+    _G.warn = function(...) warnings[#warnings + 1] = table.concat({ ... }) end
+    local ok, err = pcall(q.close, q)
+    _G.warn = real_warn
+    assert.is_false(ok)
+    assert.equal("table", type(err))         -- the error value itself, not a copy
+    assert.equal(3, raised)
+    assert.equal(3, ok_calls)
+    assert.equal(2, #warnings)
+  end)
+
+  it("delivers every owed call from a <close> scope that ends in an error", function()
+    local calls = 0
+    local ok = pcall(function()
+      local q <close> = parataxis.TimerQueue()
+      q:add(60, function() error("in handler") end)
+      q:add(60, function() calls = calls + 1 end)
+      error("in scope")
+    end)
+    assert.is_false(ok)
+    assert.equal(1, calls)
+  end)
+end)
+
+describe("TimerQueue:close from a handler", function()
+  it("runs every other owed call and leaves the queue closed", function()
+    local q = parataxis.TimerQueue()
+    local aborted = 0
+    for _ = 1, 3 do q:add(60, function(a) if a then aborted = aborted + 1 end end) end
+    q:add(0, function() q:close() end)
+    assert.equal(1, q:run())
+    assert.equal(3, aborted)
+    assert.has_error(function() q:add(1, function() end) end)
+    assert.equal(0, q:run())
+    q:close()
+  end)
+end)
+
+describe("TimerQueue:fileno", function()
+  local q
+  before_each(function() q = parataxis.TimerQueue() end)
+  after_each(function() q:close() end)
+
+  it("is readable exactly while calls are owed", function()
+    assert.is_false(fd_readable(q))
+    q:add(0, function() end)
+    assert.equal(1, q:run(5))
+    assert.is_false(fd_readable(q))
+    q:add(0, function() end)
+    assert.is_true(q:run(5) == 1)
+  end)
+
+  it("stays readable after a handler error while calls are owed", function()
+    local calls, errors = 0, 0
+    q:add(0.001, function() error("boom") end)
+    for _ = 1, 4 do q:add(0.001, function() calls = calls + 1 end) end
+    -- Until the worker has queued all five (in one batch or a few).
+    local deadline = parataxis.now() + 5
+    while q.core:size() < 5 and parataxis.now() < deadline do q.core:wait(0.01) end
+    assert.equal(5, q.core:size())
+    -- An fd-driven loop: poll the descriptor, drain only when it is readable.
+    while calls < 4 and parataxis.now() < deadline do
+      if q.core:wait(0.5) == 1 then          -- poll(fileno, 0.5 s)
+        if not pcall(q.drain, q) then
+          errors = errors + 1
+          if calls < 4 then assert.is_true(fd_readable(q), "calls owed, fd not readable") end
+        end
+      end
+    end
+    assert.equal(1, errors)
+    assert.equal(4, calls)
+    assert.is_false(fd_readable(q))
+  end)
+end)
+
+describe("TimerQueue:run without a bound, interrupted", function()
+  -- Ctrl-C (SIGINT) ends an unbounded run in the standalone interpreter as it
+  -- ends any Lua code: with "interrupted!".  A child lua5.4 waits on a timer
+  -- 10 s away; it is signalled once it reports that it is about to wait.
+  it("ends on SIGINT with the interpreter's error, not at the timer", function()
+    local ready = os.tmpname()
+    os.remove(ready)
+    local script = table.concat({
+      'local q = require("parataxis").TimerQueue()',
+      'q:add(10, function() end)',
+      string.format('local f = io.open(%q, "w"); f:write("ready"); f:close()', ready),
+      'q:run(math.huge)',
+      'print("returned")',
+    }, " ")
+    local sh = string.format(
+      "lua5.4 -e %q 2>&1 & pid=$!; " ..
+      "n=0; until [ -s %q ] || [ $n -ge 1000 ]; do sleep 0.01; n=$((n+1)); done; " ..
+      "kill -INT $pid; wait $pid; echo \"rc=$?\"",
+      script, ready)
+    local t0 = parataxis.now()
+    local p = assert(io.popen(sh))
+    local out = p:read("a")
+    p:close()
+    os.remove(ready)
+    assert.is_nil(out:find("returned"), out)
+    assert.truthy(out:find("interrupted!"), out)
+    assert.truthy(out:find("rc=1"), out)
+    assert.is_true(parataxis.now() - t0 < 9)
+  end)
+end)
