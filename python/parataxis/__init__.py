@@ -8,7 +8,7 @@
 
 See docs/python.md.
 """
-from ._core import HandlerQueue, Timer, TimerQueue, now, version
+from ._core import HandlerQueue, Timer, TimerHandle, TimerQueue, now, version
 from ._errors import (BusyError, Cancelled, Closed, DeadlockError, Error, ForkedError,
                       InvalidArgument, NoFiberError, NoMemory, NotOwnerError,
                       OwnerDiedError, Timeout, WrongThreadError)
@@ -16,7 +16,7 @@ from ._errors import (BusyError, Cancelled, Closed, DeadlockError, Error, Forked
 __version__ = "0.1.0"
 
 __all__ = [
-    "TimerQueue", "Timer", "HandlerQueue", "now", "version",
+    "TimerQueue", "TimerHandle", "Timer", "HandlerQueue", "now", "version",
     "Error", "InvalidArgument", "NoMemory", "Timeout", "Cancelled", "DeadlockError",
     "NotOwnerError", "BusyError", "OwnerDiedError", "NoFiberError", "Closed",
     "ForkedError", "WrongThreadError",

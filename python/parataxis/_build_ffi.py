@@ -38,8 +38,6 @@ px_queue *px_queue_new(void);
 px_executor px_queue_executor(px_queue *q);
 int px_queue_post(px_queue *q, px_handler_fn fn, void *arg, int status);
 int px_queue_drain(px_queue *q, size_t max);
-int pxpy_queue_drain(px_queue *q, size_t max);
-void pxpy_drain_stop(void);
 int px_queue_fd(px_queue *q);
 int px_queue_wait(px_queue *q, int64_t timeout_ns);
 size_t px_queue_size(px_queue *q);
@@ -70,13 +68,38 @@ int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg);
 int px_timer_cancel(px_timer *t);
 void px_timer_free(px_timer *t);
 
+/* The gate of a queue, timer or handler queue: every call from Python goes
+** through it, so that close() can wait for the calls under way before the free. */
+typedef struct pxpy_gate pxpy_gate;
+pxpy_gate *pxpy_gate_new(void *obj);
+void pxpy_gate_free(pxpy_gate *g);
+int pxpy_enter(pxpy_gate *g);
+void pxpy_leave(pxpy_gate *g);
+int pxpy_shut(pxpy_gate *g);
+void pxpy_gate_forked(pxpy_gate *g);
+
 /* Python callbacks (extern "Python": compiled, no ffi.callback).  A handler's C
 ** arg is the key (an int) under which the Python side keeps the call alive:
 ** ints cross the boundary faster than ffi handles. */
 extern "Python" void pxpy_handler(uintptr_t key, int status);
-uint64_t pxpy_add(px_timerq *q, int64_t delay_ns, uintptr_t key);
-uint64_t pxpy_add_periodic(px_timerq *q, int64_t first_ns, int64_t period_ns, uintptr_t key);
-int pxpy_timer_wait(px_timer *t, uintptr_t key);
+uint64_t pxpy_add_at(pxpy_gate *g, double when, uintptr_t key);
+uint64_t pxpy_add_periodic(pxpy_gate *g, int64_t first_ns, int64_t period_ns, uintptr_t key);
+int pxpy_cancel(pxpy_gate *g, uint64_t id);
+int64_t pxpy_cancel_all(pxpy_gate *g);
+int64_t pxpy_pending(pxpy_gate *g);
+int pxpy_timer_expires_after(pxpy_gate *g, int64_t delay_ns);
+int64_t pxpy_timer_expiry(pxpy_gate *g);
+int pxpy_timer_wait(pxpy_gate *g, uintptr_t key);
+int pxpy_timer_cancel(pxpy_gate *g);
+void pxpy_timer_drop(pxpy_gate *g);
+int pxpy_timer_close(pxpy_gate *g, pxpy_gate *qg);
+int pxpy_queue_drain(pxpy_gate *g, size_t max);
+void pxpy_drain_stop(void);
+int pxpy_queue_fd(pxpy_gate *g);
+#define PXPY_EINTR ...
+int pxpy_queue_wait(pxpy_gate *g, int64_t deadline);
+int64_t pxpy_queue_size(pxpy_gate *g);
+int pxpy_queue_shut(pxpy_gate *g, size_t own);
 extern "Python" int pxpy_post(void *ctx, px_handler_fn fn, void *arg, int status);
 
 /* The C trampoline a concurrent.futures worker calls: fn(arg, status). */
@@ -154,37 +177,6 @@ static void pxpy_call_now(uintptr_t key, int status)
     pxpy_collect = collecting;
 }
 
-/*
-** HandlerQueue.drain: px_queue_drain one call at a time, so that a handler that
-** raises KeyboardInterrupt or SystemExit (Python then calls pxpy_drain_stop)
-** ends the drain right after it, with every later call still queued, in order,
-** and the queue's fd still readable.  Nested drains keep their own flag.
-*/
-static _Thread_local int pxpy_stop;
-
-static void pxpy_drain_stop(void)
-{
-    pxpy_stop = 1;
-}
-
-static int pxpy_queue_drain(px_queue *q, size_t max)
-{
-    size_t budget = max ? max : px_queue_size(q);
-    int outer = pxpy_stop, done = 0;
-    pxpy_stop = 0;
-    while ((size_t)done < budget && done < INT32_MAX && !pxpy_stop) {
-        int n = px_queue_drain(q, 1);
-        if (n <= 0) {
-            if (done == 0)
-                done = n;               /* PX_EINVAL for a NULL queue, or 0 */
-            break;
-        }
-        done++;
-    }
-    pxpy_stop = outer;
-    return done;
-}
-
 /* The px_handler_fn of a periodic Python handler: hands the key to Python. */
 static void pxpy_trampoline_now(void *arg, int status)
 {
@@ -205,20 +197,351 @@ static void pxpy_trampoline(void *arg, int status)
     k->n++;
 }
 
-static uint64_t pxpy_add(px_timerq *q, int64_t delay_ns, uintptr_t key)
+/*
+** The gate.  Python threads call a queue while another thread may close it, and
+** the C free must not run under a call still in the queue (the C API forbids it:
+** a freed lock, a corrupted list).  So every call from Python enters the gate of
+** its object: one atomic add to count it, one atomic subtract when it leaves.
+** Shutting the gate sets the top bit, which makes every later enter fail (the
+** call returns `refuse`, PX_ECLOSED or PX_EFORKED, and touches nothing), and
+** then waits until the calls under way have left; only then does Python free
+** the object.  The wait is a poll, not a condition variable: calls end soon
+** (most are short, a drain runs the handlers it took, a handler queue's wait is
+** woken: see pxpy_queue_shut), a leave stays one atomic op, and nothing here
+** needs care across fork().  The gate itself is freed only with the Python
+** objects that hold it, so a late call always finds it.
+*/
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#define PXPY_SHUT ((size_t)1 << (sizeof(size_t) * 8 - 1))
+
+typedef struct pxpy_gate {
+    atomic_size_t use;          /* calls under way, plus PXPY_SHUT once shut */
+    atomic_int refuse;          /* what a refused call returns */
+    void *obj;                  /* the px_timerq, px_timer or px_queue */
+} pxpy_gate;
+
+static pxpy_gate *pxpy_gate_new(void *obj)
 {
-    return px_timerq_add(q, delay_ns, pxpy_trampoline, (void *)key);
+    pxpy_gate *g = malloc(sizeof *g);
+    if (g != NULL) {
+        atomic_init(&g->use, 0);
+        atomic_init(&g->refuse, PX_ECLOSED);
+        g->obj = obj;
+    }
+    return g;
 }
 
-static uint64_t pxpy_add_periodic(px_timerq *q, int64_t first_ns, int64_t period_ns,
+static void pxpy_gate_free(pxpy_gate *g)
+{
+    free(g);
+}
+
+/* 0 and the call may go on, or the code to refuse it with (it did not enter). */
+static int pxpy_enter(pxpy_gate *g)
+{
+    if (atomic_fetch_add_explicit(&g->use, 1, memory_order_acquire) & PXPY_SHUT) {
+        atomic_fetch_sub_explicit(&g->use, 1, memory_order_relaxed);
+        return atomic_load_explicit(&g->refuse, memory_order_relaxed);
+    }
+    return 0;
+}
+
+static void pxpy_leave(pxpy_gate *g)
+{
+    atomic_fetch_sub_explicit(&g->use, 1, memory_order_release);
+}
+
+/* Sets the top bit; 1 for the caller that set it, 0 when it was set already. */
+static int gate_close(pxpy_gate *g)
+{
+    return !(atomic_fetch_or_explicit(&g->use, PXPY_SHUT, memory_order_acq_rel) & PXPY_SHUT);
+}
+
+/* 1 once the calls under way, `own` excepted, have left. */
+static int gate_idle(pxpy_gate *g, size_t own)
+{
+    return atomic_load_explicit(&g->use, memory_order_acquire) == (PXPY_SHUT | own);
+}
+
+static void gate_pause(unsigned round)
+{
+    if (round < 64) {
+        sched_yield();
+    } else {
+        struct timespec ts = { 0, 50000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Shuts the gate and waits for the calls under way; 1 for the caller that shut
+** it (and must free the object), 0 when it was shut already. */
+static int pxpy_shut(pxpy_gate *g)
+{
+    if (!gate_close(g))
+        return 0;
+    for (unsigned round = 0; !gate_idle(g, 0); round++)
+        gate_pause(round);
+    return 1;
+}
+
+/* In the child of a fork: every later call is refused with PX_EFORKED.  The
+** calls that were under way belong to threads the child does not have, so
+** nobody waits for them. */
+static void pxpy_gate_forked(pxpy_gate *g)
+{
+    atomic_store_explicit(&g->refuse, PX_EFORKED, memory_order_relaxed);
+    gate_close(g);
+}
+
+/* The timer queue's calls.  `key` is the handle's key (see pxpy_handler).
+** `when` is the deadline in seconds on px_now()'s clock, as Python computed it
+** (the clock plus the delay, so the handle knows it): rounded up to the
+** nanosecond, it is never before that delay has passed. */
+static uint64_t pxpy_add_at(pxpy_gate *g, double when, uintptr_t key)
+{
+    double ns = when * 1e9;
+    if (!(ns >= 0 && ns < 9e18))
+        return 0;
+    int64_t deadline = (int64_t)ns;
+    if (deadline < ns)
+        deadline++;
+    if (pxpy_enter(g) != 0)
+        return 0;
+    uint64_t id = px_timerq_add_at(g->obj, deadline, pxpy_trampoline, (void *)key);
+    pxpy_leave(g);
+    return id;
+}
+
+static uint64_t pxpy_add_periodic(pxpy_gate *g, int64_t first_ns, int64_t period_ns,
                                   uintptr_t key)
 {
-    return px_timerq_add_periodic(q, first_ns, period_ns, pxpy_trampoline_now, (void *)key);
+    if (pxpy_enter(g) != 0)
+        return 0;
+    uint64_t id = px_timerq_add_periodic(g->obj, first_ns, period_ns, pxpy_trampoline_now,
+                                         (void *)key);
+    pxpy_leave(g);
+    return id;
 }
 
-static int pxpy_timer_wait(px_timer *t, uintptr_t key)
+static int pxpy_cancel(pxpy_gate *g, uint64_t id)
 {
-    return px_timer_async_wait(t, pxpy_trampoline, (void *)key);
+    int rc = pxpy_enter(g);
+    if (rc != 0)
+        return rc;
+    rc = px_timerq_cancel(g->obj, id);
+    pxpy_leave(g);
+    return rc;
+}
+
+static int64_t pxpy_cancel_all(pxpy_gate *g)
+{
+    int rc = pxpy_enter(g);
+    if (rc != 0)
+        return rc;
+    size_t n = px_timerq_cancel_all(g->obj);
+    pxpy_leave(g);
+    return (int64_t)n;
+}
+
+static int64_t pxpy_pending(pxpy_gate *g)
+{
+    int rc = pxpy_enter(g);
+    if (rc != 0)
+        return rc;
+    size_t n = px_timerq_pending(g->obj);
+    pxpy_leave(g);
+    return (int64_t)n;
+}
+
+/* The deadline timer's calls: its own gate, which the queue's close() shuts
+** (pxpy_timer_drop) before it frees the queue. */
+static int pxpy_timer_expires_after(pxpy_gate *g, int64_t delay_ns)
+{
+    int rc = pxpy_enter(g);
+    if (rc != 0)
+        return rc;
+    rc = px_timer_expires_after(g->obj, delay_ns);
+    pxpy_leave(g);
+    return rc;
+}
+
+static int64_t pxpy_timer_expiry(pxpy_gate *g)
+{
+    int rc = pxpy_enter(g);
+    if (rc != 0)
+        return rc;
+    int64_t expiry = px_timer_expiry(g->obj);
+    pxpy_leave(g);
+    return expiry;
+}
+
+static int pxpy_timer_wait(pxpy_gate *g, uintptr_t key)
+{
+    int rc = pxpy_enter(g);
+    if (rc != 0)
+        return rc;
+    rc = px_timer_async_wait(g->obj, pxpy_trampoline, (void *)key);
+    pxpy_leave(g);
+    return rc;
+}
+
+static int pxpy_timer_cancel(pxpy_gate *g)
+{
+    int rc = pxpy_enter(g);
+    if (rc != 0)
+        return rc;
+    rc = px_timer_cancel(g->obj);
+    pxpy_leave(g);
+    return rc;
+}
+
+/* The queue's close(): frees the timer once, after the calls under way. */
+static void pxpy_timer_drop(pxpy_gate *g)
+{
+    if (pxpy_shut(g))
+        px_timer_free(g->obj);
+}
+
+/* Timer.close(): px_timer_free touches the queue, so it runs inside the queue's
+** gate `qg`.  When that gate is shut, the queue's close() drops the timer (or
+** already did): returns the refusal then. */
+static int pxpy_timer_close(pxpy_gate *g, pxpy_gate *qg)
+{
+    int rc = pxpy_enter(qg);
+    if (rc != 0)
+        return rc;
+    pxpy_timer_drop(g);
+    pxpy_leave(qg);
+    return 0;
+}
+
+/* The handler queue's calls. */
+
+/*
+** HandlerQueue.drain: px_queue_drain one call at a time, so that a handler that
+** raises KeyboardInterrupt or SystemExit (Python then calls pxpy_drain_stop)
+** ends the drain right after it, with every later call still queued, in order,
+** and the queue's fd still readable.  Nested drains keep their own flag.
+*/
+static _Thread_local int pxpy_stop;
+
+static void pxpy_drain_stop(void)
+{
+    pxpy_stop = 1;
+}
+
+static int pxpy_queue_drain(pxpy_gate *g, size_t max)
+{
+    int rc = pxpy_enter(g);
+    if (rc != 0)
+        return rc;
+    size_t budget = max ? max : px_queue_size(g->obj);
+    int outer = pxpy_stop, done = 0;
+    pxpy_stop = 0;
+    while ((size_t)done < budget && done < INT32_MAX && !pxpy_stop) {
+        int n = px_queue_drain(g->obj, 1);
+        if (n <= 0) {
+            if (done == 0)
+                done = n;               /* PX_EFORKED in a fork's child, or 0 */
+            break;
+        }
+        done++;
+    }
+    pxpy_stop = outer;
+    pxpy_leave(g);
+    return done;
+}
+
+static int pxpy_queue_fd(pxpy_gate *g)
+{
+    int rc = pxpy_enter(g);
+    if (rc != 0)
+        return rc;
+    rc = px_queue_fd(g->obj);
+    pxpy_leave(g);
+    return rc;
+}
+
+/*
+** HandlerQueue.wait: poll(2) on the queue's descriptor until a call is queued
+** (1) or px_now() reaches `deadline` (0; a negative deadline is none).  A signal
+** returns PXPY_EINTR at once, not a retry as px_queue_wait does: Python runs its
+** signal handlers when the call returns (Ctrl-C raises KeyboardInterrupt there)
+** and calls again.  A wait that close() interrupted returns the refusal.
+*/
+#define PXPY_EINTR 2
+
+static int pxpy_queue_wait(pxpy_gate *g, int64_t deadline)
+{
+    int rc = pxpy_enter(g);
+    if (rc != 0)
+        return rc;
+    struct pollfd pfd = { .fd = px_queue_fd(g->obj), .events = POLLIN };
+    rc = pfd.fd < 0 ? pfd.fd : 0;
+    while (rc == 0) {
+        int ms = -1;
+        if (deadline >= 0) {
+            int64_t left = deadline - px_now();
+            if (left < 0)
+                left = 0;
+            /* rounded up: never early */
+            ms = left / 1000000 >= INT_MAX ? INT_MAX : (int)((left + 999999) / 1000000);
+        }
+        int r = poll(&pfd, 1, ms);
+        if (r > 0)
+            rc = 1;
+        else if (r < 0 && errno == EINTR)
+            rc = PXPY_EINTR;
+        else if (r < 0 || (deadline >= 0 && px_now() >= deadline))
+            break;
+    }
+    size_t use = atomic_load_explicit(&g->use, memory_order_relaxed);
+    int refuse = atomic_load_explicit(&g->refuse, memory_order_relaxed);
+    pxpy_leave(g);
+    return use & PXPY_SHUT ? refuse : rc;
+}
+
+static int64_t pxpy_queue_size(pxpy_gate *g)
+{
+    int rc = pxpy_enter(g);
+    if (rc != 0)
+        return rc;
+    size_t n = px_queue_size(g->obj);
+    pxpy_leave(g);
+    return (int64_t)n;
+}
+
+static void pxpy_nothing(void *arg, int status)
+{
+    (void)arg;
+    (void)status;
+}
+
+/*
+** Shuts a handler queue's gate.  `own` counts the drains of this queue under way
+** on the caller's own thread (close() from one of its handlers): those cannot
+** leave before the caller returns, so it does not wait for them, and Python
+** frees the queue when the outermost of them returns.  A thread blocked in
+** px_queue_wait would never leave: while others are inside, an empty queue
+** gets a no-op handler posted, which wakes every waiter (px_queue_free runs it,
+** or a drain under way does).
+*/
+static int pxpy_queue_shut(pxpy_gate *g, size_t own)
+{
+    if (!gate_close(g))
+        return 0;
+    for (unsigned round = 0; !gate_idle(g, own); round++) {
+        if (px_queue_size(g->obj) == 0)
+            px_queue_post(g->obj, pxpy_nothing, NULL, 0);
+        gate_pause(round);
+    }
+    return 1;
 }
 
 /*

@@ -2,13 +2,21 @@
 
 How a Python handler reaches C and comes back exactly once:
 
-- Each add wraps the callable in a tuple `call` and stores it in the module-level
-  dict _LIVE under key id(call) (a root the garbage collector cannot break, even
-  when the TimerQueue object itself is gone); the key is the C `arg` (what
-  ffi.new_handle would give, but an int crosses faster).  The key stays there
-  until the handler's final call -- a one-shot's only call, a periodic timer's
-  aborted call -- which removes it.  That call is the release point; nothing
-  else is.  A key cannot be reused while its call is in _LIVE.
+- Each add wraps the callable in a _Call (for add(): the TimerHandle it returns)
+  and stores it in the module-level dict _LIVE under key id(call) (a root the
+  garbage collector cannot break, even when the TimerQueue object itself is
+  gone); the key is the C `arg` (what ffi.new_handle would give, but an int
+  crosses faster).  The key stays there until the handler's final call -- a
+  one-shot's only call, a periodic timer's aborted call -- which removes it.
+  That call is the release point; nothing else is.  A key cannot be reused while
+  its call is in _LIVE.  A call refers to its queue's _State, never to the
+  TimerQueue, so pending timers do not keep a dropped queue alive.  It also holds
+  the contextvars context copied at the add: the handler runs in it, as
+  loop.call_later's callbacks do.
+- Every C call on a queue, timer or handler queue goes through the object's
+  gate (pxpy_gate in _build_ffi.py): close() shuts the gate, waits for the calls
+  under way in other threads, and only then frees the C object.  A call that
+  loses the race is refused and raises Closed.
 - The C side calls the compiled extern "Python" function pxpy_handler; cffi takes
   the GIL for it.  Every other C call runs with the GIL released (cffi's rule), so
   px_timerq_free and px_queue_wait never block Python threads.
@@ -25,12 +33,12 @@ import concurrent.futures
 import contextvars
 import math
 import os
-import select
 import threading
+import time
 import weakref
-from typing import Any, Callable, Dict, NoReturn, Optional, Union
+from typing import Any, Callable, Dict, NoReturn, Optional, Set, Union
 
-from ._errors import Closed, ForkedError, InvalidArgument, NoMemory, check
+from ._errors import Closed, ForkedError, InvalidArgument, NoMemory, check, raise_for
 from ._parataxis import ffi, lib
 
 Handler = Callable[[bool], Any]
@@ -38,10 +46,9 @@ Executor = Union[None, "HandlerQueue", asyncio.AbstractEventLoop, concurrent.fut
 
 _NULL = ffi.NULL
 _ECANCELED = lib.PX_ECANCELED
-# A call is the tuple (fn, periodic, owner state, context); _LIVE maps id(call)
-# to it until its final call.  The handler runs in the contextvars context
-# copied when it was added, as loop.call_later's callbacks do.
-_LIVE: Dict[int, Any] = {}
+_EINTR = lib.PXPY_EINTR
+# _LIVE maps id(call) to each _Call until its final call.
+_LIVE: Dict[int, "_Call"] = {}
 _CTX: Dict[int, Any] = {}               # id(queue state) -> what its executor's ctx needs
 _QUEUES: "weakref.WeakSet[TimerQueue]" = weakref.WeakSet()
 _HQUEUES: "weakref.WeakSet[HandlerQueue]" = weakref.WeakSet()
@@ -51,7 +58,7 @@ _tls = threading.local()
 # delivery hands the GIL to the worker and back, several microseconds here, so
 # the worker gathers a millisecond's aborts into one.
 _ABORT_LINGER_NS = 1_000_000
-_add, _cancel = lib.pxpy_add, lib.px_timerq_cancel
+_add_at, _cancel = lib.pxpy_add_at, lib.pxpy_cancel
 _copy_context = contextvars.copy_context
 _invoke = lib.pxpy_invoke
 # Executors that run a call in another process or interpreter: they cannot call
@@ -59,12 +66,76 @@ _invoke = lib.pxpy_invoke
 _ELSEWHERE = tuple(c for c in (getattr(concurrent.futures, "ProcessPoolExecutor", None),
                                getattr(concurrent.futures, "InterpreterPoolExecutor", None))
                    if c is not None)
+# Deadlines are computed here, in float seconds on the clock of px_now()
+# (CLOCK_MONOTONIC), so that a handle knows its when() without a second call into
+# C; pxpy_add_at rounds them up to the nanosecond.
+if time.get_clock_info("monotonic").implementation == "clock_gettime(CLOCK_MONOTONIC)":
+    _clock = time.monotonic
+else:                                   # pragma: no cover - not Linux
+    def _clock() -> float:
+        return lib.px_now() / 1e9
 
 
 class _State:
-    """What handlers of one TimerQueue share; outlives the TimerQueue object."""
+    """What handlers of one TimerQueue share; outlives the TimerQueue object.
+    `g` is the queue's gate."""
 
-    __slots__ = ("__weakref__",)
+    __slots__ = ("__weakref__", "g")
+
+
+class _Call:
+    """A handler call waiting in _LIVE: the callable, its queue's _State and the
+    contextvars context it runs in."""
+
+    __slots__ = ("_fn", "_owner", "_ctx", "_cancelled")
+    _periodic = False
+
+
+class TimerHandle(_Call):
+    """A timer of one TimerQueue, as add() and add_periodic() return it (like
+    asyncio's TimerHandle).  It belongs to its queue: another queue's cancel()
+    does not know it.  It does not keep the queue alive."""
+
+    __slots__ = ("_id", "_when")
+
+    def cancel(self) -> bool:
+        """The same as queue.cancel(self)."""
+        r = _cancel(self._owner.g, self._id)
+        if r == 1:
+            self._cancelled = True
+            return True
+        if r == 0:
+            return False
+        _refused(r, "TimerQueue")
+
+    def cancelled(self) -> bool:
+        """True once cancel() of this handle returned True (as asyncio's: the
+        aborts of cancel_all() and close() do not count)."""
+        return getattr(self, "_cancelled", False)
+
+    def when(self) -> float:
+        """The deadline (of a periodic timer: its first tick) in seconds on the
+        clock of parataxis.now()."""
+        return self._when
+
+    def __repr__(self) -> str:
+        kind = "periodic " if self._periodic else ""
+        state = " cancelled" if self.cancelled() else ""
+        return f"<parataxis.TimerHandle {kind}when={self.when():.6f}{state}>"
+
+
+class _PeriodicHandle(TimerHandle):
+    __slots__ = ()
+    _periodic = True
+
+
+def _refused(code: int, what: str) -> NoReturn:
+    # A gate refused the call (or C said closed): explain it.
+    if code == lib.PX_EFORKED:
+        raise ForkedError(f"{what} belongs to the parent of a fork()")
+    if code == lib.PX_ECLOSED:
+        raise Closed(f"{what} is closed")
+    raise_for(code)
 
 
 @ffi.def_extern()
@@ -73,18 +144,18 @@ def pxpy_run_keys(k: Any) -> None:
     # its final one.  An exception goes out through cffi to sys.unraisablehook,
     # with k.done just past the handler that raised; C then calls again for the
     # rest.  The loop is pxpy_handler unrolled: the hot path of a cancel storm.
+    # The calls of a batch are one queue's: tls.current is set when the owner
+    # changes, not per handler (a threading.local store costs more than ctx.run).
     key, status, n = k.key, k.status, k.n
     i = k.done
     pop, tls = _LIVE.pop, _tls
-    # tls.current is set when the owner changes, not per handler (handlers leave
-    # it as they found it): a threading.local store costs more than ctx.run.
-    prev = cur = getattr(tls, "current", None)
+    prev = owner = getattr(tls, "current", None)
     try:
         while i < n:
-            fn, _, owner, ctx = pop(key[i])
-            if owner is not cur:
-                tls.current = cur = owner
-            ctx.run(fn, status[i] != 0)
+            call = pop(key[i])
+            if call._owner is not owner:
+                tls.current = owner = call._owner
+            call._ctx.run(call._fn, status[i] != 0)
             i += 1
     finally:
         tls.current = prev
@@ -98,14 +169,14 @@ def pxpy_handler(key: int, status: int) -> None:
     # KeyboardInterrupt or SystemExit (any BaseException that is no Exception)
     # in a handler that HandlerQueue.drain() runs stops that drain and is raised
     # by it, as Python users expect.
-    fn, periodic, owner, ctx = _LIVE[key]
+    call = _LIVE[key]
     aborted = status != 0
-    if aborted or not periodic:
+    if aborted or not call._periodic:
         del _LIVE[key]                  # the final call: release the call
     prev = getattr(_tls, "current", None)
-    _tls.current = owner
+    _tls.current = call._owner
     try:
-        ctx.run(fn, aborted)
+        call._ctx.run(call._fn, aborted)
     except Exception:
         raise
     except BaseException as e:
@@ -173,7 +244,8 @@ def _ns(seconds: float, what: str = "delay") -> int:
 
 
 def _bad_timer_id(timer_id: object) -> NoReturn:
-    raise TypeError(f"timer id must be an int, not {type(timer_id).__name__}")
+    raise TypeError("the timer id must be the TimerHandle that add() or add_periodic() "
+                    f"returned, not {type(timer_id).__name__}") from None
 
 
 def _check_handler(fn: object) -> None:
@@ -187,9 +259,19 @@ class HandlerQueue:
     when fileno() is readable (select, poll, epoll, an event loop)."""
 
     def __init__(self) -> None:
+        self._closed = True
+        self._g = _NULL
         self._q = lib.px_queue_new()
         if self._q == _NULL:
             raise NoMemory("px_queue_new failed")
+        g = lib.pxpy_gate_new(self._q)
+        if g == _NULL:
+            lib.px_queue_free(self._q)
+            self._q = _NULL
+            raise NoMemory("pxpy_gate_new failed")
+        self._g = ffi.gc(g, lib.pxpy_gate_free)
+        self._closed = False
+        self._free_later = 0            # the thread whose drain frees it, see close()
         self._forked = False
         self._users: "weakref.WeakSet[TimerQueue]" = weakref.WeakSet()
         _HQUEUES.add(self)
@@ -197,9 +279,23 @@ class HandlerQueue:
     def _ptr(self) -> Any:
         if self._forked:
             raise ForkedError("HandlerQueue belongs to the parent of a fork()")
-        if self._q == _NULL:
+        if self._closed:
             raise Closed("HandlerQueue is closed")
         return self._q
+
+    def _done(self, rc: int) -> int:
+        if rc < 0:
+            _refused(rc, "HandlerQueue")
+        return rc
+
+    def _enter(self) -> None:
+        # Holds the gate from Python (leave with _leave): close() waits for it.
+        rc = lib.pxpy_enter(self._g)
+        if rc != 0:
+            _refused(rc, "HandlerQueue")
+
+    def _leave(self) -> None:
+        lib.pxpy_leave(self._g)
 
     def drain(self, max: int = 0) -> int:
         """Run up to `max` queued handlers (0: all queued now) here; return how many.
@@ -208,73 +304,88 @@ class HandlerQueue:
         here; the calls after it stay queued for the next drain."""
         if max < 0:
             raise InvalidArgument("max must be >= 0")
-        q = self._ptr()
+        try:
+            draining = _tls.draining
+        except AttributeError:
+            draining = _tls.draining = []
+        draining.append(self)           # close() from a handler must not wait for it
         prev = getattr(_tls, "drain", None)
         box: "list[BaseException]" = []
         _tls.drain = box                # where pxpy_handler puts what must propagate
         try:
-            n = lib.pxpy_queue_drain(q, max)
+            rc = lib.pxpy_queue_drain(self._g, max)
         finally:
             _tls.drain = prev
+            draining.pop()
+            if self._free_later == threading.get_ident() and self not in draining:
+                self._free()
         if box:
             raise box.pop()
-        return check(n)
+        return self._done(rc)
 
     def fileno(self) -> int:
         """A descriptor readable while handlers wait.  Never read it yourself."""
-        return check(lib.px_queue_fd(self._ptr()))
+        return self._done(lib.pxpy_queue_fd(self._g))
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Block (GIL released) until a handler waits or `timeout` s passed.
 
         Signals are handled while it waits: Ctrl-C raises KeyboardInterrupt."""
-        ns = None if timeout is None else _ns(timeout, "timeout")
-        # select.poll rather than px_queue_wait: it runs the Python signal
-        # handlers when a signal interrupts it (PEP 475), so Ctrl-C gets through.
-        p = select.poll()
-        p.register(self.fileno(), select.POLLIN)
-        if ns is None:
-            while not p.poll():
-                pass
-            return True
-        end = lib.px_now() + ns
+        end = -1 if timeout is None else lib.px_now() + _ns(timeout, "timeout")
+        # Back from C at each signal (PXPY_EINTR), so the Python signal handlers
+        # run here (PEP 475): the loop's next turn raises what they raise.
         while True:
-            left = end - lib.px_now()
-            # poll rounds a fraction of a millisecond up: never early.
-            if p.poll(min(max(left, 0) / 1e6, 2**31 - 1)):
-                return True
-            if left <= 0 or lib.px_now() >= end:
-                return False
+            rc = lib.pxpy_queue_wait(self._g, end)
+            if rc != _EINTR:
+                return self._done(rc) == 1
 
     def __len__(self) -> int:
-        return int(lib.px_queue_size(self._ptr()))
+        return int(self._done(lib.pxpy_queue_size(self._g)))
 
     @property
     def closed(self) -> bool:
-        return self._q == _NULL
+        return self._closed
 
     def close(self) -> None:
-        """Close every TimerQueue posting here, run what is still queued, release."""
-        if self._q == _NULL:
+        """Close every TimerQueue posting here, run what is still queued, release.
+
+        Calls under way in other threads finish first (a wait() returns, raising
+        Closed); calls that come later raise Closed.  Called from a handler that
+        drain() runs, the queue is released when that drain() returns."""
+        if self._closed:
             return
+        self._closed = True
+        _HQUEUES.discard(self)
+        if self._forked:                # in a fork child the calls are the parent's
+            self._q = _NULL
+            return
+        own = getattr(_tls, "draining", []).count(self)
+        if not lib.pxpy_queue_shut(self._g, own):
+            return                      # another thread closes it
         for tq in list(self._users):
             tq.close()
+        if own:
+            self._free_later = threading.get_ident()
+        else:
+            self._free()
+
+    def _free(self) -> None:
+        self._free_later = 0
         q, self._q = self._q, _NULL
-        _HQUEUES.discard(self)
-        if not self._forked:            # in a fork child the calls are the parent's
-            prev = getattr(_tls, "drain", None)
-            _tls.drain = None           # close delivers every call, whatever raises
-            try:
-                lib.px_queue_free(q)
-            finally:
-                _tls.drain = prev
+        prev = getattr(_tls, "drain", None)
+        _tls.drain = None               # close delivers every call, whatever raises
+        try:
+            lib.px_queue_free(q)        # runs what is still queued
+        finally:
+            _tls.drain = prev
 
     def __repr__(self) -> str:
         if self._forked:
             return "<parataxis.HandlerQueue forked>"
-        if self._q == _NULL:
+        try:
+            return f"<parataxis.HandlerQueue fd={self.fileno()} queued={len(self)}>"
+        except Closed:                  # closed, or closing in another thread
             return "<parataxis.HandlerQueue closed>"
-        return f"<parataxis.HandlerQueue fd={self.fileno()} queued={len(self)}>"
 
     def __enter__(self) -> "HandlerQueue":
         return self
@@ -300,23 +411,37 @@ class TimerQueue:
 
     def __init__(self, executor: Executor = None) -> None:
         self._q = _NULL
+        self._g = _NULL
         self._closed = True
         self._forked = False
         self._state = _State()
-        self._timers: "weakref.WeakSet[Timer]" = weakref.WeakSet()
+        self._timers: Set[Any] = set()              # the gates of our open Timers
         self._hq: Optional[HandlerQueue] = None     # our own, for an asyncio loop
         self._user_hq: Optional[HandlerQueue] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._where = "worker" if executor is None else type(executor).__name__
-        ex = self._make_executor(executor)
-        opts = ffi.new("px_timerq_opts *")
-        keep = ffi.new("px_executor *", ex)         # copied by px_timerq_new
-        opts.executor = keep
-        opts.abort_linger_ns = _ABORT_LINGER_NS
-        self._q = lib.px_timerq_new(opts)
-        if self._q == _NULL:
-            _CTX.pop(id(self._state), None)
-            raise NoMemory("px_timerq_new failed")
+        # Inside a HandlerQueue's gate until we are one of its users: its close()
+        # then closes us before it frees what we post into.
+        hq = executor if isinstance(executor, HandlerQueue) else None
+        if hq is not None:
+            hq._enter()
+        try:
+            ex = self._make_executor(executor)
+            opts = ffi.new("px_timerq_opts *")
+            keep = ffi.new("px_executor *", ex)     # copied by px_timerq_new
+            opts.executor = keep
+            opts.abort_linger_ns = _ABORT_LINGER_NS
+            self._q = lib.px_timerq_new(opts)
+            g = _NULL if self._q == _NULL else lib.pxpy_gate_new(self._q)
+            if g == _NULL:
+                lib.px_timerq_free(self._q)         # NULL does nothing
+                self._q = _NULL
+                _CTX.pop(id(self._state), None)
+                raise NoMemory("px_timerq_new failed")
+            self._g = self._state.g = ffi.gc(g, lib.pxpy_gate_free)
+        finally:
+            if hq is not None:
+                hq._leave()
         self._closed = False
         if self._loop is not None:
             self._watch_loop()
@@ -370,11 +495,18 @@ class TimerQueue:
 
     def _watch_loop(self) -> None:
         assert self._loop is not None and self._hq is not None
-        fd, drain = self._hq.fileno(), self._hq.drain
         if self._on_loop_thread():
-            self._loop.add_reader(fd, drain)
+            _watch(self._loop, self._hq)
         else:
-            self._loop.call_soon_threadsafe(self._loop.add_reader, fd, drain)
+            self._loop.call_soon_threadsafe(_watch, self._loop, self._hq)
+
+    def _check_loop(self) -> None:
+        # A closed loop runs nothing more: close (its owed calls run here, as
+        # close() runs them when the loop cannot) and refuse.
+        assert self._loop is not None
+        if self._loop.is_closed():
+            self.close()
+            raise Closed("the event loop of this TimerQueue is closed")
 
     def _ptr(self) -> Any:
         if self._forked:
@@ -383,35 +515,49 @@ class TimerQueue:
             raise Closed("TimerQueue is closed")
         return self._q
 
+    def _enter(self) -> None:
+        # Holds the gate from Python (leave with _leave): close() waits for it.
+        rc = lib.pxpy_enter(self._g)
+        if rc != 0:
+            self._ptr()
+            _refused(rc, "TimerQueue")
+
+    def _leave(self) -> None:
+        lib.pxpy_leave(self._g)
+
     def _not_added(self, key: int) -> NoReturn:
         del _LIVE[key]                  # fn will never be called
         self._ptr()                     # raises Closed / ForkedError
         raise NoMemory("the timer could not be added")
 
     # add and cancel are the hot path (see tests/bench/bench_python.py): one
-    # tuple, one handle, one dict store, one C call; checks only where they are
-    # cheap, and the slow path explains a failure after C reported it.  A closed
-    # queue has _q == NULL, which C refuses.
-    def add(self, delay: float, fn: Handler) -> int:
+    # handle, one context copy, one dict store, one C call; checks only where
+    # they are cheap, and the slow path explains a failure after C reported it.
+    # A closed queue has a shut gate, which refuses the call.
+    def add(self, delay: float, fn: Handler) -> TimerHandle:
         """Call fn(False) after `delay` seconds, or fn(True) if aborted first.
-        Returns the timer id (never 0, never reused by this queue)."""
+        Returns the timer's TimerHandle."""
         if not callable(fn):
             _check_handler(fn)
-        if type(delay) is float or type(delay) is int:
-            if not 0 <= delay < 4e9:
-                _ns(delay)
-            ns = int(delay * 1e9)
-        else:
-            ns = _ns(delay)
-        call = (fn, False, self._state, _copy_context())
-        key = id(call)
-        _LIVE[key] = call
-        tid = _add(self._q, ns, key)
+        if type(delay) is not float and type(delay) is not int:
+            delay = _ns(delay) / 1e9
+        elif not 0 <= delay < 4e9:
+            _ns(delay)                  # raises
+        if self._loop is not None:
+            self._check_loop()
+        h = TimerHandle()
+        h._fn = fn
+        h._owner = self._state
+        h._ctx = _copy_context()
+        h._when = when = _clock() + delay
+        key = id(h)
+        _LIVE[key] = h
+        h._id = tid = _add_at(self._g, when, key)
         if tid == 0:
             self._not_added(key)
-        return tid
+        return h
 
-    def add_periodic(self, first: float, period: float, fn: Handler) -> int:
+    def add_periodic(self, first: float, period: float, fn: Handler) -> TimerHandle:
         """Call fn(False) after `first` s, then every `period` s (> 0); the timer
         ends with one fn(True) once cancelled or its queue closed."""
         _check_handler(fn)
@@ -419,39 +565,55 @@ class TimerQueue:
         if p == 0:
             raise InvalidArgument("period must be > 0")
         f = _ns(first, "first")
-        call = (fn, True, self._state, _copy_context())
-        key = id(call)
-        _LIVE[key] = call
-        tid = lib.pxpy_add_periodic(self._q, f, p, key)
+        if self._loop is not None:
+            self._check_loop()
+        h = _PeriodicHandle()
+        h._fn = fn
+        h._owner = self._state
+        h._ctx = _copy_context()
+        h._when = _clock() + f / 1e9
+        key = id(h)
+        _LIVE[key] = h
+        h._id = tid = lib.pxpy_add_periodic(self._g, f, p, key)
         if tid == 0:
             self._not_added(key)
-        return tid
+        return h
 
-    def cancel(self, timer_id: int) -> bool:
+    def cancel(self, handle: TimerHandle) -> bool:
         """Abort a timer.  True while its handler has not started (it is then
-        called with aborted=True); False when too late or unknown."""
-        if timer_id is True or timer_id is False:
-            _bad_timer_id(timer_id)     # an int to C, but no timer id
+        called with aborted=True); False when too late, or when the handle is
+        another queue's (that timer is left alone)."""
         try:
-            r = _cancel(self._q, timer_id)
-        except OverflowError:           # negative or >= 2**64: no such timer
-            self._ptr()
-            return False
-        except TypeError:
-            _bad_timer_id(timer_id)
-        if r >= 0:
-            return r == 1
-        self._ptr()
-        return check(r) == 1
+            if handle._owner is self._state:
+                r = _cancel(self._g, handle._id)
+                if r == 1:
+                    handle._cancelled = True
+                    return True
+                if r == 0:
+                    return False
+                self._ptr()
+                _refused(r, "TimerQueue")
+        except AttributeError:
+            _bad_timer_id(handle)
+        self._ptr()                     # raises when this queue is closed
+        return False
 
     def cancel_all(self) -> int:
         """Cancel every timer whose handler has not started; return how many."""
-        return int(lib.px_timerq_cancel_all(self._ptr()))
+        r = lib.pxpy_cancel_all(self._g)
+        if r < 0:
+            self._ptr()
+            _refused(r, "TimerQueue")
+        return int(r)
 
     @property
     def pending(self) -> int:
         """How many timers wait for their deadline."""
-        return int(lib.px_timerq_pending(self._ptr()))
+        r = lib.pxpy_pending(self._g)
+        if r < 0:
+            self._ptr()
+            _refused(r, "TimerQueue")
+        return int(r)
 
     @property
     def closed(self) -> bool:
@@ -460,49 +622,52 @@ class TimerQueue:
     def close(self) -> None:
         """Abort every timer, deliver every handler call owed, stop the worker.
 
+        Calls under way in other threads finish first; later ones raise Closed.
         Handlers on the worker thread (no executor) have all run when this
         returns; with an asyncio loop the aborted handlers run here (or, when
-        called from one of this queue's handlers, soon on the loop).  Called from
-        one of its own handlers it does not wait for itself.  Idempotent."""
+        called from one of this queue's handlers or off the loop's thread while
+        it runs, soon on the loop).  Called from one of its own handlers it does
+        not wait for itself.  Idempotent; a close() racing another returns at
+        once."""
         if self._closed:
             return
         self._closed = True
         _QUEUES.discard(self)
-        for t in list(self._timers):
-            t.close()
-        q, self._q = self._q, _NULL
         if self._forked:
+            q, self._q = self._q, _NULL
             lib.px_timerq_free(q)       # child: frees memory, runs no handler
             return
+        if not lib.pxpy_shut(self._g):  # waits for the calls under way
+            return                      # another thread closes it
+        for g in list(self._timers):
+            lib.pxpy_timer_drop(g)
+        self._timers.clear()
+        q, self._q = self._q, _NULL
         inside = getattr(_tls, "current", None) is self._state
         lib.px_timerq_free(q)           # GIL released while it joins the worker
         if inside:
             _DEFERRED.add(self._state)  # the worker still owes calls: see exit
         else:
             _CTX.pop(id(self._state), None)
-        if self._hq is not None:
+        loop, hq = self._loop, self._hq
+        if hq is not None:
+            assert loop is not None
             if inside or not self._on_loop_thread():
-                assert self._loop is not None
-                self._loop.call_soon_threadsafe(self._release_hq)
-            else:
-                self._release_hq()
+                try:
+                    loop.call_soon_threadsafe(_release, loop, hq)
+                    return
+                except RuntimeError:    # the loop closed meanwhile
+                    pass
+            _release(loop, hq)
 
     def __repr__(self) -> str:
         where = f"<parataxis.TimerQueue executor={self._where}"
         if self._forked:
             return where + " forked>"
-        if self._closed:
+        try:
+            return f"{where} pending={self.pending}>"
+        except Closed:                  # closed, or closing in another thread
             return where + " closed>"
-        return f"{where} pending={self.pending}>"
-
-    def _release_hq(self) -> None:
-        hq, self._hq = self._hq, None
-        if hq is None or hq.closed:
-            return
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.remove_reader(hq.fileno())
-        hq.close()                      # runs the aborted calls still queued
 
     def __enter__(self) -> "TimerQueue":
         return self
@@ -511,11 +676,28 @@ class TimerQueue:
         self.close()
 
     def __del__(self) -> None:
+        # Dropped without close(): close now, whatever the executor.  Nothing
+        # owed refers to this object (calls hold the _State, the loop's reader
+        # the HandlerQueue), so this runs as soon as the last reference goes.
         try:
-            if not self._closed and self._loop is None:
-                self.close()
+            self.close()
         except Exception:
             pass
+
+
+def _watch(loop: asyncio.AbstractEventLoop, hq: HandlerQueue) -> None:
+    if not hq.closed:                   # closed before the loop came to this
+        loop.add_reader(hq.fileno(), hq.drain)
+
+
+def _release(loop: asyncio.AbstractEventLoop, hq: HandlerQueue) -> None:
+    # On the loop's thread (or any, once the loop is closed): stop watching the
+    # queue a closed TimerQueue posted into, and run what it still holds.
+    if hq.closed:
+        return
+    if not loop.is_closed():
+        loop.remove_reader(hq.fileno())
+    hq.close()                          # runs the aborted calls still queued
 
 
 class Timer:
@@ -523,55 +705,78 @@ class Timer:
     the expiry, then async_wait any number of handlers; all fire together."""
 
     def __init__(self, queue: TimerQueue) -> None:
+        self._g = _NULL
         if not isinstance(queue, TimerQueue):
             raise TypeError("Timer needs a TimerQueue")
         self._queue = queue
-        self._t = lib.px_timer_new(queue._ptr())
-        if self._t == _NULL:
-            raise NoMemory("px_timer_new failed")
-        queue._timers.add(self)
+        if queue._loop is not None:
+            queue._check_loop()
+        # Made and registered inside the queue's gate, so that the queue's
+        # close() finds it and drops it before it frees the queue.
+        queue._enter()
+        try:
+            t = lib.px_timer_new(queue._q)
+            g = _NULL if t == _NULL else lib.pxpy_gate_new(t)
+            if g == _NULL:
+                lib.px_timer_free(t)    # NULL does nothing
+                raise NoMemory("px_timer_new failed")
+            self._g = ffi.gc(g, lib.pxpy_gate_free)
+            queue._timers.add(self._g)
+        finally:
+            queue._leave()
 
-    def _ptr(self) -> Any:
-        self._queue._ptr()
-        if self._t == _NULL:
-            raise Closed("Timer is closed")
-        return self._t
+    def _done(self, rc: int) -> int:
+        if rc < 0:
+            if rc == lib.PX_ECLOSED or rc == lib.PX_EFORKED:
+                self._queue._ptr()      # the queue's closed (or forked)?
+                _refused(rc, "Timer")
+            check(rc)
+        return rc
 
     def expires_after(self, delay: float) -> int:
         """Set the expiry to now + `delay` s; abort the pending waits (they get
         aborted=True) and return how many."""
-        return check(lib.px_timer_expires_after(self._ptr(), _ns(delay)))
+        return self._done(lib.pxpy_timer_expires_after(self._g, _ns(delay)))
 
     @property
     def expiry(self) -> float:
         """The expiry in seconds on the clock of parataxis.now()."""
-        return check(lib.px_timer_expiry(self._ptr())) / 1e9
+        return self._done(lib.pxpy_timer_expiry(self._g)) / 1e9
 
     def async_wait(self, fn: Handler) -> None:
         """Call fn(False) at the expiry, or fn(True) if the wait is aborted first."""
         _check_handler(fn)
-        t = self._ptr()
-        call = (fn, False, self._queue._state, _copy_context())
-        _LIVE[id(call)] = call
-        rc = lib.pxpy_timer_wait(t, id(call))
+        queue = self._queue
+        if queue._loop is not None:
+            queue._check_loop()
+        call = _Call()
+        call._fn = fn
+        call._owner = queue._state
+        call._ctx = _copy_context()
+        key = id(call)
+        _LIVE[key] = call
+        rc = lib.pxpy_timer_wait(self._g, key)
         if rc < 0:
-            del _LIVE[id(call)]
-            check(rc)
+            del _LIVE[key]
+            self._done(rc)
 
     def cancel(self) -> int:
         """Abort the pending waits (aborted=True); return how many."""
-        return check(lib.px_timer_cancel(self._ptr()))
+        return self._done(lib.pxpy_timer_cancel(self._g))
 
     def close(self) -> None:
-        """Abort the pending waits and release the timer.  Idempotent."""
-        t, self._t = self._t, _NULL
-        if t != _NULL and not self._queue._forked:
-            lib.px_timer_free(t)
+        """Abort the pending waits and release the timer.  Idempotent.  Once
+        its queue is closed (or in a fork child) there is nothing to do: the
+        queue's close() released it."""
+        g = self._g
+        if g != _NULL and lib.pxpy_timer_close(g, self._queue._g) == 0:
+            self._queue._timers.discard(g)
 
     def __repr__(self) -> str:
-        if self._t == _NULL or self._queue._closed or self._queue._forked:
+        try:
+            return f"<parataxis.Timer expiry={self.expiry:.6f}>"
+        except (Closed, ForkedError):
             return "<parataxis.Timer closed>"
-        return f"<parataxis.Timer expiry={self.expiry:.6f}>"
 
     def __enter__(self) -> "Timer":
         return self
@@ -581,8 +786,7 @@ class Timer:
 
     def __del__(self) -> None:
         try:
-            if not self._queue._closed:
-                self.close()
+            self.close()
         except Exception:
             pass
 
@@ -618,7 +822,7 @@ def _wait_deferred(timeout: float) -> None:
     import time
     end = time.monotonic() + timeout
     while _DEFERRED and time.monotonic() < end:
-        owners = {call[2] for call in list(_LIVE.values())}
+        owners = {call._owner for call in list(_LIVE.values())}
         if not owners & _DEFERRED:
             break
         time.sleep(0.001)
@@ -628,16 +832,21 @@ def _wait_deferred(timeout: float) -> None:
 def _after_fork_in_child() -> None:
     # Only the forking thread survives: the workers are gone and every pending
     # handler belongs to the parent.  Mark everything unusable; drop the handles.
+    # Every gate refuses from now on, so no call of the child touches them.
     for tq in list(_QUEUES):
         tq._forked = True
+        lib.pxpy_gate_forked(tq._g)
+        for g in tq._timers:
+            lib.pxpy_gate_forked(g)
     for hq in list(_HQUEUES):
         hq._forked = True
+        lib.pxpy_gate_forked(hq._g)
     _LIVE.clear()
     _CTX.clear()
     _DEFERRED.clear()
 
 
-for _cls in (HandlerQueue, TimerQueue, Timer):
+for _cls in (HandlerQueue, TimerQueue, TimerHandle, Timer):
     _cls.__module__ = "parataxis"       # shown as parataxis.TimerQueue
 del _cls
 

@@ -111,3 +111,23 @@ def test_cancelled_future_gives_aborted_call_once():
         for f in ex.futures:                   # too late: the call was made
             f.cancel()
     assert rec.calls == [True]
+
+
+def test_cancelled_future_with_handle_and_context():
+    """The merged items together: the aborted call a cancelled future makes
+    inline runs once, in the context copied at the add; the handle says it
+    was not cancelled (no cancel() returned True) and can no longer be."""
+    import contextvars
+    var = contextvars.ContextVar("var", default="unset")
+    ex = CancellingExecutor()
+    seen = []
+    with parataxis.TimerQueue(executor=ex) as q:
+        token = var.set("at add")
+        h = q.add(0, lambda aborted: seen.append((var.get(), aborted)))
+        var.reset(token)
+        assert ex.submitted.acquire(timeout=TIMEOUT)
+        assert [f.cancel() for f in ex.futures] == [True]
+        assert seen == [("at add", True)]
+        assert h.cancel() is False and q.cancel(h) is False
+        assert h.cancelled() is False
+    assert seen == [("at add", True)]

@@ -101,13 +101,14 @@ def test_fork_marks_queues_unusable_in_child():
     q = parataxis.TimerQueue()
     hq = parataxis.HandlerQueue()
     calls, done = [], threading.Event()
-    q.add(0.2, lambda a: (calls.append(a), done.set()))
+    h = q.add(0.2, lambda a: (calls.append(a), done.set()))
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:                                   # the child
         code = 0
         try:
-            for call in (lambda: q.add(0, print), lambda: q.cancel(1), lambda: q.pending,
+            for call in (lambda: q.add(0, print), lambda: q.cancel(h), h.cancel,
+                         lambda: q.pending,
                          lambda: parataxis.Timer(q), lambda: hq.drain()):
                 try:
                     call()

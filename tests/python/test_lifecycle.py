@@ -1,0 +1,400 @@
+"""Lifecycles under attack: close() racing other threads, queues dropped without
+close(), timer handles that belong to one queue, an asyncio loop closed under its
+queue (issue 9, Python items 8, 9, 12 and 13).
+
+The races run in a subprocess: on a broken build they crash the interpreter or
+hang, and the test must report that instead of taking pytest down with it."""
+import asyncio
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import weakref
+
+import pytest
+
+import parataxis
+from conftest import TIMEOUT, Recorder
+
+
+def run_race(src, timeout=60):
+    """Runs `src` in a fresh interpreter; it prints "ok" at the end.  glibc fills
+    freed memory with junk (MALLOC_PERTURB_), so a use after free shows."""
+    env = dict(os.environ, MALLOC_PERTURB_="165")
+    try:
+        r = subprocess.run([sys.executable, "-c", textwrap.dedent(src)], env=env,
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the race hung")
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-3000:]}"
+    assert r.stdout.split()[-1:] == ["ok"], r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def wait_until(pred, timeout=TIMEOUT):
+    end = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def threads_now():
+    return len(os.listdir("/proc/self/task"))
+
+
+def fds_now():
+    return len(os.listdir("/proc/self/fd"))
+
+
+# -- item 8: close() racing the other calls ------------------------------------
+
+# The producers start together (a barrier) and close() comes once each of them is
+# well into its loop (a semaphore), so every round closes in the middle of calls.
+RACE_PRELUDE = """
+import sys, threading, parataxis
+PRODUCERS = 3
+def race(rounds, make, body, close, check=lambda ctx: None):
+    for _ in range(rounds):
+        ctx = make()
+        go = threading.Barrier(PRODUCERS + 1)
+        busy = threading.Semaphore(0)
+        errors = []
+        def producer(k):
+            go.wait()
+            n = 0
+            try:
+                while True:
+                    body(ctx, k, n)
+                    n += 1
+                    if n == 20:
+                        busy.release()
+            except parataxis.Closed:
+                pass
+            except BaseException as e:
+                errors.append(repr(e))
+            if n < 20:
+                busy.release()
+        ts = [threading.Thread(target=producer, args=(k,)) for k in range(PRODUCERS)]
+        for t in ts:
+            t.start()
+        go.wait()
+        for _ in ts:
+            busy.acquire()
+        close(ctx)
+        for t in ts:
+            t.join(20)
+            if t.is_alive():
+                print("a producer hung"); sys.stdout.flush(); import os; os._exit(3)
+        assert not errors, errors
+        check(ctx)
+"""
+
+
+def test_close_races_add_and_cancel_from_threads():
+    """A `with` block exits while producer threads add and cancel: each call
+    either works or raises Closed, and every added timer gets its one call."""
+    run_race(RACE_PRELUDE + """
+class Ctx:
+    pass
+def make():
+    c = Ctx()
+    c.q = parataxis.TimerQueue()
+    c.q.__enter__()
+    c.calls = []
+    c.added = [0] * PRODUCERS
+    return c
+def body(c, k, n):
+    h = c.q.add((n % 3) * 1e-4, c.calls.append)
+    c.added[k] += 1
+    if n % 2:
+        c.q.cancel(h)
+def close(c):
+    c.q.__exit__(None, None, None)
+    c.closed_calls = len(c.calls)
+def check(c):
+    # close() returned only after every call owed was delivered
+    assert c.closed_calls == sum(c.added), (c.closed_calls, c.added)
+race(150, make, body, close, check)
+print("ok")
+""")
+
+
+def test_close_races_periodic_cancel_all_and_pending():
+    run_race(RACE_PRELUDE + """
+class Ctx:
+    pass
+def make():
+    c = Ctx()
+    c.q = parataxis.TimerQueue()
+    c.finals = []
+    c.added = [0] * PRODUCERS
+    return c
+def body(c, k, n):
+    op = n % 4
+    if op == 0:
+        c.q.add_periodic(0, 1e-4, lambda a: a and c.finals.append(a))
+        c.added[k] += 1
+    elif op == 1:
+        c.q.cancel_all()
+    elif op == 2:
+        c.q.pending
+    else:
+        c.q.closed
+def close(c):
+    c.q.close()
+def check(c):
+    assert len(c.finals) == sum(c.added)
+race(100, make, body, close, check)
+print("ok")
+""")
+
+
+def test_close_races_timer_calls():
+    """Timer creation, waits, resets and cancels race the queue's close() and the
+    timer's own close()."""
+    run_race(RACE_PRELUDE + """
+class Ctx:
+    pass
+def make():
+    c = Ctx()
+    c.q = parataxis.TimerQueue()
+    c.t = parataxis.Timer(c.q)
+    c.t.expires_after(60)
+    c.calls = []
+    c.waits = [0] * PRODUCERS
+    return c
+def body(c, k, n):
+    op = n % 5
+    if op == 0:
+        parataxis.Timer(c.q).close()
+    elif op == 1:
+        c.t.async_wait(c.calls.append)
+        c.waits[k] += 1
+    elif op == 2:
+        c.t.expires_after(60)
+    elif op == 3:
+        c.t.expiry
+    else:
+        c.t.cancel()
+def close_queue(c):
+    c.q.close()
+def close_timer_then_queue(c):
+    c.t.close()
+    c.q.close()
+def check(c):
+    assert len(c.calls) == sum(c.waits), (len(c.calls), c.waits)
+race(60, make, body, close_queue, check)
+race(60, make, body, close_timer_then_queue, check)
+print("ok")
+""")
+
+
+def test_handler_queue_close_races_drain_wait_and_len():
+    run_race(RACE_PRELUDE + """
+class Ctx:
+    pass
+def make():
+    c = Ctx()
+    c.hq = parataxis.HandlerQueue()
+    c.q = parataxis.TimerQueue(executor=c.hq)
+    c.calls = []
+    c.added = [0]
+    return c
+def body(c, k, n):
+    if k == 0:
+        c.q.add(0, c.calls.append)
+        c.added[0] += 1
+    elif k == 1:
+        c.hq.drain()
+        len(c.hq)
+    else:
+        c.hq.wait(None if n % 2 else 0.001)
+        c.hq.fileno()
+def close(c):
+    c.hq.close()                      # closes c.q first, then runs what is queued
+def check(c):
+    assert c.q.closed
+    assert len(c.calls) == c.added[0], (len(c.calls), c.added)
+race(100, make, body, close, check)
+print("ok")
+""")
+
+
+def test_handler_queue_closed_from_a_handler_it_drains():
+    """close() inside its own drain() cannot free the queue under that drain: it
+    finishes when the drain returns; the rest of the calls are still delivered."""
+    run_race("""
+import parataxis
+for _ in range(50):
+    hq = parataxis.HandlerQueue()
+    q = parataxis.TimerQueue(executor=hq)
+    calls = []
+    def closer(aborted):
+        calls.append(("closer", aborted))
+        hq.close()
+        assert hq.closed
+    other = lambda a: calls.append(("other", a))
+    q.add(0, closer)
+    while len(hq) < 1:
+        hq.wait(10)
+    for _ in range(200):              # more than one chunk of px_queue_drain
+        q.add(0, other)
+    for _ in range(5):
+        q.add(60, other)
+    while len(hq) < 201:
+        hq.wait(0.001)
+    hq.drain()
+    assert q.closed and hq.closed
+    assert calls[0] == ("closer", False), calls
+    assert sorted(calls[1:]) == [("other", True)] * 205, calls
+    try:
+        hq.drain()
+        raise SystemExit("drain after close did not raise")
+    except parataxis.Closed:
+        pass
+print("ok")
+""")
+
+
+# -- item 9: a queue dropped without close() -----------------------------------
+
+def test_dropped_loop_queue_is_closed_and_delivers():
+    """With an asyncio loop as executor, dropping the queue used to leak its
+    worker thread and eventfd and lose the owed calls."""
+    loop = asyncio.new_event_loop()
+    try:
+        tasks0, fds0 = threads_now(), fds_now()
+        rec = Recorder()
+        q = parataxis.TimerQueue(executor=loop)
+        q.add(60, rec)
+        q.add_periodic(60, 1, rec)
+        t = parataxis.Timer(q)
+        t.expires_after(60)
+        t.async_wait(rec)
+        gone = weakref.ref(q)
+        del q, t
+        gc.collect()
+        assert gone() is None
+        assert rec.wait_for(3) == [True, True, True]
+        assert rec.threads == [threading.get_ident()] * 3   # the loop is not running
+        assert wait_until(lambda: threads_now() == tasks0), "the worker thread leaked"
+        assert fds_now() == fds0, "the eventfd leaked"
+    finally:
+        loop.close()
+
+
+def test_dropped_loop_queue_inside_the_running_loop():
+    async def main():
+        rec = Recorder()
+        tasks0, fds0 = threads_now(), fds_now()
+        q = parataxis.TimerQueue(executor=asyncio.get_running_loop())
+        q.add(60, rec)
+        del q
+        gc.collect()
+        for _ in range(int(TIMEOUT * 100)):
+            if rec.calls:
+                break
+            await asyncio.sleep(0.01)
+        assert rec.calls == [True]
+        assert rec.threads == [threading.get_ident()]       # on the loop's thread
+        assert wait_until(lambda: threads_now() == tasks0)
+        assert fds_now() == fds0
+
+    asyncio.run(main())
+
+
+def test_dropped_loop_queue_from_another_thread_delivers_on_the_loop():
+    async def main():
+        rec = Recorder()
+        loop = asyncio.get_running_loop()
+        box = [parataxis.TimerQueue(executor=loop)]
+        box[0].add(60, rec)
+        dropper = threading.Thread(target=box.clear)
+        dropper.start()
+        while dropper.is_alive() or not rec.calls:
+            assert len(rec.calls) < 2
+            await asyncio.sleep(0.01)
+        dropper.join()
+        assert rec.calls == [True]
+        assert rec.threads == [threading.get_ident()]
+
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+# -- item 12: timer handles -------------------------------------------------------
+
+def test_handles_of_another_queue_do_not_cancel_this_queues_timers():
+    a_rec, b_rec = Recorder(), Recorder()
+    with parataxis.TimerQueue() as a, parataxis.TimerQueue() as b:
+        ha = a.add(60, a_rec)
+        hb = b.add(60, b_rec)
+        assert a.cancel(hb) is False          # b's first timer is not a's
+        assert b.cancel(ha) is False
+        assert a.pending == 1 and b.pending == 1
+        assert a_rec.calls == [] and b_rec.calls == []
+        assert b.cancel(hb) is True
+        assert b_rec.wait_for(1) == [True]
+        assert a.pending == 1 and a_rec.calls == []
+    assert a_rec.calls == [True]
+
+
+def test_timer_handle_cancel_cancelled_when():
+    rec = Recorder()
+    with parataxis.TimerQueue() as q:
+        t0 = parataxis.now()
+        h = q.add(30, rec)
+        t1 = parataxis.now()
+        assert isinstance(h, parataxis.TimerHandle)
+        assert t0 + 30 <= h.when() <= t1 + 30
+        assert h.cancelled() is False
+        assert h.cancel() is True
+        assert h.cancelled() is True
+        assert h.cancel() is False            # already cancelled
+        assert q.cancel(h) is False
+        assert rec.wait_for(1) == [True]
+
+        fired = q.add(0, rec)
+        rec.wait_for(2)
+        assert fired.cancel() is False and fired.cancelled() is False
+
+        p = q.add_periodic(60, 1, rec)
+        assert isinstance(p, parataxis.TimerHandle)
+        assert q.cancel(p) is True and p.cancelled()
+        rec.wait_for(3)
+
+        left = q.add(60, rec)
+        with pytest.raises(TypeError):
+            q.cancel(1)                       # ids are handles now
+    assert rec.calls == [True, False, True, True]
+    assert left.cancelled() is False          # close() aborted it; no cancel() did
+    with pytest.raises(parataxis.Closed):
+        left.cancel()
+    with pytest.raises(parataxis.Closed):
+        q.cancel(left)
+
+
+# -- item 13: the asyncio loop closed under its queue --------------------------------
+
+def test_add_after_the_loop_closed_raises_closed():
+    loop = asyncio.new_event_loop()
+    rec, late = Recorder(), Recorder()
+    q = parataxis.TimerQueue(executor=loop)
+    q.add(0, rec)                             # expires, but no loop will run it
+    q.add(60, rec)
+    t = parataxis.Timer(q)
+    loop.close()
+    with pytest.raises(parataxis.Closed):
+        q.add(0, late)
+    with pytest.raises(parataxis.Closed):
+        q.add_periodic(0, 1, late)
+    with pytest.raises(parataxis.Closed):
+        t.async_wait(late)
+    assert q.closed
+    # the owed calls came when the queue closed itself, not lost
+    assert rec.calls == [True, True]
+    assert late.calls == []
+    q.close()
