@@ -10,7 +10,7 @@
 */
 #include <stdlib.h>
 
-#include "bits.h"
+#include "base/bits.h"
 #include "ring.h"
 #include "timerset.h"
 
@@ -21,7 +21,7 @@
 /* -- lists ---------------------------------------------------------------- */
 
 /* Appends `n` to the NULL-terminated list ending at *tail. */
-static void out_append(px_tnode ***tail, px_tnode *n)
+static void out_append(px__tnode ***tail, px__tnode *n)
 {
     n->where = PX_TSET_OUT;
     n->next = NULL;
@@ -31,13 +31,13 @@ static void out_append(px_tnode ***tail, px_tnode *n)
 
 /* -- the heap ------------------------------------------------------------- */
 
-static void heap_place(px_tset *s, size_t i, px_tnode *n)
+static void heap_place(px__tset *s, size_t i, px__tnode *n)
 {
     s->heap[i] = n;
     n->where = PX_TSET_IN_HEAP | (uint32_t)i;
 }
 
-static void heap_sift_up(px_tset *s, size_t i, px_tnode *n)
+static void heap_sift_up(px__tset *s, size_t i, px__tnode *n)
 {
     while (i > 0) {
         size_t parent = (i - 1) / 2;
@@ -49,7 +49,7 @@ static void heap_sift_up(px_tset *s, size_t i, px_tnode *n)
     heap_place(s, i, n);
 }
 
-static void heap_sift_down(px_tset *s, size_t i, px_tnode *n)
+static void heap_sift_down(px__tset *s, size_t i, px__tnode *n)
 {
     for (;;) {
         size_t child = 2 * i + 1;
@@ -66,11 +66,11 @@ static void heap_sift_down(px_tset *s, size_t i, px_tnode *n)
 }
 
 /* Returns 0, or -1 when the heap array cannot grow. */
-static int heap_push(px_tset *s, px_tnode *n)
+static int heap_push(px__tset *s, px__tnode *n)
 {
     if (s->heap_len == s->heap_cap) {
         size_t cap = s->heap_cap ? 2 * s->heap_cap : 64;
-        px_tnode **heap = cap < PX_TSET_IN_HEAP ? realloc(s->heap, cap * sizeof *heap) : NULL;
+        px__tnode **heap = cap < PX_TSET_IN_HEAP ? realloc(s->heap, cap * sizeof *heap) : NULL;
         if (heap == NULL)
             return -1;
         s->heap = heap;
@@ -80,9 +80,9 @@ static int heap_push(px_tset *s, px_tnode *n)
     return 0;
 }
 
-static void heap_delete(px_tset *s, size_t i)
+static void heap_delete(px__tset *s, size_t i)
 {
-    px_tnode *last = s->heap[--s->heap_len];
+    px__tnode *last = s->heap[--s->heap_len];
     if (i == s->heap_len)
         return;
     if (i > 0 && last->deadline < s->heap[(i - 1) / 2]->deadline)
@@ -95,22 +95,22 @@ static void heap_delete(px_tset *s, size_t i)
 
 static int level_of(int64_t tick, int64_t cursor)
 {
-    return px_bit_high((uint64_t)(tick ^ cursor)) / PX_TSET_SLOT_BITS;
+    return px__bits_high((uint64_t)(tick ^ cursor)) / PX_TSET_SLOT_BITS;
 }
 
 /* Links `n` into the wheel as if it were due in `tick`, which is > cursor. */
-static void wheel_link(px_tset *s, px_tnode *n, int64_t tick)
+static void wheel_link(px__tset *s, px__tnode *n, int64_t tick)
 {
     int level = level_of(tick, s->cursor);
     unsigned slot = DIGIT(tick, level);
-    px_ring_push(&s->slot[level][slot], n);
+    px__ring_push(&s->slot[level][slot], n);
     n->where = (uint32_t)(level * PX_TSET_SLOTS + slot);
     s->occupied[level] |= UINT64_C(1) << slot;
 }
 
 /* Places a node whose tick has been reached: in the heap, or failing that (no
 ** memory) in the next tick's slot, to be looked at again then. */
-static void place_near(px_tset *s, px_tnode *n)
+static void place_near(px__tset *s, px__tnode *n)
 {
     if (heap_push(s, n) != 0)
         wheel_link(s, n, s->cursor + 1);
@@ -121,14 +121,14 @@ static void place_near(px_tset *s, px_tnode *n)
 ** when the wheel is empty; else sets *tick, *level and *slot.  The lowest level
 ** holding a slot beyond the cursor's digit holds the earliest one.
 */
-static int next_event(const px_tset *s, int64_t *tick, int *level, unsigned *slot)
+static int next_event(const px__tset *s, int64_t *tick, int *level, unsigned *slot)
 {
     for (int l = 0; l < PX_TSET_LEVELS; l++) {
         unsigned digit = DIGIT(s->cursor, l);
         uint64_t later = digit == PX_TSET_SLOTS - 1 ? 0 : s->occupied[l] & (~UINT64_C(0) << (digit + 1));
         if (later) {
             int shift = (l + 1) * PX_TSET_SLOT_BITS;
-            unsigned j = (unsigned)px_bit_low(later);
+            unsigned j = (unsigned)px__bits_low(later);
             *tick = (s->cursor >> shift << shift) | ((int64_t)j << (l * PX_TSET_SLOT_BITS));
             *level = l;
             *slot = j;
@@ -140,45 +140,45 @@ static int next_event(const px_tset *s, int64_t *tick, int *level, unsigned *slo
 
 /* Moves the nodes of slot (level, slot) into the ring `ring` and returns the
 ** first of them (`ring` itself when the slot was empty). */
-static px_tnode *slot_detach(px_tset *s, int level, unsigned slot, px_tnode *ring)
+static px__tnode *slot_detach(px__tset *s, int level, unsigned slot, px__tnode *ring)
 {
-    px_tnode *head = &s->slot[level][slot];
+    px__tnode *head = &s->slot[level][slot];
     s->occupied[level] &= ~(UINT64_C(1) << slot);
-    px_ring_init(ring);
-    if (!px_ring_empty(head)) {
+    px__ring_init(ring);
+    if (!px__ring_empty(head)) {
         ring->next = head->next;
         ring->prev = head->prev;
         ring->next->prev = ring;
         ring->prev->next = ring;
-        px_ring_init(head);
+        px__ring_init(head);
     }
     return ring->next;
 }
 
 /* -- the set -------------------------------------------------------------- */
 
-void px_tset_init(px_tset *s, int64_t now)
+void px__tset_init(px__tset *s, int64_t now)
 {
     for (int l = 0; l < PX_TSET_LEVELS; l++) {
         for (int j = 0; j < PX_TSET_SLOTS; j++)
-            px_ring_init(&s->slot[l][j]);
+            px__ring_init(&s->slot[l][j]);
         s->occupied[l] = 0;
     }
     s->cursor = TICK(now > 0 ? now : 0);
-    px_ring_init(&s->rest);
+    px__ring_init(&s->rest);
     s->heap = NULL;
     s->heap_len = s->heap_cap = 0;
     s->count = 0;
 }
 
-void px_tset_destroy(px_tset *s)
+void px__tset_destroy(px__tset *s)
 {
     free(s->heap);
     s->heap = NULL;
     s->heap_len = s->heap_cap = 0;
 }
 
-void px_tset_insert(px_tset *s, px_tnode *n)
+void px__tset_insert(px__tset *s, px__tnode *n)
 {
     int64_t tick = TICK(n->deadline > 0 ? n->deadline : 0);
     s->count++;
@@ -188,16 +188,16 @@ void px_tset_insert(px_tset *s, px_tnode *n)
         wheel_link(s, n, tick);
 }
 
-void px_tset_remove(px_tset *s, px_tnode *n)
+void px__tset_remove(px__tset *s, px__tnode *n)
 {
     s->count--;
     if (n->where & PX_TSET_IN_HEAP) {
         heap_delete(s, n->where & ~PX_TSET_IN_HEAP);
     } else {
         unsigned level = n->where / PX_TSET_SLOTS, slot = n->where % PX_TSET_SLOTS;
-        px_tnode *head = &s->slot[level][slot];
-        px_ring_unlink(n);
-        if (px_ring_empty(head))
+        px__tnode *head = &s->slot[level][slot];
+        px__ring_unlink(n);
+        if (px__ring_empty(head))
             s->occupied[level] &= ~(UINT64_C(1) << slot);
     }
     n->where = PX_TSET_OUT;
@@ -206,18 +206,18 @@ void px_tset_remove(px_tset *s, px_tnode *n)
 /* When the heap is empty and the next slot holds only a few nodes, moving them
 ** into the heap now lets the owner sleep until the exact deadline instead of
 ** waking at the slot's start to look. */
-static void pull_small_slot(px_tset *s)
+static void pull_small_slot(px__tset *s)
 {
     int64_t tick;
     int level;
     unsigned slot;
     if (!next_event(s, &tick, &level, &slot))
         return;
-    px_tnode *head = &s->slot[level][slot], *n = head->next;
+    px__tnode *head = &s->slot[level][slot], *n = head->next;
     for (int seen = 0; n != head; n = n->next)
         if (++seen > PULL_MAX)
             return;
-    px_tnode ring, *next;
+    px__tnode ring, *next;
     for (n = slot_detach(s, level, slot, &ring); n != &ring; n = next) {
         next = n->next;
         if (heap_push(s, n) != 0) {
@@ -231,15 +231,15 @@ static void pull_small_slot(px_tset *s)
     }
 }
 
-int64_t px_tset_next(px_tset *s)
+int64_t px__tset_next(px__tset *s)
 {
     if (s->count == 0)
         return INT64_MAX;
-    if (s->heap_len == 0 && px_ring_empty(&s->rest))
+    if (s->heap_len == 0 && px__ring_empty(&s->rest))
         pull_small_slot(s);
     int64_t best = s->heap_len ? s->heap[0]->deadline : INT64_MAX;
     int64_t reached = s->cursor << PX_TSET_TICK_SHIFT;
-    if (!px_ring_empty(&s->rest))        /* a capped expire stopped in a slot */
+    if (!px__ring_empty(&s->rest))        /* a capped expire stopped in a slot */
         return reached < best ? reached : best;
     int64_t tick;
     int level;
@@ -250,9 +250,9 @@ int64_t px_tset_next(px_tset *s)
 }
 
 /* Takes one node out of the set and onto the result list. */
-static void take(px_tset *s, px_tnode *n, px_tnode ***tail, size_t *room)
+static void take(px__tset *s, px__tnode *n, px__tnode ***tail, size_t *room)
 {
-    px_ring_unlink(n);
+    px__ring_unlink(n);
     s->count--;
     (*room)--;
     out_append(tail, n);
@@ -263,16 +263,16 @@ static void take(px_tset *s, px_tnode *n, px_tnode ***tail, size_t *room)
 ** a due node goes out, the others move down the wheel or into the heap.  Stops
 ** when the result is full (*room) or the call has looked at enough (*look), and
 ** returns 1 once `rest` is empty.  The nodes left in `rest` keep `where` of their
-** old slot: px_tset_remove unlinks them from `rest` just as well, and the slot's
+** old slot: px__tset_remove unlinks them from `rest` just as well, and the slot's
 ** occupied bit, which it then tests, is already clear or true of the slot's new
 ** nodes.  Due nodes go out as they come, not through the heap: a slot may hold
 ** tens of thousands, and a list gives each back in O(1) where a large heap would
 ** pay an O(log n) delete.
 */
-static int reach_rest(px_tset *s, int64_t now, px_tnode ***tail, size_t *room, size_t *look)
+static int reach_rest(px__tset *s, int64_t now, px__tnode ***tail, size_t *room, size_t *look)
 {
-    while (!px_ring_empty(&s->rest)) {
-        px_tnode *n = s->rest.next;
+    while (!px__ring_empty(&s->rest)) {
+        px__tnode *n = s->rest.next;
         if (*look == 0 || (n->deadline <= now && *room == 0))
             return 0;
         (*look)--;
@@ -280,7 +280,7 @@ static int reach_rest(px_tset *s, int64_t now, px_tnode ***tail, size_t *room, s
             take(s, n, tail, room);
             continue;
         }
-        px_ring_unlink(n);
+        px__ring_unlink(n);
         if (TICK(n->deadline) <= s->cursor)
             place_near(s, n);
         else
@@ -289,16 +289,16 @@ static int reach_rest(px_tset *s, int64_t now, px_tnode ***tail, size_t *room, s
     return 1;
 }
 
-px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max)
+px__tnode *px__tset_expire(px__tset *s, int64_t now, size_t max)
 {
-    px_tnode *out = NULL, **tail = &out;
+    px__tnode *out = NULL, **tail = &out;
     size_t room = max ? max : SIZE_MAX;
     size_t look = max && max < SIZE_MAX / PX_TSET_LOOK_PER_NODE ? max * PX_TSET_LOOK_PER_NODE : SIZE_MAX;
     int64_t target = TICK(now > 0 ? now : 0);
 
     while (reach_rest(s, now, &tail, &room, &look)) {
         while (s->heap_len && s->heap[0]->deadline <= now && room > 0) {
-            px_tnode *n = s->heap[0];
+            px__tnode *n = s->heap[0];
             heap_delete(s, 0);
             s->count--;
             room--;
@@ -319,12 +319,12 @@ px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max)
     return out;
 }
 
-px_tnode *px_tset_take_all(px_tset *s)
+px__tnode *px__tset_take_all(px__tset *s)
 {
-    px_tnode *out = NULL, **tail = &out;
-    while (!px_ring_empty(&s->rest)) {
-        px_tnode *n = s->rest.next;
-        px_ring_unlink(n);
+    px__tnode *out = NULL, **tail = &out;
+    while (!px__ring_empty(&s->rest)) {
+        px__tnode *n = s->rest.next;
+        px__ring_unlink(n);
         out_append(&tail, n);
     }
     for (size_t i = 0; i < s->heap_len; i++)
@@ -332,8 +332,8 @@ px_tnode *px_tset_take_all(px_tset *s)
     s->heap_len = 0;
     for (int l = 0; l < PX_TSET_LEVELS; l++) {
         while (s->occupied[l]) {
-            unsigned slot = (unsigned)px_bit_low(s->occupied[l]);
-            px_tnode ring, *n, *next;
+            unsigned slot = (unsigned)px__bits_low(s->occupied[l]);
+            px__tnode ring, *n, *next;
             for (n = slot_detach(s, l, slot, &ring); n != &ring; n = next) {
                 next = n->next;
                 out_append(&tail, n);

@@ -26,7 +26,7 @@
 #define PX_TSET_LEVELS     8           /* 16 + 8 * 6 >= 63 bits: any int64 deadline */
 #define PX_TSET_LOOK_PER_NODE 16       /* a capped expire looks at most at 16 nodes a result */
 
-typedef struct px_tnode px_tnode;
+typedef struct px__tnode px__tnode;
 
 /*
 ** A node of the set.  While a node is out of the set, `next` and `prev` belong to
@@ -35,8 +35,8 @@ typedef struct px_tnode px_tnode;
 ** keeps its record's generation and state there, atomic because the worker and a
 ** cancelling thread race on the state).
 */
-struct px_tnode {
-    px_tnode *next, *prev;   /* slot list links (circular, around a sentinel) */
+struct px__tnode {
+    px__tnode *next, *prev;   /* slot list links (circular, around a sentinel) */
     int64_t deadline;        /* when it is due, on px_now()'s clock */
     uint32_t where;          /* PX_TSET_OUT, a heap index | PX_TSET_IN_HEAP, or a slot */
     _Atomic uint32_t tag;    /* the owner's */
@@ -45,37 +45,37 @@ struct px_tnode {
 #define PX_TSET_OUT     UINT32_MAX
 #define PX_TSET_IN_HEAP 0x80000000u
 
-typedef struct px_tset {
-    px_tnode slot[PX_TSET_LEVELS][PX_TSET_SLOTS];   /* list sentinels */
+typedef struct px__tset {
+    px__tnode slot[PX_TSET_LEVELS][PX_TSET_SLOTS];   /* list sentinels */
     uint64_t occupied[PX_TSET_LEVELS];              /* bit s: slot s is not empty */
     int64_t cursor;          /* every node due in a tick <= cursor is in the heap or `rest` */
-    px_tnode rest;           /* the part of the slot being reached not yet looked at */
-    px_tnode **heap;         /* min-heap on deadline */
+    px__tnode rest;           /* the part of the slot being reached not yet looked at */
+    px__tnode **heap;         /* min-heap on deadline */
     size_t heap_len, heap_cap;
     size_t count;            /* nodes in the set */
-} px_tset;
+} px__tset;
 
 /* Makes an empty set whose wheel starts at time `now`. */
-void px_tset_init(px_tset *s, int64_t now);
+void px__tset_init(px__tset *s, int64_t now);
 
 /* Releases the heap array.  The nodes still in the set are left as they are. */
-void px_tset_destroy(px_tset *s);
+void px__tset_destroy(px__tset *s);
 
 /* Adds `n`, whose deadline is set, to the set.  Cannot fail. */
-void px_tset_insert(px_tset *s, px_tnode *n);
+void px__tset_insert(px__tset *s, px__tnode *n);
 
 /* Removes `n`, which is in the set. */
-void px_tset_remove(px_tset *s, px_tnode *n);
+void px__tset_remove(px__tset *s, px__tnode *n);
 
 /* Returns 1 when `n` is in a set. */
-static inline int px_tset_contains(const px_tnode *n) { return n->where != PX_TSET_OUT; }
+static inline int px__tset_contains(const px__tnode *n) { return n->where != PX_TSET_OUT; }
 
 /*
-** Returns when px_tset_expire should next be called: the earliest deadline, or an
+** Returns when px__tset_expire should next be called: the earliest deadline, or an
 ** earlier moment at which the wheel must move nodes towards the heap.  INT64_MAX
 ** when the set is empty.  Never later than the earliest deadline.
 */
-int64_t px_tset_next(px_tset *s);
+int64_t px__tset_next(px__tset *s);
 
 /*
 ** Removes the nodes due at `now` (deadline <= now), at most `max` of them, and
@@ -83,16 +83,16 @@ int64_t px_tset_next(px_tset *s);
 ** there is no limit and every due node is returned.  With a limit, a call also
 ** looks at no more than PX_TSET_LOOK_PER_NODE * max nodes of the wheel, so that
 ** its owner holds its lock for a bounded time: it may then return fewer than
-** `max`, or none, while due nodes remain; px_tset_next says so by returning a
+** `max`, or none, while due nodes remain; px__tset_next says so by returning a
 ** moment that has passed.
 **
 ** Order: nodes come out in deadline order to within a tick when expire is called
 ** on time; nodes that were overdue when their slot was reached come out in the
 ** slot's order, which is not deadline order.
 */
-px_tnode *px_tset_expire(px_tset *s, int64_t now, size_t max);
+px__tnode *px__tset_expire(px__tset *s, int64_t now, size_t max);
 
 /* Removes every node and returns them as a list linked through `next`. */
-px_tnode *px_tset_take_all(px_tset *s);
+px__tnode *px__tset_take_all(px__tset *s);
 
 #endif /* PX_TIMERSET_H */

@@ -17,13 +17,13 @@
 #include <boost/context/fiber.hpp>
 
 extern "C" {
-#include "context.h"
-#include "stack.h"
+#include "fiber/ctx/context.h"
+#include "fiber/stack.h"
 // The ucontext backend again, compiled with every symbol prefixed pxu_.
-void pxu_context_init_thread(px_context *c);
-int pxu_context_make(px_context *c, void *lo, size_t size, void (*entry)(void *), void *arg);
-void pxu_context_switch(px_context *from, px_context *to);
-void pxu_context_destroy(px_context *c);
+void pxu_context_init_thread(px__context *c);
+int pxu_context_make(px__context *c, void *lo, size_t size, void (*entry)(void *), void *arg);
+void pxu_context_switch(px__context *from, px__context *to);
+void pxu_context_destroy(px__context *c);
 }
 
 namespace {
@@ -31,27 +31,27 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // ---- parataxis (configured backend) ----
-px_context px_main, px_fib;
+px__context px_main, px_fib;
 void px_bounce(void *) {
-  for (;;) px_context_switch(&px_fib, &px_main);
+  for (;;) px__context_switch(&px_fib, &px_main);
 }
 double run_px(long n) {
-  static px_stack_pool *pool = px_stack_pool_new(64 * 1024);
-  px_stack s;
-  if (px_stack_get(pool, 0, &s) != 0) std::abort();
-  px_context_init_thread(&px_main);
-  px_context_make(&px_fib, s.lo, s.size, px_bounce, nullptr);
-  px_context_switch(&px_main, &px_fib);  // warm: first entry
+  static px__stack_pool *pool = px__stack_pool_new(64 * 1024);
+  px__stack s;
+  if (px__stack_get(pool, 0, &s) != 0) std::abort();
+  px__context_init_thread(&px_main);
+  px__context_make(&px_fib, s.lo, s.size, px_bounce, nullptr);
+  px__context_switch(&px_main, &px_fib);  // warm: first entry
   auto t0 = Clock::now();
-  for (long i = 0; i < n; i++) px_context_switch(&px_main, &px_fib);
+  for (long i = 0; i < n; i++) px__context_switch(&px_main, &px_fib);
   auto t1 = Clock::now();
-  px_context_destroy(&px_fib);
-  px_stack_put(pool, &s);
+  px__context_destroy(&px_fib);
+  px__stack_put(pool, &s);
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / n;
 }
 
 // ---- parataxis ucontext backend ----
-px_context pxu_main, pxu_fib;
+px__context pxu_main, pxu_fib;
 void pxu_bounce(void *) {
   for (;;) pxu_context_switch(&pxu_fib, &pxu_main);
 }
@@ -134,7 +134,7 @@ int main(int argc, char **argv) {
   int reps = argc > 2 ? std::atoi(argv[2]) : 11;
   double med[4];
   std::printf("round trip (two switches), median of %d repeats; %s backend built in\n", reps,
-              px_context_backend());
+              px__ctx_backend());
   // Repeats interleave the implementations, so load from elsewhere on a
   // noisy machine spreads over all of them rather than hitting one.
   std::vector<double> v[4];

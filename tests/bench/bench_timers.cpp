@@ -686,7 +686,7 @@ int main(int argc, char **argv)
     std::string what = argc > 1 ? argv[1] : "all";
     size_t only_n = argc > 2 ? (size_t)atol(argv[2]) : 0;   // 0: 1e3, 1e5 and 1e6
     print_memory_latency();
-    printf("sizeof: px record: see core/src/timerq.c (mmap'd arenas: only the rss rows count it)");
+    printf("sizeof: px record: see core/src/timerq/timerq.c (mmap'd arenas: only the rss rows count it)");
 #ifdef PXB_HAVE_UV
     printf(", uv_timer_t %zu B", sizeof(uv_timer_t));
 #endif

@@ -57,9 +57,9 @@ typedef struct bench {
     size_t n;
     int64_t *deadline;
     size_t *order;           /* random removal order */
-    px_tnode *tn;
+    px__tnode *tn;
     bh_node *hn;
-    px_tset set;
+    px__tset set;
     bh_heap heap;
 } bench;
 
@@ -93,10 +93,10 @@ static void draw_deadlines(bench *b)
 static void insert_all(bench *b, int kind)
 {
     if (kind == TSET) {
-        px_tset_init(&b->set, T0);
+        px__tset_init(&b->set, T0);
         for (size_t i = 0; i < b->n; i++) {
             b->tn[i].deadline = b->deadline[i];
-            px_tset_insert(&b->set, &b->tn[i]);
+            px__tset_insert(&b->set, &b->tn[i]);
         }
         return;
     }
@@ -113,12 +113,12 @@ static void remove_all(bench *b, int kind)
     for (size_t k = 0; k < b->n; k++) {
         size_t i = b->order[k];
         if (kind == TSET)
-            px_tset_remove(&b->set, &b->tn[i]);
+            px__tset_remove(&b->set, &b->tn[i]);
         else
             (kind == HBIN ? hb_remove : hq_remove)(&b->heap, &b->hn[i]);
     }
     if (kind == TSET)
-        px_tset_destroy(&b->set);
+        px__tset_destroy(&b->set);
 }
 
 /* Returns how many expired, which must be n. */
@@ -128,7 +128,7 @@ static size_t expire_all(bench *b, int kind)
     for (int step = 1; step <= STEPS; step++) {
         int64_t now = T0 + SPAN / STEPS * step;
         if (kind == TSET) {
-            for (px_tnode *x = px_tset_expire(&b->set, now, 0); x != NULL; x = x->next)
+            for (px__tnode *x = px__tset_expire(&b->set, now, 0); x != NULL; x = x->next)
                 got++;
         } else {
             bh_node *(*pop)(bh_heap *, int64_t) = kind == HBIN ? hb_pop_due : hq_pop_due;
@@ -137,7 +137,7 @@ static size_t expire_all(bench *b, int kind)
         }
     }
     if (kind == TSET)
-        px_tset_destroy(&b->set);
+        px__tset_destroy(&b->set);
     return got;
 }
 
@@ -209,11 +209,11 @@ static void run_burst(size_t n)
             insert_all(&b, TSET);
             size_t got = 0;
             int64_t t0 = clock_ns();
-            for (px_tnode *x; (x = px_tset_expire(&b.set, T0 + 1000001, batched ? 256 : 0)) != NULL;)
+            for (px__tnode *x; (x = px__tset_expire(&b.set, T0 + 1000001, batched ? 256 : 0)) != NULL;)
                 for (; x != NULL; x = x->next)
                     got++;
             int64_t t1 = clock_ns();
-            px_tset_destroy(&b.set);
+            px__tset_destroy(&b.set);
             if (got != n)
                 exit(1);
             ns[batched][r] = (double)(t1 - t0) / (double)n;

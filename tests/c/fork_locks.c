@@ -10,7 +10,7 @@
 **
 ** Skipped (77) under ASan and TSan: the allocators of gcc 12's sanitizer
 ** runtimes are not locked across fork(), so a hung child is found waiting in
-** the sanitizer's own allocator -- malloc/realloc (px__post, px_stack_put) ->
+** the sanitizer's own allocator -- malloc/realloc (px__sched_inbox_post, px__stack_put) ->
 ** asan_malloc or __tsan::user_alloc -> SizeClassAllocator64::GetFromAllocator
 ** -> a size class's region Mutex::Lock -> FutexWait -- on a lock that another
 ** thread of the parent (a poster or the scheduler thread, filling or emptying

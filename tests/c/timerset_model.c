@@ -19,27 +19,27 @@ static uint64_t rng(uint64_t *s)
 /* A burst of due nodes taken a few at a time: the timer queue's batch pattern. */
 static void test_bounded_batches(void)
 {
-    static px_tnode n[700];
-    px_tset s;
+    static px__tnode n[700];
+    px__tset s;
     int64_t now = 5000000000LL;
-    px_tset_init(&s, now);
+    px__tset_init(&s, now);
     for (int i = 0; i < 700; i++) {
         n[i].deadline = now + (i % 50) * 3000 + (i % 3) * 70000;   /* spans a few ticks */
-        px_tset_insert(&s, &n[i]);
+        px__tset_insert(&s, &n[i]);
     }
     now += 1000000;
     size_t total = 0;
     for (int round = 0; total < 700; round++) {
         MODEL_CHECK(round < 100);
         size_t k = 0;
-        for (px_tnode *x = px_tset_expire(&s, now, 256); x; x = x->next)
+        for (px__tnode *x = px__tset_expire(&s, now, 256); x; x = x->next)
             k++;
         MODEL_CHECK(k <= 256);
         MODEL_CHECK(k == (700 - total < 256 ? 700 - total : 256));
         total += k;
     }
     MODEL_CHECK(s.count == 0);
-    px_tset_destroy(&s);
+    px__tset_destroy(&s);
 }
 
 int main(void)

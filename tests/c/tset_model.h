@@ -6,7 +6,7 @@
 **
 ** Checked: expire never returns a node early nor one not in the set, returns
 ** all due nodes for max 0, and for a cap at most min(max, due), saying through
-** px_tset_next() that more are due when it stopped short, px_tset_next() <= the earliest
+** px__tset_next() that more are due when it stopped short, px__tset_next() <= the earliest
 ** deadline (INT64_MAX when empty), counts match, take_all returns every node.
 */
 #ifndef PX_TSET_MODEL_H
@@ -28,8 +28,8 @@
 } while (0)
 
 typedef struct model {
-    px_tset set;
-    px_tnode node[MODEL_NODES];
+    px__tset set;
+    px__tnode node[MODEL_NODES];
     int live[MODEL_NODES];       /* the model: 1 while node i is in the set */
     size_t nlive;
     int64_t now;
@@ -88,21 +88,21 @@ static size_t model_due(const model *m)
 static void model_check_counts(model *m)
 {
     MODEL_CHECK(m->set.count == m->nlive);
-    int64_t next = px_tset_next(&m->set);
+    int64_t next = px__tset_next(&m->set);
     MODEL_CHECK(next <= model_earliest(m));
     if (m->nlive == 0)
         MODEL_CHECK(next == INT64_MAX);
 }
 
 /* Takes a list returned by the set out of the model, checking each node. */
-static size_t model_collect(model *m, px_tnode *list, int due_only)
+static size_t model_collect(model *m, px__tnode *list, int due_only)
 {
     size_t n = 0;
-    for (px_tnode *x = list; x != NULL; x = x->next) {
+    for (px__tnode *x = list; x != NULL; x = x->next) {
         ptrdiff_t i = x - m->node;
         MODEL_CHECK(i >= 0 && i < MODEL_NODES);
         MODEL_CHECK(m->live[i]);                       /* once, and only if inside */
-        MODEL_CHECK(!px_tset_contains(x));
+        MODEL_CHECK(!px__tset_contains(x));
         if (due_only)
             MODEL_CHECK(x->deadline <= m->now);        /* never early */
         m->live[i] = 0;
@@ -120,8 +120,8 @@ static void model_insert(model *m)
         unsigned i = (start + k) % MODEL_NODES;
         if (!m->live[i]) {
             m->node[i].deadline = d;
-            px_tset_insert(&m->set, &m->node[i]);
-            MODEL_CHECK(px_tset_contains(&m->node[i]));
+            px__tset_insert(&m->set, &m->node[i]);
+            MODEL_CHECK(px__tset_contains(&m->node[i]));
             m->live[i] = 1;
             m->nlive++;
             return;
@@ -135,8 +135,8 @@ static void model_remove(model *m)
     for (unsigned k = 0; k < MODEL_NODES; k++) {
         unsigned i = (start + k) % MODEL_NODES;
         if (m->live[i]) {
-            px_tset_remove(&m->set, &m->node[i]);
-            MODEL_CHECK(!px_tset_contains(&m->node[i]));
+            px__tset_remove(&m->set, &m->node[i]);
+            MODEL_CHECK(!px__tset_contains(&m->node[i]));
             m->live[i] = 0;
             m->nlive--;
             return;
@@ -155,7 +155,7 @@ static void model_advance(model *m)
     else if (cls == 2)
         m->now = sat_add(m->now, x * 1000000);
     else {
-        int64_t next = px_tset_next(&m->set);   /* the worker's own way to sleep */
+        int64_t next = px__tset_next(&m->set);   /* the worker's own way to sleep */
         if (next != INT64_MAX && next > m->now)
             m->now = next;
     }
@@ -166,15 +166,15 @@ static void model_expire(model *m)
     size_t max = (size_t)(model_take(m, 1) % 5);
     size_t due = model_due(m);
     size_t want = max == 0 || due < max ? due : max;
-    size_t got = model_collect(m, px_tset_expire(&m->set, m->now, max), 1);
+    size_t got = model_collect(m, px__tset_expire(&m->set, m->now, max), 1);
     if (max == 0)
         MODEL_CHECK(got == due && model_due(m) == 0);
     /* A capped call may stop early after looking at its share of nodes; then
     ** the set says at once that it has more, and repeated calls get there. */
     for (int calls = 1; got < want; calls++) {
         MODEL_CHECK(calls <= MODEL_NODES);
-        MODEL_CHECK(px_tset_next(&m->set) <= m->now);
-        got += model_collect(m, px_tset_expire(&m->set, m->now, want - got), 1);
+        MODEL_CHECK(px__tset_next(&m->set) <= m->now);
+        got += model_collect(m, px__tset_expire(&m->set, m->now, want - got), 1);
     }
     MODEL_CHECK(got == want);
 }
@@ -182,7 +182,7 @@ static void model_expire(model *m)
 static void model_take_all(model *m)
 {
     size_t n = m->nlive;
-    MODEL_CHECK(model_collect(m, px_tset_take_all(&m->set), 0) == n);
+    MODEL_CHECK(model_collect(m, px__tset_take_all(&m->set), 0) == n);
     MODEL_CHECK(m->nlive == 0 && m->set.count == 0);
 }
 
@@ -191,12 +191,12 @@ static void model_drain(model *m)
 {
     for (long steps = 0; m->nlive > 0; steps++) {
         MODEL_CHECK(steps < 1000000);
-        int64_t next = px_tset_next(&m->set);
+        int64_t next = px__tset_next(&m->set);
         MODEL_CHECK(next <= model_earliest(m));
         if (next > m->now)
             m->now = next;
         size_t due = model_due(m);
-        MODEL_CHECK(model_collect(m, px_tset_expire(&m->set, m->now, 0), 1) == due);
+        MODEL_CHECK(model_collect(m, px__tset_expire(&m->set, m->now, 0), 1) == due);
     }
     model_check_counts(m);
 }
@@ -208,7 +208,7 @@ static void model_run(const uint8_t *data, size_t len)
     m.p = data;
     m.end = data + len;
     m.now = (int64_t)(model_take(&m, 5) & 0xffffffffffLL);   /* up to ~18 minutes */
-    px_tset_init(&m.set, m.now);
+    px__tset_init(&m.set, m.now);
     while (m.p < m.end) {
         unsigned op = (unsigned)model_take(&m, 1) % 16;
         if (op < 6)
@@ -224,7 +224,7 @@ static void model_run(const uint8_t *data, size_t len)
         model_check_counts(&m);
     }
     model_drain(&m);
-    px_tset_destroy(&m.set);
+    px__tset_destroy(&m.set);
 }
 
 #endif /* PX_TSET_MODEL_H */

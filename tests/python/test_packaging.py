@@ -74,7 +74,7 @@ def test_sdist_has_no_build_output(sdist_members):
 
 def test_sdist_has_the_sources_and_the_licence(sdist_members):
     for rel in ["LICENSE", "pyproject.toml", "CMakeLists.txt", "docs/python.md",
-                "core/include/parataxis.h", "core/src/queue.c",
+                "core/include/parataxis.h", "core/src/timerq/queue.c",
                 "python/CMakeLists.txt", "python/parataxis/__init__.py",
                 "python/parataxis/_build_ffi.py", "python/parataxis/py.typed"]:
         assert rel in sdist_members, rel

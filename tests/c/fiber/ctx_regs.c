@@ -2,20 +2,20 @@
  * a rounding mode set in a fiber stays there, the thread keeps its own. */
 #include <fenv.h>
 
-#include "context.h"
-#include "stack.h"
+#include "fiber/ctx/context.h"
+#include "fiber/stack.h"
 #include "ctx_check.h"
 
-static px_context main_ctx, f_ctx;
+static px__context main_ctx, f_ctx;
 static volatile int fiber_mode_ok;
 static volatile double one = 1.0, three = 3.0;   /* SSE / NEON division */
 
 /* Many values live across the switch: the compiler must keep them in
  * callee-saved registers (or spill them to the stack we preserve). */
-static long juggle(px_context *self, px_context *other, long seed) {
+static long juggle(px__context *self, px__context *other, long seed) {
   long a = seed * 3, b = seed ^ 0x55, c = seed + 7, d = seed * seed, e = ~seed,
        f = seed << 3, g = seed - 11, h = seed * 13;
-  px_context_switch(self, other);
+  px__context_switch(self, other);
   return a + 2 * b + 3 * c + 5 * d + 7 * e + 11 * f + 13 * g + 17 * h;
 }
 
@@ -37,13 +37,13 @@ static void fiber(void *arg) {
 }
 
 int main(void) {
-  px_stack_pool *pool = px_stack_pool_new(0);
-  px_stack s;
-  CHECK(pool && px_stack_get(pool, 0, &s) == 0);
-  px_context_init_thread(&main_ctx);
+  px__stack_pool *pool = px__stack_pool_new(0);
+  px__stack s;
+  CHECK(pool && px__stack_get(pool, 0, &s) == 0);
+  px__context_init_thread(&main_ctx);
   CHECK(fegetround() == FE_TONEAREST);
-  CHECK(px_context_make(&f_ctx, s.lo, s.size, fiber, NULL) == 0);
-  px_context_switch(&main_ctx, &f_ctx);   /* fiber sets FE_UPWARD, switches back */
+  CHECK(px__context_make(&f_ctx, s.lo, s.size, fiber, NULL) == 0);
+  px__context_switch(&main_ctx, &f_ctx);   /* fiber sets FE_UPWARD, switches back */
   CHECK(fegetround() == FE_TONEAREST);
   CHECK(fesetround(FE_DOWNWARD) == 0);
   double down = one / three;
@@ -55,9 +55,9 @@ int main(void) {
     CHECK(i == 0 || fiber_mode_ok);
   }
   fesetround(FE_TONEAREST);
-  px_context_destroy(&f_ctx);
-  px_stack_put(pool, &s);
-  px_stack_pool_free(pool);
-  printf("ctx_regs ok (%s backend)\n", px_context_backend());
+  px__context_destroy(&f_ctx);
+  px__stack_put(pool, &s);
+  px__stack_pool_free(pool);
+  printf("ctx_regs ok (%s backend)\n", px__ctx_backend());
   return 0;
 }

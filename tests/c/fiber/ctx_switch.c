@@ -1,11 +1,11 @@
 /* Switching: ping-pong passing values, fiber-to-fiber, final switch, reuse. */
 #include <stdint.h>
 
-#include "context.h"
-#include "stack.h"
+#include "fiber/ctx/context.h"
+#include "fiber/stack.h"
 #include "ctx_check.h"
 
-static px_context main_ctx, a_ctx, b_ctx;
+static px__context main_ctx, a_ctx, b_ctx;
 static long mailbox;
 
 /* Doubles every value it is handed, forever. */
@@ -14,23 +14,23 @@ static void doubler(void *arg) {
   for (;;) {
     ++*seen;
     mailbox *= 2;
-    px_context_switch(&a_ctx, &main_ctx);
+    px__context_switch(&a_ctx, &main_ctx);
   }
 }
 
-static void ping_pong(px_stack_pool *pool) {
-  px_stack s;
+static void ping_pong(px__stack_pool *pool) {
+  px__stack s;
   long seen = 0;
-  CHECK(px_stack_get(pool, 0, &s) == 0);
-  CHECK(px_context_make(&a_ctx, s.lo, s.size, doubler, &seen) == 0);
+  CHECK(px__stack_get(pool, 0, &s) == 0);
+  CHECK(px__context_make(&a_ctx, s.lo, s.size, doubler, &seen) == 0);
   for (long i = 1; i <= 100000; i++) {
     mailbox = i;
-    px_context_switch(&main_ctx, &a_ctx);
+    px__context_switch(&main_ctx, &a_ctx);
     CHECK(mailbox == 2 * i);
     CHECK(seen == i);
   }
-  px_context_destroy(&a_ctx);
-  px_stack_put(pool, &s);
+  px__context_destroy(&a_ctx);
+  px__stack_put(pool, &s);
 }
 
 /* a and b hand a counter to each other directly; b returns to main at 1000. */
@@ -38,7 +38,7 @@ static void player_a(void *arg) {
   (void)arg;
   for (;;) {
     mailbox++;
-    px_context_switch(&a_ctx, &b_ctx);
+    px__context_switch(&a_ctx, &b_ctx);
   }
 }
 
@@ -47,53 +47,53 @@ static void player_b(void *arg) {
   for (;;) {
     mailbox++;
     if (mailbox >= 1000)
-      px_context_switch(&b_ctx, &main_ctx);
+      px__context_switch(&b_ctx, &main_ctx);
     else
-      px_context_switch(&b_ctx, &a_ctx);
+      px__context_switch(&b_ctx, &a_ctx);
   }
 }
 
-static void fiber_to_fiber(px_stack_pool *pool) {
-  px_stack sa, sb;
-  CHECK(px_stack_get(pool, 0, &sa) == 0);
-  CHECK(px_stack_get(pool, 0, &sb) == 0);
-  CHECK(px_context_make(&a_ctx, sa.lo, sa.size, player_a, NULL) == 0);
-  CHECK(px_context_make(&b_ctx, sb.lo, sb.size, player_b, NULL) == 0);
+static void fiber_to_fiber(px__stack_pool *pool) {
+  px__stack sa, sb;
+  CHECK(px__stack_get(pool, 0, &sa) == 0);
+  CHECK(px__stack_get(pool, 0, &sb) == 0);
+  CHECK(px__context_make(&a_ctx, sa.lo, sa.size, player_a, NULL) == 0);
+  CHECK(px__context_make(&b_ctx, sb.lo, sb.size, player_b, NULL) == 0);
   mailbox = 0;
-  px_context_switch(&main_ctx, &a_ctx);
+  px__context_switch(&main_ctx, &a_ctx);
   CHECK(mailbox == 1000);
-  px_context_destroy(&a_ctx);
-  px_context_destroy(&b_ctx);
-  px_stack_put(pool, &sa);
-  px_stack_put(pool, &sb);
+  px__context_destroy(&a_ctx);
+  px__context_destroy(&b_ctx);
+  px__stack_put(pool, &sa);
+  px__stack_put(pool, &sb);
 }
 
 /* A fiber that finishes: its last switch is final; its stack is reused. */
 static void one_shot(void *arg) {
   mailbox = (long)(intptr_t)arg;
-  px_context_switch_final(&a_ctx, &main_ctx);
+  px__context_switch_final(&a_ctx, &main_ctx);
 }
 
-static void finish_and_reuse(px_stack_pool *pool) {
-  px_stack s;
-  CHECK(px_stack_get(pool, 0, &s) == 0);
+static void finish_and_reuse(px__stack_pool *pool) {
+  px__stack s;
+  CHECK(px__stack_get(pool, 0, &s) == 0);
   for (int i = 1; i <= 1000; i++) {
-    CHECK(px_context_make(&a_ctx, s.lo, s.size, one_shot, (void *)(intptr_t)i) == 0);
-    px_context_switch(&main_ctx, &a_ctx);
+    CHECK(px__context_make(&a_ctx, s.lo, s.size, one_shot, (void *)(intptr_t)i) == 0);
+    px__context_switch(&main_ctx, &a_ctx);
     CHECK(mailbox == i);
-    px_context_destroy(&a_ctx);
+    px__context_destroy(&a_ctx);
   }
-  px_stack_put(pool, &s);
+  px__stack_put(pool, &s);
 }
 
 int main(void) {
-  px_stack_pool *pool = px_stack_pool_new(0);
+  px__stack_pool *pool = px__stack_pool_new(0);
   CHECK(pool);
-  px_context_init_thread(&main_ctx);
+  px__context_init_thread(&main_ctx);
   ping_pong(pool);
   fiber_to_fiber(pool);
   finish_and_reuse(pool);
-  px_stack_pool_free(pool);
-  printf("ctx_switch ok (%s backend)\n", px_context_backend());
+  px__stack_pool_free(pool);
+  printf("ctx_switch ok (%s backend)\n", px__ctx_backend());
   return 0;
 }

@@ -1,5 +1,5 @@
 /* Slab stacks have no guard page: an overflow smashes the canary below lo,
- * which px_stack_intact reports; px_stack_overflowed then names the fiber
+ * which px__stack_intact reports; px__stack_overflowed then names the fiber
  * and aborts (checked in a forked child). */
 #include <signal.h>
 #include <stdint.h>
@@ -8,43 +8,43 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "context.h"
-#include "stack.h"
+#include "fiber/ctx/context.h"
+#include "fiber/stack.h"
 #include "ctx_check.h"
 #include "ctx_recurse.h"
 
-static px_context main_ctx, f_ctx;
-static px_stack cur;
+static px__context main_ctx, f_ctx;
+static px__stack cur;
 
 static void overflow_a_little(void *arg) {
   (void)arg;
   recurse_until((uintptr_t)cur.lo - 200);   /* 200 bytes past the end */
-  px_context_switch_final(&f_ctx, &main_ctx);
+  px__context_switch_final(&f_ctx, &main_ctx);
 }
 
 int main(void) {
-  px_stack_pool *pool;
-  px_stack other;
+  px__stack_pool *pool;
+  px__stack other;
   int fds[2], status;
   char out[512];
   ssize_t n;
   pid_t pid;
   setenv("PARATAXIS_GUARDED_STACKS", "0", 1);
-  pool = px_stack_pool_new(32 * 1024);
-  CHECK(pool && px_stack_get(pool, 0, &other) == 0 && px_stack_get(pool, 0, &cur) == 0);
-  CHECK(cur.slab && !cur.guarded && px_stack_intact(&cur) && px_stack_intact(&other));
-  px_context_init_thread(&main_ctx);
-  CHECK(px_context_make(&f_ctx, cur.lo, cur.size, overflow_a_little, NULL) == 0);
-  px_context_switch(&main_ctx, &f_ctx);
-  CHECK(!px_stack_intact(&cur));
-  px_context_destroy(&f_ctx);
+  pool = px__stack_pool_new(32 * 1024);
+  CHECK(pool && px__stack_get(pool, 0, &other) == 0 && px__stack_get(pool, 0, &cur) == 0);
+  CHECK(cur.slab && !cur.guarded && px__stack_intact(&cur) && px__stack_intact(&other));
+  px__context_init_thread(&main_ctx);
+  CHECK(px__context_make(&f_ctx, cur.lo, cur.size, overflow_a_little, NULL) == 0);
+  px__context_switch(&main_ctx, &f_ctx);
+  CHECK(!px__stack_intact(&cur));
+  px__context_destroy(&f_ctx);
 
   CHECK(pipe(fds) == 0);
   pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) {   /* what the scheduler does on a failed check */
     dup2(fds[1], 2);
-    px_stack_overflowed(7);
+    px__stack_overflowed(7);
   }
   close(fds[1]);
   n = read(fds[0], out, sizeof out - 1);
@@ -53,10 +53,10 @@ int main(void) {
   CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
   CHECK(strstr(out, "fiber 7 overflowed its stack"));
 
-  px_stack_put(pool, &cur);   /* a fresh get re-arms the canary */
-  CHECK(px_stack_get(pool, 0, &cur) == 0 && px_stack_intact(&cur));
-  px_stack_put(pool, &cur);
-  px_stack_put(pool, &other);
-  px_stack_pool_free(pool);
+  px__stack_put(pool, &cur);   /* a fresh get re-arms the canary */
+  CHECK(px__stack_get(pool, 0, &cur) == 0 && px__stack_intact(&cur));
+  px__stack_put(pool, &cur);
+  px__stack_put(pool, &other);
+  px__stack_pool_free(pool);
   return 0;
 }

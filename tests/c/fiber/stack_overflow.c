@@ -5,27 +5,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "context.h"
-#include "stack.h"
+#include "fiber/ctx/context.h"
+#include "fiber/stack.h"
 #include "ctx_check.h"
 #include "ctx_recurse.h"
 
-static px_context main_ctx, f_ctx;
+static px__context main_ctx, f_ctx;
 
 static void runaway(void *arg) {
   (void)arg;
   recurse_until(0);
-  px_context_switch_final(&f_ctx, &main_ctx);
+  px__context_switch_final(&f_ctx, &main_ctx);
 }
 
 static void child(void) {
-  px_stack_pool *pool = px_stack_pool_new(32 * 1024);
-  px_stack s;
-  CHECK(pool && px_stack_get(pool, 0, &s) == 0 && s.guarded);
-  CHECK(px_context_make(&f_ctx, s.lo, s.size, runaway, NULL) == 0);
-  px_context_init_thread(&main_ctx);
-  px_stack_running(42, &s);
-  px_context_switch(&main_ctx, &f_ctx);
+  px__stack_pool *pool = px__stack_pool_new(32 * 1024);
+  px__stack s;
+  CHECK(pool && px__stack_get(pool, 0, &s) == 0 && s.guarded);
+  CHECK(px__context_make(&f_ctx, s.lo, s.size, runaway, NULL) == 0);
+  px__context_init_thread(&main_ctx);
+  px__stack_running(42, &s);
+  px__context_switch(&main_ctx, &f_ctx);
   _exit(3);   /* not reached */
 }
 

@@ -1,0 +1,42 @@
+/* Execution contexts: the lowest layer of the fiber engine.
+ *
+ * A px__context is a suspended flow of control (its saved stack pointer) plus
+ * the bookkeeping the sanitizers need to follow a switch between stacks.  The
+ * layout is the same for every backend: the asm backend keeps the saved stack
+ * pointer in sp; the ucontext backend keeps there the address of the
+ * ucontext_t of the suspended context (held in that context's own frame), so
+ * no context carries a kilobyte of ucontext_t it rarely needs. */
+#ifndef PX_CONTEXT_H
+#define PX_CONTEXT_H
+
+#include <stddef.h>
+
+typedef struct px__context px__context;
+struct px__context {
+  void *sp;                   /* backend: saved stack pointer / ucontext_t * */
+  void (*entry)(void *arg);   /* run once on the new stack; never returns */
+  void *arg;
+  const void *stack_lo;       /* stack bounds, for ASan (thread: learnt lazily) */
+  size_t stack_size;
+  void *asan_fake;            /* ASan fake stack saved while suspended */
+  void *tsan_fiber;           /* TSan fiber handle */
+  int tsan_owned;             /* created by us, so destroyed by us */
+};
+
+/* The calling thread's own context, to switch back to. */
+void px__context_init_thread(px__context *c);
+/* A new context that will run entry(arg) on [stack_lo, stack_lo + size).
+ * 0 or PX_ENOMEM. */
+int px__context_make(px__context *c, void *stack_lo, size_t size,
+                    void (*entry)(void *arg), void *arg);
+/* Save the running context into from and resume to. */
+void px__context_switch(px__context *from, px__context *to);
+/* The last switch out of a finished context: it is never resumed. */
+void px__context_switch_final(px__context *from, px__context *to);
+/* Release sanitizer state; the context must not be running. */
+void px__context_destroy(px__context *c);
+
+/* Backend name, "asm" or "ucontext" (for benchmarks and tests). */
+const char *px__ctx_backend(void);
+
+#endif

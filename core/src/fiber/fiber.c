@@ -1,0 +1,451 @@
+/*
+** fiber.c -- fibers: spawn, join, yield, sleep, and the one suspension point,
+** park/wake, on which every blocking operation of the library is built.
+**
+** A fiber record lives from spawn until it ended and its handle was released.
+** Its stack lives only while it runs: once the body returns, the fiber wakes
+** its joiners, switches to the scheduler for the last time, and the scheduler
+** puts the stack back in the pool.  A parked fiber is in no list of the
+** scheduler's: it is reachable only through its id (the id table) and, when
+** its park has a deadline, through its node in the ordered set of deadlines.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/deadline.h"
+#include "fiber/fiber.h"
+#include "base/trace.h"
+
+#define FREE_RECS_MAX 4096   /* recycled fiber records kept per scheduler */
+
+/* -- records -------------------------------------------------------------- */
+
+static void fiber_main(void *arg)
+{
+    px_fiber *f = arg;
+    f->result = f->fn(f->arg);
+    px__fiber_end(f->s, f);
+    px__context_switch_final(&f->ctx, &f->s->ctx);
+}
+
+static px_fiber *rec_alloc(px_sched *s)
+{
+    px_fiber *f = s->free_recs;
+    if (f) {
+        s->free_recs = f->next;
+        s->nfree--;
+    } else if ((f = malloc(sizeof *f)) == NULL) {
+        return NULL;
+    }
+    memset(f, 0, sizeof *f);
+    return f;
+}
+
+static void rec_recycle(px_sched *s, px_fiber *f)
+{
+    if (s->nfree >= FREE_RECS_MAX) {
+        free(f);
+        return;
+    }
+    f->next = s->free_recs;
+    s->free_recs = f;
+    s->nfree++;
+}
+
+/* Makes a fiber and queues it; fn NULL makes a hosted one (no stack). */
+px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_size)
+{
+    px_fiber *f = rec_alloc(s);
+    if (f == NULL)
+        return NULL;
+    f->s = s;
+    f->fn = fn;
+    f->arg = arg;
+    f->sleep_until = INT64_MAX;
+    f->timer.where = PX_TSET_OUT;
+    if (px__sched_id_add(s, f) != 0) {
+        rec_recycle(s, f);
+        return NULL;
+    }
+    if (fn != NULL) {
+        if (px__stack_get(s->pool, stack_size, &f->stack) != 0) {
+            px__sched_id_remove(s, f->id);
+            rec_recycle(s, f);
+            return NULL;
+        }
+        if (px__context_make(&f->ctx, f->stack.lo, f->stack.size, fiber_main, f) != 0) {
+            px__stack_put(s->pool, &f->stack);
+            px__sched_id_remove(s, f->id);
+            rec_recycle(s, f);
+            return NULL;
+        }
+    }
+    f->all_prev = s->all_tail;
+    if (s->all_tail)
+        s->all_tail->all_next = f;
+    else
+        s->all = f;
+    s->all_tail = f;
+    s->live++;
+    px__sched_ready_push(s, f);
+    PX_TRACE(f->id, "spawn", NULL);
+    return f;
+}
+
+void px__fiber_free(px_sched *s, px_fiber *f)
+{
+    if (f->all_prev)
+        f->all_prev->all_next = f->all_next;
+    else
+        s->all = f->all_next;
+    if (f->all_next)
+        f->all_next->all_prev = f->all_prev;
+    else
+        s->all_tail = f->all_prev;
+    rec_recycle(s, f);
+}
+
+/*
+** The body returned (or the host said so): end the joins, forget the id.
+** Ending a join is the hand-over (joining cleared, the result stored); only
+** a joiner still parked is woken.  One that is ready already -- a stray wake,
+** or an interrupt -- is queued and looks again when it runs: queuing it a
+** second time would run it twice.
+*/
+void px__fiber_end(px_sched *s, px_fiber *f)
+{
+    px__scope_close_all(f);
+    px__waitq_fiber_ended(f, 0);
+    f->state = PX_F_DONE;
+    s->live--;
+    px__sched_id_remove(s, f->id);
+    PX_TRACE(f->id, "exit", NULL);
+    px_fiber *j = f->joiners;
+    f->joiners = NULL;
+    while (j) {
+        px_fiber *next = j->join_next;
+        j->joining = NULL;
+        j->joined = f->result;
+        if (j->state == PX_F_PARKED)
+            px__fiber_unpark(s, j, 0);
+        j = next;
+    }
+}
+
+/* On the scheduler, after the last switch out of an ended fiber. */
+void px__fiber_reap(px_sched *s, px_fiber *f)
+{
+    if (f->hosted) {
+        if (f->ops.release)
+            f->ops.release(f->host_ctx);
+    } else {
+        px__context_destroy(&f->ctx);
+        px__stack_put(s->pool, &f->stack);
+    }
+    if (f->released)
+        px__fiber_free(s, f);
+}
+
+/* px_sched_free: drop a record whatever its state. */
+void px__fiber_discard(px_sched *s, px_fiber *f)
+{
+    if (f->state != PX_F_DONE) {
+        px__scope_close_all(f);
+        px__waitq_fiber_ended(f, 1);
+        if (px__tset_contains(&f->timer))
+            px__tset_remove(&s->tset, &f->timer);
+        if (f->hosted) {
+            if (f->ops.release)
+                f->ops.release(f->host_ctx);
+        } else {
+            px__context_destroy(&f->ctx);
+            px__stack_put(s->pool, &f->stack);
+        }
+    }
+    if (f->all_prev)
+        f->all_prev->all_next = f->all_next;
+    else
+        s->all = f->all_next;
+    if (f->all_next)
+        f->all_next->all_prev = f->all_prev;
+    else
+        s->all_tail = f->all_prev;
+    free(f);
+}
+
+/* -- spawn, join, release ------------------------------------------------- */
+
+px_fiber *px_spawn_sized(px_fiber_fn fn, void *arg, size_t stack_size)
+{
+    px_fiber *me = px__fiber_here();
+    if (me == NULL || fn == NULL)
+        return NULL;
+    return px__fiber_new(me->s, fn, arg, stack_size);
+}
+
+px_fiber *px_spawn(px_fiber_fn fn, void *arg)
+{
+    return px_spawn_sized(fn, arg, 0);
+}
+
+px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host_ctx)
+{
+    if (s == NULL || ops == NULL || ops->resume == NULL || px__sched_forked(s))
+        return NULL;
+    pthread_mutex_lock(&s->lock);
+    int other = s->running && !pthread_equal(s->thread, pthread_self());
+    pthread_mutex_unlock(&s->lock);
+    if (other)
+        return NULL;
+    px_fiber *f = px__fiber_new(s, NULL, NULL, 0);
+    if (f == NULL)
+        return NULL;
+    f->hosted = 1;
+    f->ops = *ops;
+    f->host_ctx = host_ctx;
+    return f;
+}
+
+static void join_dereg(void *ctx)
+{
+    px_fiber *me = ctx, *f = me->joining;
+    if (f == NULL)
+        return;
+    for (px_fiber **p = &f->joiners; *p; p = &(*p)->join_next)
+        if (*p == me) {
+            *p = me->join_next;
+            break;
+        }
+    me->joining = NULL;
+}
+
+static size_t join_holders(const void *object, uint64_t *out, size_t max)
+{
+    const px_fiber *f = object;
+    if (max == 0 || f->state == PX_F_DONE)
+        return 0;
+    out[0] = f->id;
+    return 1;
+}
+
+int px_join(px_fiber *f, void **result)
+{
+    if (f == NULL)
+        return PX_EINVAL;
+    px_fiber *me = px__fiber_here();
+    if (me == NULL)
+        return PX_ENOFIBER;
+    if (f->s != me->s)
+        return PX_ETHREAD;
+    if (f == me)
+        return PX_EDEADLK;
+    if (f->state == PX_F_DONE) {
+        if (result)
+            *result = f->result;
+        return 0;
+    }
+    if (me->joining != f) {   /* not registered yet (a hosted retry is) */
+        px_fiber **p = &f->joiners;
+        while (*p)
+            p = &(*p)->join_next;
+        me->join_next = NULL;
+        *p = me;
+        me->joining = f;
+    }
+    px_park_info pi = { "fiber join", join_dereg, me, f, "fiber", join_holders, 0 };
+    int r;
+    do   /* a px_wake from elsewhere is not f's end: wait on */
+        r = px_park_with(&pi);
+    while (r == 0 && me->joining == f);
+    if (r == 0 && result)
+        *result = me->joined;
+    return r;
+}
+
+void px_fiber_release(px_fiber *f)
+{
+    if (f == NULL)
+        return;
+    px_sched *s = f->s;
+    if (px__sched_forked(s))
+        return;   /* the child of a fork: the parent's record */
+    if (px__sched_here() != s) {
+        pthread_mutex_lock(&s->lock);
+        int running = s->running;
+        pthread_mutex_unlock(&s->lock);
+        if (running)
+            return;   /* another thread runs it: not ours to touch */
+    }
+    if (f->state == PX_F_DONE)
+        px__fiber_free(s, f);
+    else
+        f->released = 1;
+}
+
+uint64_t px_fiber_id(const px_fiber *f)
+{
+    return f ? f->id : 0;
+}
+
+uint64_t px_self(void)
+{
+    px_fiber *f = px__fiber_here();
+    return f ? f->id : 0;
+}
+
+/* -- yield and sleep ------------------------------------------------------ */
+
+/* Leaves the CPU to the scheduler; `f` is queued or parked already. */
+static int suspend(px_fiber *f)
+{
+    if (!f->hosted) {
+        px__sched_switch_to(f);
+        return 0;
+    }
+    if (f->ops.suspend == NULL)
+        return PX_EYIELD;
+    f->ops.suspend(f->host_ctx);
+    return 0;
+}
+
+int px_yield(void)
+{
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    px__sched_ready_push(f->s, f);
+    f->park_result = 0;      /* what a hosted fiber reads once resumed */
+    return suspend(f);
+}
+
+int px_sleep_until(int64_t deadline)
+{
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    if (deadline <= px_now()) {
+        int r = px__scope_check(f);
+        return r ? r : px_yield();
+    }
+    f->sleep_until = px__deadline_finite(deadline);   /* px__fiber_unpark resets it */
+    px_park_info pi = { "sleep", NULL, NULL, NULL, NULL, NULL, 0 };
+    return px_park_with(&pi);
+}
+
+int px_sleep(int64_t ns)
+{
+    if (ns < 0)
+        return PX_EINVAL;
+    return px_sleep_until(px__deadline_after(px_now(), ns));
+}
+
+/* -- park and wake -------------------------------------------------------- */
+
+void px__fiber_park_finish(px_fiber *f)
+{
+    if (f->dereg_due) {
+        f->dereg_due = 0;
+        if (f->park.dereg)
+            f->park.dereg(f->park.ctx);
+    }
+}
+
+static const char *interrupt_event(int code)
+{
+    return code == PX_ECANCELED ? "cancel" : "timeout";
+}
+
+void px__fiber_unpark(px_sched *s, px_fiber *f, int code)
+{
+    if (px__tset_contains(&f->timer))
+        px__tset_remove(&s->tset, &f->timer);
+    if (f->park.flags & PX_PARK_OUTSIDE)
+        s->outside--;
+    f->sleep_until = INT64_MAX;
+    f->park_result = code;
+    f->dereg_due = code != 0;
+    PX_TRACE(f->id, code ? interrupt_event(code) : "wake", f->park.reason);
+    px__sched_ready_push(s, f);
+}
+
+/* Its node in the set of deadlines came due: the sleep ended, or a scope's
+** deadline passed. */
+void px__fiber_expired(px_sched *s, px_fiber *f, int64_t now)
+{
+    int r = px__scope_check(f);
+    if (r == 0 && f->sleep_until > now) {
+        /* Neither is due (cannot happen: the set never returns a node early);
+        ** keep it parked rather than wake it early. */
+        px__tset_insert(&s->tset, &f->timer);
+        return;
+    }
+    px__fiber_unpark(s, f, r);
+}
+
+int px_park_with(const px_park_info *info)
+{
+    if (info == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    px_sched *s = f->s;
+    f->park = *info;
+    int r = px__scope_check(f);
+    if (r != 0) {
+        /* A scope fired already: the park ends before it begins.  A sleep
+        ** must not leave its deadline behind: the next park would take it
+        ** for its own and px_wake would think that park a sleep. */
+        f->sleep_until = INT64_MAX;
+        PX_TRACE(f->id, interrupt_event(r), info->reason);
+        f->park_result = r;
+        f->dereg_due = 1;
+        px__fiber_park_finish(f);
+        return r;
+    }
+    int64_t deadline = f->scope ? f->scope->eff : INT64_MAX;
+    if (f->sleep_until < deadline)
+        deadline = f->sleep_until;
+    if (deadline != INT64_MAX) {
+        f->timer.deadline = deadline;
+        px__tset_insert(&s->tset, &f->timer);
+    }
+    if (info->flags & PX_PARK_OUTSIDE)
+        s->outside++;
+    f->state = PX_F_PARKED;
+    f->park_result = 0;
+    PX_TRACE(f->id, "park", info->reason);
+    r = suspend(f);
+    if (r != 0)
+        return r;   /* PX_EYIELD: the host yields; dereg runs before resuming */
+    px__fiber_park_finish(f);
+    return f->park_result;
+}
+
+int px_park(const char *reason, void (*dereg)(void *ctx), void *ctx)
+{
+    px_park_info pi = { reason, dereg, ctx, NULL, NULL, NULL, 0 };
+    return px_park_with(&pi);
+}
+
+int px_park_result(void)
+{
+    px_fiber *f = px__fiber_here();
+    return f ? f->park_result : PX_ENOFIBER;
+}
+
+int px_wake(uint64_t id)
+{
+    px_sched *s = px__sched_here();
+    if (id == 0)
+        return 0;
+    if (s != NULL && PX_ID_SERIAL(id) == s->serial) {
+        px_fiber *f = px__sched_lookup(s, id);
+        /* A sleep is in no primitive's queue: a wake aimed at it is stale. */
+        if (f == NULL || f->state != PX_F_PARKED || f->sleep_until != INT64_MAX)
+            return 0;
+        px__fiber_unpark(s, f, 0);
+        return 1;
+    }
+    return px__sched_post_by_id(PX_I_WAKE, id);
+}

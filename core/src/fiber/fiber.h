@@ -1,0 +1,223 @@
+/*
+** fiber.h -- the fiber engine's private records, shared by sched.c (the run
+** loop, ids, the inbox), fiber.c (spawn, join, park, wake), scope.c, token.c,
+** trace.c and deadlock.c.  Nothing here is public: parataxis.h is the API.
+*/
+#ifndef PX_FIBER_H
+#define PX_FIBER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "parataxis.h"
+#include "fiber/ctx/context.h"
+#include "fiber/stack.h"
+#include "timerset.h"
+
+enum px__fstate {
+    PX_F_READY,      /* in the ready queue */
+    PX_F_RUNNING,    /* the scheduler's current fiber */
+    PX_F_PARKED,     /* waits for px_wake or its deadline */
+    PX_F_DONE        /* ended; the record waits for px_fiber_release */
+};
+
+typedef struct px__scope px__scope;
+typedef struct px__waitq px__waitq;
+typedef struct px__waiter px__waiter;
+typedef struct px__hold px__hold;
+
+/*
+** A fiber's place in a primitive's queue of waiters (waitq.c).  A fiber waits
+** for one thing at a time, so each fiber record carries exactly one: a wait
+** needs no allocation, and the record outlives the C stack of the operation
+** (a hosted fiber returns from the operation with PX_EYIELD before it is
+** woken, and calls it again to collect the outcome).
+*/
+struct px__waiter {
+    px__waiter *next, *prev;  /* in q, FIFO */
+    px__waitq *q;             /* the queue it is on; NULL once off it */
+    const void *obj;         /* the object of the wait under way or uncollected */
+    void (*pass_on)(px__waiter *w);  /* interrupted after a grant: hand it on */
+    uint64_t id;             /* the fiber's id */
+    int op;                  /* the primitive's: what the fiber waits for */
+    int result;              /* set by the grant: what the operation returns */
+    unsigned char granted;   /* the releasing side handed over */
+    void *value;             /* a value handed over with the grant (or offered) */
+    uint64_t n;              /* a count the primitive may need */
+};
+
+/*
+** Something a fiber holds that must not outlive it (a mutex, a write lock, a
+** read hold, a Once it runs).  When the fiber ends holding it, or is discarded
+** with its scheduler, ended() runs: with `discarding` set it must release
+** without waking anyone (every fiber of the scheduler is being discarded).
+*/
+struct px__hold {
+    px__hold *next;           /* in the owner's list, most recent first */
+    void (*ended)(px__hold *h, uint64_t id, int discarding);
+    px_fiber *owner;         /* NULL while not held */
+};
+
+/*
+** A scope, on the C stack of px_with_* or on the heap for the push/pop form.
+** `eff` is the nearest deadline of this scope and every outer one, so a park
+** reads one field to know its bound.
+*/
+struct px__scope {
+    px__scope *outer;
+    int64_t deadline;        /* INT64_MAX: no deadline of its own */
+    int64_t eff;
+    px_token *token;         /* NULL: no token */
+    int fired;               /* 0, PX_ETIMEDOUT or PX_ECANCELED */
+    unsigned heap : 1;       /* made by a push: freed by its pop */
+    /* While open with a token: a watcher of that token (under its lock). */
+    px__scope *wnext, *wprev;
+    px_sched *sched;
+    uint64_t fiber_id;
+};
+
+struct px_fiber {
+    uint64_t id;
+    px_sched *s;
+    px_fiber *next;                  /* ready queue, or the record free list */
+    px_fiber *all_next, *all_prev;   /* the live fibers, in spawn (= id) order */
+    px_fiber *joiners;               /* fibers parked in px_join on this one */
+    px_fiber *join_next;             /* link in the joined fiber's joiners */
+    px_fiber *joining;               /* the fiber this one joins, while it does */
+    px__tnode timer;                  /* in s->tset while a park has a deadline */
+    int64_t sleep_until;             /* INT64_MAX unless it sleeps */
+    px__scope *scope;                 /* innermost open scope */
+    px_park_info park;               /* the park under way */
+    int park_result;                 /* the park's outcome: 0, or a scope's code */
+    unsigned char state;
+    unsigned char released;          /* the handle was given up */
+    unsigned char hosted;
+    unsigned char dereg_due;         /* interrupted: dereg not run yet */
+    px_fiber_fn fn;
+    void *arg, *result;
+    void *joined;                    /* result of the fiber it joined, once it ended */
+    px_host_ops ops;
+    void *host_ctx;
+    px__stack stack;
+    px__context ctx;
+    px__waiter wait;                  /* its place in a primitive's queue */
+    px__hold *holds;                  /* what it holds that it must release */
+};
+
+/* An item posted to a scheduler from any thread. */
+enum px__item_kind { PX_I_SPAWN, PX_I_HANDLER, PX_I_WAKE, PX_I_CANCEL };
+
+typedef struct px__item {
+    struct px__item *next;
+    int kind;
+    int status;              /* PX_I_HANDLER: the handler's status */
+    px_fiber_fn fn;          /* PX_I_SPAWN */
+    px_handler_fn hfn;       /* PX_I_HANDLER */
+    void *arg;
+    uint64_t id;             /* PX_I_WAKE, PX_I_CANCEL */
+} px__item;
+
+struct px_sched {
+    px__context ctx;          /* the scheduler's own context (its thread's) */
+    px_fiber *cur;           /* running fiber */
+    px_fiber *ready, *ready_tail;
+    px_fiber *all, *all_tail;
+    px_fiber *free_recs;     /* recycled fiber records */
+    size_t nfree;
+    px__tset tset;
+    px__stack_pool *pool;
+    size_t stack_size;
+    int64_t slack_ns;
+    void (*on_deadlock)(void *ctx, const char *report);
+    void *on_deadlock_ctx;
+
+    size_t live;             /* fibers not ended */
+    size_t outside;          /* parked with PX_PARK_OUTSIDE */
+    size_t token_scopes;     /* open scopes with a token: any thread may cancel it */
+    int token_scopes_hold;   /* px_run's: they count as holds (nobody else can hold) */
+
+    /* id -> fiber for the live fibers: open addressing, linear probing */
+    px_fiber **tab;
+    size_t tab_cap, tab_len;
+    uint64_t serial;         /* high bits of this scheduler's ids */
+    uint64_t next_n;         /* low bits of the next id */
+
+    int running;
+    int bound;               /* ran once: thread is its thread */
+    pthread_t thread;
+    unsigned fork_gen;       /* the fork generation it was made in (fork.h) */
+    int forked;              /* the child of a fork made in one of its fibers */
+
+    /* Shared with other threads, under lock. */
+    pthread_mutex_t lock;
+    px__item *inbox, *inbox_tail;
+    atomic_int inbox_ready;  /* 1 while the inbox may hold items: read unlocked */
+    int sleeping, signalled;
+    long holds;
+    int efd;
+
+    px_sched *reg_next;      /* the registry of live schedulers */
+};
+
+/* Ids: the scheduler's serial over a per-scheduler count. */
+#define PX_ID_SHIFT 40
+#define PX_ID_SERIAL(id) ((id) >> PX_ID_SHIFT)
+
+/* The calling thread's running scheduler, NULL if none (set by sched.c).
+** Inline: every operation of the sync family starts here, and an uncontended
+** lock is only a few instructions more. */
+extern _Thread_local px_sched *px__sched_tl;
+static inline px_sched *px__sched_here(void) { return px__sched_tl; }
+/* The running fiber of the calling thread, NULL off-fiber. */
+static inline px_fiber *px__fiber_here(void)
+{
+    px_sched *s = px__sched_tl;
+    return s ? s->cur : NULL;
+}
+
+/* sched.c: the ready queue, ids and posting. */
+void px__sched_ready_push(px_sched *s, px_fiber *f);
+px_fiber *px__sched_lookup(px_sched *s, uint64_t id);
+int px__sched_id_add(px_sched *s, px_fiber *f);
+void px__sched_id_remove(px_sched *s, uint64_t id);
+int px__sched_inbox_post(px_sched *s, const px__item *proto);
+/* Posts a wake or cancel of `id` to the scheduler that made it; 1 posted, 0 none. */
+int px__sched_post_by_id(int kind, uint64_t id);
+/* Switches from the running fiber back to the scheduler. */
+void px__sched_switch_to(px_fiber *f);
+/* 1 when `s` belongs to the parent of a fork: no call of the child may use it. */
+int px__sched_forked(const px_sched *s);
+
+/* fiber.c */
+px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_size);
+void px__fiber_free(px_sched *s, px_fiber *f);
+void px__fiber_unpark(px_sched *s, px_fiber *f, int code);
+void px__fiber_expired(px_sched *s, px_fiber *f, int64_t now);
+void px__fiber_park_finish(px_fiber *f);
+void px__fiber_discard(px_sched *s, px_fiber *f);
+void px__fiber_end(px_sched *s, px_fiber *f);
+void px__fiber_reap(px_sched *s, px_fiber *f);
+
+/* scope.c */
+/* Fires the open scopes that are due (deadline passed, token cancelled) and
+** returns the code of the innermost scope that fired, or 0. */
+int px__scope_check(px_fiber *f);
+void px__scope_close_all(px_fiber *f);
+/* A token of fiber `id` was cancelled: interrupt it if it is parked under it. */
+void px__scope_cancel_parked(px_sched *s, uint64_t id);
+
+/* token.c */
+/* 1 when `t` belongs to the parent of a fork: the child may only read it. */
+int px__token_forked(const px_token *t);
+void px__token_watch(px_token *t, px__scope *sc);
+void px__token_unwatch(px_token *t, px__scope *sc);
+
+/* waitq.c: a fiber that ends or is discarded lets go of its waits and holds. */
+void px__waitq_fiber_ended(px_fiber *f, int discarding);
+
+/* deadlock.c: writes the report; returns PX_EDEADLK. */
+int px__deadlock_report(px_sched *s);
+
+#endif /* PX_FIBER_H */

@@ -1,0 +1,652 @@
+/*
+** sched.c -- the scheduler: its run loop, fiber ids, and the inbox through which
+** other threads post to it.
+**
+** The loop runs the ready fibers in FIFO order, a batch at a time (the fibers
+** made ready while a batch runs wait for the next one), and between batches it
+** expires the sleeps and timeouts that are due and takes in what other threads
+** posted.  Only when nothing is runnable does it wait in the kernel: on an
+** eventfd, until the next deadline of its ordered set.  A poster writes the
+** eventfd only when the scheduler said it sleeps, so a busy scheduler costs its
+** posters no syscall.
+**
+** An id is the scheduler's serial (never reused in the process) over a count of
+** its fibers, so ids are never reused and any thread can tell from an id which
+** scheduler to hand a wake to.
+**
+** fork(): only the forking thread survives in the child, and a lock another
+** thread held stays locked there.  The registry's lock is the one lock of the
+** engine that a child's new scheduler needs, so the fork handlers hold it across
+** fork(), together with the lock of the forking thread's own scheduler (which
+** the suspended run takes once more on its way out).  In the child, every
+** scheduler made before the fork refuses work (PX_EFORKED): their threads are
+** gone.  The forking thread's scheduler stops at its next switch: the forking
+** fiber is no fiber any more in the child (it may run a new scheduler), and once
+** it returns px_sched_run returns PX_EFORKED without running anything else.
+*/
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "base/deadline.h"
+#include "fiber/fiber.h"
+#include "base/fork.h"
+#include "base/trace.h"
+
+_Thread_local px_sched *px__sched_tl;
+
+/* -- the registry of live schedulers: only cross-thread wakes look here ---- */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static px_sched *reg_head;
+static uint64_t reg_serial;
+static pthread_once_t fork_watching = PTHREAD_ONCE_INIT;
+static int fork_depth;   /* see fork_prepare */
+
+/*
+** The fork handlers run on the forking thread, one fork at a time.  Should a
+** fork interrupt their installation, glibc's pthread_once runs it again in the
+** child, which then has them twice: the depth makes the second pair do nothing.
+** Lock order: the registry, then a scheduler's lock (as px__sched_post_by_id).
+*/
+static void fork_prepare(void)
+{
+    if (fork_depth++ > 0)
+        return;
+    pthread_mutex_lock(&reg_lock);
+    if (px__sched_tl != NULL)
+        pthread_mutex_lock(&px__sched_tl->lock);
+}
+
+static void fork_parent(void)
+{
+    if (--fork_depth > 0)
+        return;
+    if (px__sched_tl != NULL)
+        pthread_mutex_unlock(&px__sched_tl->lock);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+/* The forking fiber, if any, leaves its scheduler: see the top of the file. */
+static void fork_child(void)
+{
+    if (--fork_depth > 0)
+        return;
+    px_sched *s = px__sched_tl;
+    if (s != NULL) {
+        pthread_mutex_unlock(&s->lock);
+        s->forked = 1;
+        px__sched_tl = NULL;
+    }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static void fork_watch(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+int px__sched_forked(const px_sched *s)
+{
+    return s->fork_gen != px__fork_generation();
+}
+
+static int reg_add(px_sched *s)
+{
+    pthread_once(&fork_watching, fork_watch);
+    pthread_mutex_lock(&reg_lock);
+    int ok = reg_serial + 1 < (UINT64_C(1) << (64 - PX_ID_SHIFT));
+    if (ok) {
+        s->serial = ++reg_serial;
+        s->reg_next = reg_head;
+        reg_head = s;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return ok;
+}
+
+static void reg_remove(px_sched *s)
+{
+    pthread_mutex_lock(&reg_lock);
+    for (px_sched **p = &reg_head; *p; p = &(*p)->reg_next)
+        if (*p == s) {
+            *p = s->reg_next;
+            break;
+        }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+int px__sched_post_by_id(int kind, uint64_t id)
+{
+    int posted = 0;
+    pthread_once(&fork_watching, fork_watch);   /* before the lock is ever taken */
+    pthread_mutex_lock(&reg_lock);
+    for (px_sched *s = reg_head; s; s = s->reg_next)
+        if (s->serial == PX_ID_SERIAL(id)) {
+            px__item it = { .kind = kind, .id = id };
+            posted = px__sched_inbox_post(s, &it) == 0;
+            break;
+        }
+    pthread_mutex_unlock(&reg_lock);
+    return posted;
+}
+
+/* -- ids: open addressing with linear probing, backward-shift deletion ---- */
+
+static size_t id_hash(uint64_t id, size_t mask)
+{
+    uint64_t h = id * UINT64_C(0x9E3779B97F4A7C15);
+    return (size_t)(h ^ (h >> 29)) & mask;
+}
+
+static int tab_grow(px_sched *s)
+{
+    size_t cap = s->tab_cap ? s->tab_cap * 2 : 64;
+    px_fiber **tab = calloc(cap, sizeof *tab);
+    if (tab == NULL)
+        return PX_ENOMEM;
+    for (size_t i = 0; i < s->tab_cap; i++) {
+        px_fiber *f = s->tab[i];
+        if (f == NULL)
+            continue;
+        size_t j = id_hash(f->id, cap - 1);
+        while (tab[j])
+            j = (j + 1) & (cap - 1);
+        tab[j] = f;
+    }
+    free(s->tab);
+    s->tab = tab;
+    s->tab_cap = cap;
+    return 0;
+}
+
+int px__sched_id_add(px_sched *s, px_fiber *f)
+{
+    if ((s->tab_len + 1) * 2 > s->tab_cap && tab_grow(s) != 0)
+        return PX_ENOMEM;
+    if (s->next_n >= (UINT64_C(1) << PX_ID_SHIFT))
+        return PX_ENOMEM;   /* 2^40 fibers made by one scheduler: out of ids */
+    f->id = (s->serial << PX_ID_SHIFT) | s->next_n++;
+    size_t mask = s->tab_cap - 1, j = id_hash(f->id, mask);
+    while (s->tab[j])
+        j = (j + 1) & mask;
+    s->tab[j] = f;
+    s->tab_len++;
+    return 0;
+}
+
+static size_t id_find(px_sched *s, uint64_t id)
+{
+    if (s->tab_cap == 0)
+        return SIZE_MAX;
+    size_t mask = s->tab_cap - 1;
+    for (size_t j = id_hash(id, mask); s->tab[j]; j = (j + 1) & mask)
+        if (s->tab[j]->id == id)
+            return j;
+    return SIZE_MAX;
+}
+
+px_fiber *px__sched_lookup(px_sched *s, uint64_t id)
+{
+    size_t j = id_find(s, id);
+    return j == SIZE_MAX ? NULL : s->tab[j];
+}
+
+void px__sched_id_remove(px_sched *s, uint64_t id)
+{
+    size_t i = id_find(s, id);
+    if (i == SIZE_MAX)
+        return;
+    size_t mask = s->tab_cap - 1;
+    /* Close the gap: move back each later entry of the run that may not stay
+    ** behind it (its home slot is not in (i, j]). */
+    for (size_t j = (i + 1) & mask; s->tab[j]; j = (j + 1) & mask) {
+        size_t home = id_hash(s->tab[j]->id, mask);
+        int stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+        if (!stays) {
+            s->tab[i] = s->tab[j];
+            i = j;
+        }
+    }
+    s->tab[i] = NULL;
+    s->tab_len--;
+}
+
+/* -- the ready queue ------------------------------------------------------ */
+
+void px__sched_ready_push(px_sched *s, px_fiber *f)
+{
+    f->state = PX_F_READY;
+    f->next = NULL;
+    if (s->ready_tail)
+        s->ready_tail->next = f;
+    else
+        s->ready = f;
+    s->ready_tail = f;
+}
+
+void px__sched_switch_to(px_fiber *f)
+{
+    px__context_switch(&f->ctx, &f->s->ctx);
+}
+
+/* -- the inbox ------------------------------------------------------------ */
+
+/* Wakes the scheduler if it sleeps and nobody did yet; the lock is held. */
+static void signal_locked(px_sched *s)
+{
+    if (s->sleeping && !s->signalled) {
+        uint64_t one = 1;
+        s->signalled = 1;
+        ssize_t w = write(s->efd, &one, sizeof one);
+        (void)w;   /* a full counter is readable anyway */
+    }
+}
+
+int px__sched_inbox_post(px_sched *s, const px__item *proto)
+{
+    if (px__sched_forked(s))
+        return PX_EFORKED;   /* its lock may be held by a thread the child lacks */
+    px__item *it = malloc(sizeof *it);
+    if (it == NULL)
+        return PX_ENOMEM;
+    *it = *proto;
+    it->next = NULL;
+    pthread_mutex_lock(&s->lock);
+    if (s->inbox_tail)
+        s->inbox_tail->next = it;
+    else
+        s->inbox = it;
+    s->inbox_tail = it;
+    atomic_store_explicit(&s->inbox_ready, 1, memory_order_release);
+    signal_locked(s);
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+int px_sched_post(px_sched *s, px_fiber_fn fn, void *arg)
+{
+    if (s == NULL || fn == NULL)
+        return PX_EINVAL;
+    px__item it = { .kind = PX_I_SPAWN, .fn = fn, .arg = arg };
+    return px__sched_inbox_post(s, &it);
+}
+
+static void *handler_fiber(void *arg)
+{
+    px__item *it = arg;
+    px_handler_fn fn = it->hfn;
+    void *harg = it->arg;
+    int status = it->status;
+    free(it);
+    fn(harg, status);
+    return NULL;
+}
+
+static int exec_post(void *ctx, px_handler_fn fn, void *arg, int status)
+{
+    if (ctx == NULL || fn == NULL)
+        return PX_EINVAL;
+    px__item it = { .kind = PX_I_HANDLER, .hfn = fn, .arg = arg, .status = status };
+    return px__sched_inbox_post(ctx, &it);
+}
+
+px_executor px_sched_executor(px_sched *s)
+{
+    px_executor e = { exec_post, s, NULL };
+    return e;
+}
+
+int px_sched_hold(px_sched *s)
+{
+    if (s == NULL)
+        return PX_EINVAL;
+    if (px__sched_forked(s))
+        return PX_EFORKED;
+    pthread_mutex_lock(&s->lock);
+    s->holds++;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+int px_sched_unhold(px_sched *s)
+{
+    if (s == NULL)
+        return PX_EINVAL;
+    if (px__sched_forked(s))
+        return PX_EFORKED;
+    int r = 0;
+    pthread_mutex_lock(&s->lock);
+    if (s->holds == 0)
+        r = PX_EINVAL;
+    else if (--s->holds == 0)
+        signal_locked(s);   /* it may be waiting only because of the hold */
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+/* Takes in one posted item. */
+static void take_item(px_sched *s, px__item *it)
+{
+    px_fiber *f;
+    switch (it->kind) {
+    case PX_I_SPAWN:
+        f = px__fiber_new(s, it->fn, it->arg, 0);
+        if (f)
+            f->released = 1;    /* nobody holds a handle: detached */
+        else
+            it->fn(it->arg);    /* no stack: run it here rather than lose it */
+        free(it);
+        return;
+    case PX_I_HANDLER:
+        f = px__fiber_new(s, handler_fiber, it, 0);
+        if (f) {
+            f->released = 1;    /* handler_fiber frees the item */
+        } else {
+            it->hfn(it->arg, it->status);
+            free(it);
+        }
+        return;
+    case PX_I_WAKE:
+        f = px__sched_lookup(s, it->id);
+        if (f && f->state == PX_F_PARKED && f->sleep_until == INT64_MAX)
+            px__fiber_unpark(s, f, 0);
+        break;
+    case PX_I_CANCEL:
+        px__scope_cancel_parked(s, it->id);
+        break;
+    }
+    free(it);
+}
+
+static void drain_inbox(px_sched *s)
+{
+    pthread_mutex_lock(&s->lock);
+    px__item *it = s->inbox;
+    s->inbox = s->inbox_tail = NULL;
+    atomic_store_explicit(&s->inbox_ready, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&s->lock);
+    while (it) {
+        px__item *next = it->next;
+        take_item(s, it);
+        it = next;
+    }
+}
+
+/* -- the loop ------------------------------------------------------------- */
+
+static void expire(px_sched *s)
+{
+    int64_t now = px_now();
+    px__tnode *n = px__tset_expire(&s->tset, now, 0);
+    while (n) {
+        px__tnode *next = n->next;
+        px_fiber *f = (px_fiber *)(void *)((char *)n - offsetof(px_fiber, timer));
+        px__fiber_expired(s, f, now);
+        n = next;
+    }
+}
+
+static void run_hosted(px_sched *s, px_fiber *f);
+
+static void run_one(px_sched *s, px_fiber *f)
+{
+    s->cur = f;
+    f->state = PX_F_RUNNING;
+    if (f->hosted) {
+        run_hosted(s, f);
+    } else {
+        px__stack_running(f->id, &f->stack);
+        px__context_switch(&s->ctx, &f->ctx);
+        px__stack_running(0, NULL);
+        if (!px__stack_intact(&f->stack))
+            px__stack_overflowed(f->id);
+    }
+    s->cur = NULL;
+    if (f->state == PX_F_DONE)
+        px__fiber_reap(s, f);
+}
+
+static void run_hosted(px_sched *s, px_fiber *f)
+{
+    if (f->dereg_due)
+        px__fiber_park_finish(f);     /* interrupted while it was away: dereg first */
+    if (f->ops.resume(f->host_ctx) == PX_HOST_DONE) {
+        px__fiber_end(s, f);
+    } else if (f->state == PX_F_RUNNING) {
+        px__sched_ready_push(s, f);   /* returned without parking: a yield */
+    }
+}
+
+/* Waits in the kernel until `until` or a post; the lock is held on entry and
+** released on return. */
+static void wait_kernel(px_sched *s, int64_t until)
+{
+    s->sleeping = 1;
+    pthread_mutex_unlock(&s->lock);
+    struct pollfd pfd = { .fd = s->efd, .events = POLLIN };
+    struct timespec ts, *tsp = NULL;
+    if (until != INT64_MAX) {
+        ts = px__deadline_timespec(until, px_now());
+        tsp = &ts;
+    }
+    if (ppoll(&pfd, 1, tsp, NULL) > 0) {
+        uint64_t v;
+        ssize_t r = read(s->efd, &v, sizeof v);
+        (void)r;   /* EAGAIN: another look emptied it */
+    }
+    pthread_mutex_lock(&s->lock);
+    s->sleeping = 0;
+    s->signalled = 0;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Nothing is ready: decides between waiting, ending and a deadlock. */
+static int idle(px_sched *s, int *done)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->inbox) {
+        pthread_mutex_unlock(&s->lock);
+        return 0;
+    }
+    if (s->holds == 0 && s->live == 0) {
+        pthread_mutex_unlock(&s->lock);
+        *done = 1;
+        return 0;
+    }
+    /* In px_run an open token scope is a hold: a thread may still cancel it. */
+    if (s->holds == 0 && s->tset.count == 0 && s->outside == 0 &&
+        !(s->token_scopes_hold && s->token_scopes != 0)) {
+        pthread_mutex_unlock(&s->lock);
+        *done = 1;
+        return px__deadlock_report(s);
+    }
+    wait_kernel(s, px__tset_next(&s->tset));
+    return 0;
+}
+
+static int loop(px_sched *s)
+{
+    for (;;) {
+        if (atomic_load_explicit(&s->inbox_ready, memory_order_acquire))
+            drain_inbox(s);
+        px_fiber *batch = s->ready;
+        s->ready = s->ready_tail = NULL;
+        while (batch && !s->forked) {
+            px_fiber *f = batch;
+            batch = f->next;
+            run_one(s, f);
+        }
+        if (s->forked)
+            return PX_EFORKED;   /* the child of a fork made on this thread */
+        if (s->tset.count)
+            expire(s);
+        if (s->ready || atomic_load_explicit(&s->inbox_ready, memory_order_acquire))
+            continue;
+        int done = 0, r = idle(s, &done);
+        if (done)
+            return r;
+    }
+}
+
+/* -- life ----------------------------------------------------------------- */
+
+px_sched *px_sched_new(const px_sched_opts *opts)
+{
+    px__trace_init();
+    /* A default stack no address space holds would leave every spawn, and
+    ** every posted function, without a fiber: refuse it here. */
+    if (opts && opts->stack_size != 0 && !px__stack_mappable(opts->stack_size))
+        return NULL;
+    px_sched *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (s->efd < 0) {
+        free(s);
+        return NULL;
+    }
+    px__fork_watch();
+    s->fork_gen = px__fork_generation();
+    if (!reg_add(s)) {
+        close(s->efd);
+        free(s);
+        return NULL;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    px__tset_init(&s->tset, px_now());
+    s->slack_ns = PX_USEC(1);
+    s->next_n = 1;
+    atomic_init(&s->inbox_ready, 0);
+    if (opts) {
+        s->stack_size = opts->stack_size;
+        if (opts->timer_slack_ns != 0)
+            s->slack_ns = px__deadline_tolerance(opts->timer_slack_ns);
+        s->on_deadlock = opts->on_deadlock;
+        s->on_deadlock_ctx = opts->on_deadlock_ctx;
+    }
+    return s;
+}
+
+/* Binds `s` to the calling thread for a run; 0 or the error of px_sched_run. */
+static int run_begin(px_sched *s)
+{
+    if (px__sched_tl != NULL)
+        return PX_EBUSY;
+    int r = 0;
+    pthread_mutex_lock(&s->lock);
+    if (s->running)
+        r = PX_EBUSY;
+    else if (s->bound && !pthread_equal(s->thread, pthread_self()))
+        r = PX_ETHREAD;
+    else {
+        s->running = 1;
+        s->bound = 1;            /* only a run that starts binds: a refused */
+        s->thread = pthread_self();   /* call must not move s to its thread */
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (r == 0 && s->pool == NULL) {
+        /* Made here, not in px_sched_new: the pool sets up this thread's
+        ** alternate signal stack for the overflow message. */
+        s->pool = px__stack_pool_new(s->stack_size);
+        if (s->pool == NULL) {
+            pthread_mutex_lock(&s->lock);
+            s->running = 0;
+            pthread_mutex_unlock(&s->lock);
+            r = PX_ENOMEM;
+        }
+    }
+    return r;
+}
+
+int px_sched_run(px_sched *s)
+{
+    if (s == NULL)
+        return PX_EINVAL;
+    if (px__sched_forked(s))
+        return PX_EFORKED;
+    int r = run_begin(s);
+    if (r != 0)
+        return r;
+    px__trace_init();
+    int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    if (s->slack_ns > 0)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)s->slack_ns, 0, 0, 0);
+    px__context_init_thread(&s->ctx);
+    px__sched_tl = s;
+    r = loop(s);
+    px__sched_tl = NULL;
+    if (s->slack_ns > 0 && old_slack > 0)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
+    pthread_mutex_lock(&s->lock);
+    s->running = 0;
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+void px_sched_free(px_sched *s)
+{
+    if (s == NULL)
+        return;
+    reg_remove(s);   /* from now on no wake by id reaches it */
+    if (px__sched_forked(s) && (!s->forked || s->running))
+        return;   /* a parent's: its lock, its stacks and its handlers are not ours */
+    while (s->all)
+        px__fiber_discard(s, s->all);
+    while (s->free_recs) {
+        px_fiber *f = s->free_recs;
+        s->free_recs = f->next;
+        free(f);
+    }
+    for (px__item *it = s->inbox, *next; it; it = next) {
+        next = it->next;
+        if (it->kind == PX_I_HANDLER && !s->forked)
+            it->hfn(it->arg, it->status);   /* a handler is owed its one call */
+        free(it);                           /* (in the parent, in a fork's child) */
+    }
+    px__tset_destroy(&s->tset);
+    px__stack_pool_free(s->pool);
+    free(s->tab);
+    close(s->efd);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+struct run_main {
+    px_fiber_fn fn;
+    void *arg, *result;
+};
+
+static void *run_main_fiber(void *arg)
+{
+    struct run_main *m = arg;
+    m->result = m->fn(m->arg);
+    return NULL;
+}
+
+int px_run(px_fiber_fn main, void *arg, void **result)
+{
+    if (result)
+        *result = NULL;
+    if (main == NULL)
+        return PX_EINVAL;
+    if (px__sched_tl != NULL)
+        return PX_EBUSY;
+    px_sched *s = px_sched_new(NULL);
+    if (s == NULL)
+        return PX_ENOMEM;
+    /* Nobody can hold this scheduler for a thread that will cancel a token:
+    ** a fiber with a cancel scope open waits for that thread instead. */
+    s->token_scopes_hold = 1;
+    struct run_main m = { main, arg, NULL };
+    int r = px_sched_post(s, run_main_fiber, &m);
+    if (r == 0)
+        r = px_sched_run(s);
+    px_sched_free(s);
+    if (r == 0 && result)
+        *result = m.result;
+    return r;
+}

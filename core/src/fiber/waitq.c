@@ -1,0 +1,152 @@
+/*
+** waitq.c -- queues of waiting fibers, hand-off and holds (see waitq.h).
+*/
+#include <stddef.h>
+
+#include "fiber/waitq.h"
+
+px_fiber *px__waitq_fiber(px__waiter *w)
+{
+    return (px_fiber *)((char *)w - offsetof(px_fiber, wait));
+}
+
+px__waiter *px__waitq_begin(const void *obj, int op, void (*pass_on)(px__waiter *w))
+{
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return NULL;
+    px__waiter *w = &f->wait;
+    w->next = w->prev = NULL;
+    w->q = NULL;
+    w->obj = obj;
+    w->pass_on = pass_on;
+    w->id = f->id;
+    w->op = op;
+    w->result = 0;
+    w->granted = 0;
+    w->value = NULL;
+    w->n = 0;
+    return w;
+}
+
+void px__waitq_remove(px__waitq *q, px__waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        q->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        q->tail = w->prev;
+    w->next = w->prev = NULL;
+    w->q = NULL;
+    q->len--;
+}
+
+int px__waitq_interrupted(const px__waiter *w)
+{
+    return px__waitq_fiber((px__waiter *)w)->park_result != 0;
+}
+
+px__waiter *px__waitq_first(px__waitq *q)
+{
+    px__waiter *w;
+    while ((w = q->head) != NULL && px__waitq_interrupted(w))
+        px__waitq_remove(q, w);   /* its dereg finds it off q: nothing to do */
+    return w;
+}
+
+size_t px__waitq_waiting(px__waitq *q)
+{
+    for (px__waiter *w = q->head, *next; w; w = next) {
+        next = w->next;
+        if (px__waitq_interrupted(w))
+            px__waitq_remove(q, w);
+    }
+    return q->len;
+}
+
+static void waitq_append(px__waitq *q, px__waiter *w)
+{
+    w->next = NULL;
+    w->prev = q->tail;
+    if (q->tail)
+        q->tail->next = w;
+    else
+        q->head = w;
+    q->tail = w;
+    w->q = q;
+    q->len++;
+}
+
+/* The park was interrupted: leave the queue, or hand on a grant that raced. */
+static void waiter_dereg(void *ctx)
+{
+    px__waiter *w = ctx;
+    if (w->q)
+        px__waitq_remove(w->q, w);
+    if (w->granted && w->pass_on)
+        w->pass_on(w);
+    w->granted = 0;
+}
+
+static int outcome(px__waiter *w, int park_result)
+{
+    w->obj = NULL;
+    return park_result == 0 ? w->result : park_result;
+}
+
+int px__waitq_wait(px__waitq *q, px__waiter *w, const px_park_info *info)
+{
+    px_park_info pi = *info;
+    pi.dereg = waiter_dereg;
+    pi.ctx = w;
+    waitq_append(q, w);
+    int r;
+    do   /* anybody may px_wake any id: a wake without a grant is not ours */
+        r = px_park_with(&pi);
+    while (r == 0 && !w->granted);
+    if (r == PX_EYIELD)
+        return r;
+    return outcome(w, r);
+}
+
+int px__waitq_resumed(const void *obj, int *out)
+{
+    px_fiber *f = px__fiber_here();
+    if (f == NULL || !f->hosted || f->wait.obj != obj || obj == NULL)
+        return 0;
+    int r = f->park_result;
+    while (r == 0 && !f->wait.granted) {   /* a stray wake: wait on */
+        px_park_info pi = f->park;
+        if ((r = px_park_with(&pi)) == PX_EYIELD) {
+            *out = r;
+            return 1;
+        }
+    }
+    *out = outcome(&f->wait, r);
+    return 1;
+}
+
+void px__waitq_grant(px__waiter *w, int result)
+{
+    if (w->q)
+        px__waitq_remove(w->q, w);
+    w->granted = 1;
+    w->result = result;
+    px_wake(w->id);
+}
+
+void px__waitq_fiber_ended(px_fiber *f, int discarding)
+{
+    px__waiter *w = &f->wait;
+    if (w->q)
+        px__waitq_remove(w->q, w);   /* discarded while parked */
+    w->obj = NULL;
+    while (f->holds) {
+        px__hold *h = f->holds;
+        px__waitq_hold_drop(h);
+        h->ended(h, f->id, discarding);
+    }
+}

@@ -1,0 +1,283 @@
+/*
+** chan.c -- a FIFO channel of pointers between fibers (see parataxis.h).
+**
+** A ring buffer of `cap` values and two queues.  Parked senders carry their
+** value in their waiter (w->value); a receiver is handed its value in its
+** waiter before it wakes.  Two invariants keep the hand-offs simple:
+**
+**   - receivers wait only while the buffer is empty, so a send with a
+**     receiver waiting gives the value straight to it;
+**   - senders wait only while the buffer is full (always, for capacity 0),
+**     so a receive that frees a slot refills it from the first sender.
+**
+** Capacity 0 is a rendezvous: a value passes only from a parked sender to a
+** receiver or from a sender to a parked receiver, never through the ring.
+**
+** Waiters whose park a scope interrupted are skipped (px__waitq_first):
+** an interrupted send has sent nothing and an interrupted receive has taken
+** nothing.  A hand-off can still race an interrupt when it was made while the
+** scheduler was not running (the wake then waits in the scheduler's inbox,
+** behind a cancel).  Then, as for any grant, the fiber passes it on:
+**
+**   - a receiver hands its value to the next receiver, or puts it back at
+**     the FRONT of the buffer: it was sent before anything buffered, so the
+**     order is kept.  The ring has one slot beyond `cap` for this, and grows
+**     should several such values come back at once (the only allocation
+**     after px_chan_new; out of memory there, the value would be lost).
+**   - a sender whose value a receiver took cannot take it back: the value is
+**     out, and reporting a timeout would make the caller send it twice or
+**     free it under the receiver.  Its send counts as done and returns 0.
+*/
+#include <errno.h>
+#include <stdlib.h>
+
+#include "fiber/waitq.h"
+
+enum { SEND = 1, RECV = 2 };     /* w->op */
+enum { TAKEN = 1 };              /* w->n of a sender whose value was taken */
+
+struct px_chan {
+    void **ring;             /* the buffered values, oldest at ring[head] */
+    size_t size;             /* slots in ring: cap + 1, or more (see above) */
+    size_t head, len;
+    size_t cap;              /* buffered values a send may leave */
+    int closed;
+    px__waitq senders;        /* parked in px_chan_send, FIFO */
+    px__waitq receivers;      /* parked in px_chan_recv, FIFO; the ring is empty */
+};
+
+/* -- the ring ---------------------------------------------------------------- */
+
+static void push_back(px_chan *ch, void *v)
+{
+    ch->ring[(ch->head + ch->len++) % ch->size] = v;
+}
+
+static void *pop_front(px_chan *ch)
+{
+    void *v = ch->ring[ch->head];
+    ch->head = (ch->head + 1) % ch->size;
+    ch->len--;
+    return v;
+}
+
+/* Doubles the ring, oldest value first; 0 when out of memory. */
+static int grow(px_chan *ch)
+{
+    if (ch->size > SIZE_MAX / 2 / sizeof(void *))
+        return 0;
+    void **ring = malloc(2 * ch->size * sizeof *ring);
+    if (ring == NULL)
+        return 0;
+    for (size_t i = 0; i < ch->len; i++)
+        ring[i] = ch->ring[(ch->head + i) % ch->size];
+    free(ch->ring);
+    ch->ring = ring;
+    ch->size *= 2;
+    ch->head = 0;
+    return 1;
+}
+
+static void push_front(px_chan *ch, void *v)
+{
+    if (ch->len == ch->size && !grow(ch))
+        return;                                  /* lost: see the top */
+    ch->head = (ch->head + ch->size - 1) % ch->size;
+    ch->ring[ch->head] = v;
+    ch->len++;
+}
+
+/* -- moving values without waiting ------------------------------------------ */
+
+/* Puts v in the channel: into the hands of the first receiver, or into the
+** buffer.  1 done, 0 full. */
+static int offer(px_chan *ch, void *v)
+{
+    px__waiter *r = px__waitq_first(&ch->receivers);
+    if (r) {
+        r->value = v;                            /* hand over ... */
+        px__waitq_grant(r, 0);                         /* ... then wake */
+        return 1;
+    }
+    if (ch->len < ch->cap) {
+        push_back(ch, v);
+        return 1;
+    }
+    return 0;
+}
+
+/* Takes the next value: the oldest buffered one (and the slot it frees goes
+** to the first sender), else a parked sender's.  1 done, 0 empty. */
+static int take(px_chan *ch, void **v)
+{
+    px__waiter *s;
+    if (ch->len > 0) {
+        *v = pop_front(ch);
+        if (ch->len < ch->cap && (s = px__waitq_first(&ch->senders)) != NULL) {
+            push_back(ch, s->value);
+            px__waitq_grant(s, 0);
+        }
+        return 1;
+    }
+    if ((s = px__waitq_first(&ch->senders)) == NULL)
+        return 0;
+    *v = s->value;
+    px__waitq_grant(s, 0);
+    return 1;
+}
+
+/* -- grants that raced an interrupt ------------------------------------------ */
+
+static void recv_pass_on(px__waiter *w)
+{
+    px_chan *ch = (px_chan *)w->obj;
+    if (w->result != 0)
+        return;                                  /* PX_ECLOSED: nothing handed */
+    px__waiter *r = px__waitq_first(&ch->receivers);
+    if (r) {
+        r->value = w->value;
+        px__waitq_grant(r, 0);
+    } else {
+        push_front(ch, w->value);
+    }
+}
+
+static void send_pass_on(px__waiter *w)
+{
+    if (w->result == 0)
+        w->n = TAKEN;                            /* the value is out: sent */
+}
+
+static int send_outcome(const px__waiter *w, int r)
+{
+    if ((r == PX_ETIMEDOUT || r == PX_ECANCELED) && w->n == TAKEN)
+        return 0;
+    return r;
+}
+
+/* A hosted fiber's re-call after PX_EYIELD: 1 and its outcome in *r. */
+static int resumed(px_fiber *f, const px_chan *ch, int op, int *r)
+{
+    return f->wait.obj == ch && f->wait.op == op && px__waitq_resumed(ch, r);
+}
+
+/* -- the operations ------------------------------------------------------------ */
+
+px_chan *px_chan_new(size_t capacity)
+{
+    if (capacity >= SIZE_MAX / sizeof(void *)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    px_chan *ch = calloc(1, sizeof *ch);
+    if (ch == NULL)
+        return NULL;                             /* errno is ENOMEM */
+    ch->cap = capacity;
+    ch->size = capacity + 1;
+    ch->ring = malloc(ch->size * sizeof *ch->ring);
+    if (ch->ring == NULL) {
+        free(ch);
+        errno = ENOMEM;
+        return NULL;
+    }
+    return ch;
+}
+
+int px_chan_send(px_chan *ch, void *v)
+{
+    if (ch == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    int r;
+    if (resumed(f, ch, SEND, &r))
+        return send_outcome(&f->wait, r);
+    if (ch->closed)
+        return PX_ECLOSED;
+    if (offer(ch, v))
+        return 0;
+    px__waiter *w = px__waitq_begin(ch, SEND, send_pass_on);
+    w->value = v;                                /* for the receiver to take */
+    px_park_info pi = { .reason = "Channel send", .object = ch, .kind = "channel" };
+    return send_outcome(w, px__waitq_wait(&ch->senders, w, &pi));
+}
+
+int px_chan_recv(px_chan *ch, void **v)
+{
+    if (ch == NULL || v == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    int r;
+    if (resumed(f, ch, RECV, &r)) {
+        if (r == 0)
+            *v = f->wait.value;
+        return r;
+    }
+    if (take(ch, v))
+        return 0;
+    if (ch->closed)
+        return PX_ECLOSED;
+    px__waiter *w = px__waitq_begin(ch, RECV, recv_pass_on);
+    px_park_info pi = { .reason = "Channel recv", .object = ch, .kind = "channel" };
+    r = px__waitq_wait(&ch->receivers, w, &pi);
+    if (r == 0)
+        *v = w->value;
+    return r;
+}
+
+int px_chan_trysend(px_chan *ch, void *v)
+{
+    if (ch == NULL)
+        return PX_EINVAL;
+    if (ch->closed)
+        return PX_ECLOSED;
+    return offer(ch, v) ? 0 : PX_EBUSY;
+}
+
+int px_chan_tryrecv(px_chan *ch, void **v)
+{
+    if (ch == NULL || v == NULL)
+        return PX_EINVAL;
+    if (take(ch, v))
+        return 0;
+    return ch->closed ? PX_ECLOSED : PX_EBUSY;
+}
+
+int px_chan_close(px_chan *ch)
+{
+    if (ch == NULL)
+        return PX_EINVAL;
+    if (ch->closed)
+        return PX_ECLOSED;
+    ch->closed = 1;
+    px__waiter *w;
+    while ((w = px__waitq_first(&ch->receivers)) != NULL)
+        px__waitq_grant(w, PX_ECLOSED);                /* the ring is empty */
+    while ((w = px__waitq_first(&ch->senders)) != NULL)
+        px__waitq_grant(w, PX_ECLOSED);                /* their values stay theirs */
+    return 0;
+}
+
+size_t px_chan_len(const px_chan *ch)
+{
+    return ch ? ch->len : 0;
+}
+
+size_t px_chan_cap(const px_chan *ch)
+{
+    return ch ? ch->cap : 0;
+}
+
+int px_chan_free(px_chan *ch)
+{
+    if (ch == NULL)
+        return 0;
+    if (ch->senders.len != 0 || ch->receivers.len != 0)
+        return PX_EBUSY;
+    free(ch->ring);
+    free(ch);
+    return 0;
+}

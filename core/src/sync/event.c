@@ -1,0 +1,75 @@
+/*
+** event.c -- a level that fibers wait for (see parataxis.h).
+**
+** While the event is set nobody waits: wait returns at once.  set raises it
+** and grants every waiter; the grant takes nothing, so a waiter that was
+** interrupted has nothing to pass on, and a waiter woken by set returns 0
+** even if the event was cleared before it ran (it was set when it woke).
+*/
+#include <stdlib.h>
+
+#include "fiber/waitq.h"
+
+struct px_event {
+    int set;                 /* 1 while set; then the queue is empty */
+    px__waitq waiters;        /* fibers parked in px_event_wait, FIFO */
+};
+
+px_event *px_event_new(void)
+{
+    return calloc(1, sizeof(px_event));   /* errno is ENOMEM on failure */
+}
+
+int px_event_set(px_event *e)
+{
+    if (e == NULL)
+        return PX_EINVAL;
+    e->set = 1;
+    int woken = 0;
+    px__waiter *w;
+    /* Interrupted waiters are leaving on their own: not counted as woken. */
+    while ((w = px__waitq_first(&e->waiters)) != NULL) {
+        px__waitq_grant(w, 0);
+        woken++;
+    }
+    return woken;
+}
+
+int px_event_clear(px_event *e)
+{
+    if (e == NULL)
+        return PX_EINVAL;
+    e->set = 0;
+    return 0;
+}
+
+int px_event_is_set(const px_event *e)
+{
+    return e != NULL && e->set;
+}
+
+int px_event_wait(px_event *e)
+{
+    if (e == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    int r;
+    if (px__waitq_resumed(e, &r))
+        return r;                                /* the re-call after PX_EYIELD */
+    if (e->set)
+        return 0;
+    px_park_info pi = { .reason = "Event wait", .object = e, .kind = "event" };
+    return px__waitq_wait(&e->waiters, px__waitq_begin(e, 0, NULL), &pi);
+}
+
+int px_event_free(px_event *e)
+{
+    if (e == NULL)
+        return 0;
+    if (e->waiters.len != 0)
+        return PX_EBUSY;
+    free(e);
+    return 0;
+}

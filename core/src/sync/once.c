@@ -1,0 +1,137 @@
+/*
+** once.c -- an action run exactly once among racing fibers (see parataxis.h).
+**
+** A Once goes NEW -> RUNNING -> DONE and never back.  The first caller moves
+** it to RUNNING and becomes its runner: the runner's id is recorded and a
+** hold puts the Once on the runner's list of holds.  Callers that arrive
+** while it runs park; finishing (px_once_end, fn returning, or the runner
+** ending inside the action) moves it to DONE and wakes them all.  Nothing
+** is ever run again: a failed action is still done.
+**
+** do() is begin() + fn + end(); bindings call begin and end themselves so
+** the action can run in their own language.
+*/
+#include <stdlib.h>
+
+#include "fiber/waitq.h"
+
+enum { NEW, RUNNING, DONE };
+
+struct px_once {
+    int state;
+    uint64_t runner;         /* fiber id running the action, while RUNNING */
+    px__hold hold;            /* on the runner's list of holds */
+    px__waitq waiters;        /* fibers parked until DONE */
+};
+
+#define once_of_hold(h) ((px_once *)(void *)((char *)(h) - offsetof(px_once, hold)))
+
+/* DONE: every waiter leaves with 0 (`wake` 0 when the scheduler is being
+** freed and the waiters with it). */
+static void finish(px_once *o, int wake)
+{
+    o->state = DONE;
+    o->runner = 0;
+    px__waiter *w;
+    while ((w = px__waitq_first(&o->waiters)) != NULL) {
+        if (!wake) {
+            px__waitq_remove(&o->waiters, w);
+            continue;
+        }
+        px__waitq_grant(w, 0);
+    }
+}
+
+/* The runner ended inside the action: the action is over, done. */
+static void once_ended(px__hold *h, uint64_t id, int discarding)
+{
+    (void)id;
+    finish(once_of_hold(h), !discarding);
+}
+
+static size_t once_holders(const void *object, uint64_t *out, size_t max)
+{
+    const px_once *o = object;
+    if (o->runner == 0 || max == 0)
+        return 0;
+    out[0] = o->runner;
+    return 1;
+}
+
+px_once *px_once_new(void)
+{
+    return calloc(1, sizeof(px_once));   /* errno is ENOMEM on failure */
+}
+
+/*
+** begin: 1 when the caller is now the runner, 0 once the action is done
+** (parking while another fiber runs it), or an error.  A waiter needs no
+** pass_on: the grant is the same for every waiter and takes nothing.
+*/
+int px_once_begin(px_once *o)
+{
+    if (o == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    int r;
+    if (f->hosted && px__waitq_resumed(o, &r))
+        return r;
+    if (o->state == DONE)
+        return 0;
+    if (o->state == NEW) {
+        o->state = RUNNING;
+        o->runner = f->id;
+        px__waitq_hold_take(&o->hold, f, once_ended);
+        return 1;
+    }
+    if (o->runner == f->id)
+        return PX_EDEADLK;   /* called again from inside its own action */
+    if (o->hold.owner->s != f->s)
+        return PX_ETHREAD;
+    px_park_info pi = { .reason = "Once init", .object = o, .kind = "once",
+                        .holders = once_holders };
+    return px__waitq_wait(&o->waiters, px__waitq_begin(o, 0, NULL), &pi);
+}
+
+int px_once_end(px_once *o)
+{
+    if (o == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    if (o->state != RUNNING || o->runner != f->id)
+        return PX_EPERM;
+    px__waitq_hold_drop(&o->hold);
+    finish(o, 1);
+    return 0;
+}
+
+int px_once_do(px_once *o, px_once_fn fn, void *arg)
+{
+    if (fn == NULL)
+        return PX_EINVAL;
+    int r = px_once_begin(o);
+    if (r != 1)
+        return r;
+    r = fn(arg);
+    px_once_end(o);
+    return r;
+}
+
+int px_once_done(const px_once *o)
+{
+    return o != NULL && o->state == DONE;
+}
+
+int px_once_free(px_once *o)
+{
+    if (o == NULL)
+        return 0;
+    if (o->state == RUNNING || o->waiters.len != 0)
+        return PX_EBUSY;
+    free(o);
+    return 0;
+}

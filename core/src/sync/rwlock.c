@@ -1,0 +1,394 @@
+/*
+** rwlock.c -- a writer-preferring read/write lock (see parataxis.h).
+**
+** Readers and writers wait in one FIFO queue.  A new reader enters only when
+** there is no writer and nobody waits: once a writer queues, the readers that
+** come after it queue behind it, so a stream of readers cannot starve it.
+** admit() is the one place that lets waiters in: a writer at the head of the
+** queue when the lock is free, or every reader at the head up to the next
+** writer when no writer holds it.  It runs after every release, and after an
+** interrupted wait (a writer that gives up may unblock the readers behind it).
+**
+** Read holds are counted per fiber, so the read side is reentrant.  Each
+** reading fiber has one record (an rdhold): on the lock's list of readers,
+** so deadlock reports can name them, and on the fiber's list of holds, so a
+** fiber that ends lets its read holds go.  The caller's record is found on
+** its own list of holds, which is as long as what that one fiber holds.
+** Records are kept for reuse; a reader that must wait reserves its record
+** before it parks, so admitting it cannot fail for want of memory.
+**
+** A writer that ends holding the lock sets `dead`.  The next writer gets
+** PX_EOWNERDEAD and clears it; until then every read hold taken returns
+** PX_EOWNERDEAD too (readers cannot repair the state, but they must know
+** that it may be torn).  A reader that ends just lets its holds go.
+*/
+#include <stdlib.h>
+
+#include "fiber/waitq.h"
+
+enum { OP_READ = 1, OP_WRITE = 2 };
+
+typedef struct rdhold rdhold;
+struct rdhold {
+    px__hold hold;            /* on the reading fiber's list of holds */
+    px_rwlock *l;
+    uint64_t id;             /* the reading fiber */
+    size_t count;            /* its read holds */
+    rdhold *next, *prev;     /* l->readers while held; next: l->spare while not */
+    rdhold *all;             /* every record the lock made, for px_rwlock_free */
+};
+
+struct px_rwlock {
+    uint64_t writer;         /* fiber id of the writer; 0: none */
+    px__hold wr_hold;         /* on the writer's list of holds */
+    rdhold *readers;         /* one record per fiber holding read holds */
+    size_t nreaders;
+    rdhold *spare, *all;     /* records free for reuse; all records */
+    px__waitq waiters;        /* readers (OP_READ) and writers (OP_WRITE), FIFO */
+    unsigned char dead;      /* a writer ended holding it; no writer since */
+};
+
+#define rd_of(h) ((rdhold *)(void *)(h))   /* hold is the first member */
+#define lock_of_wr(h) ((px_rwlock *)(void *)((char *)(h) - offsetof(px_rwlock, wr_hold)))
+
+static void rd_ended(px__hold *h, uint64_t id, int discarding);
+static void wr_ended(px__hold *h, uint64_t id, int discarding);
+
+/* -- read-hold records ---------------------------------------------------- */
+
+/* The caller's record, NULL when it holds no read hold on l. */
+static rdhold *find(const px_rwlock *l, const px_fiber *f)
+{
+    if (l->nreaders == 0)
+        return NULL;
+    for (px__hold *h = f->holds; h; h = h->next)
+        if (h->ended == rd_ended && rd_of(h)->l == l)
+            return rd_of(h);
+    return NULL;
+}
+
+static rdhold *record_get(px_rwlock *l)
+{
+    rdhold *r = l->spare;
+    if (r) {
+        l->spare = r->next;
+        return r;
+    }
+    if ((r = calloc(1, sizeof *r)) == NULL)
+        return NULL;
+    r->all = l->all;
+    l->all = r;
+    return r;
+}
+
+static void record_put(px_rwlock *l, rdhold *r)
+{
+    r->next = l->spare;
+    l->spare = r;
+}
+
+/* Fiber f now holds one read hold, through record r. */
+static void attach(px_rwlock *l, rdhold *r, px_fiber *f)
+{
+    r->l = l;
+    r->id = f->id;
+    r->count = 1;
+    r->prev = NULL;
+    r->next = l->readers;
+    if (l->readers)
+        l->readers->prev = r;
+    l->readers = r;
+    l->nreaders++;
+    px__waitq_hold_take(&r->hold, f, rd_ended);
+}
+
+static void detach(px_rwlock *l, rdhold *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        l->readers = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    l->nreaders--;
+    px__waitq_hold_drop(&r->hold);   /* a no-op when the fiber's end dropped it */
+    record_put(l, r);
+}
+
+/* -- admission ------------------------------------------------------------ */
+
+static int read_code(const px_rwlock *l)
+{
+    return l->dead ? PX_EOWNERDEAD : 0;
+}
+
+/* Makes fiber f the writer; returns what its wrlock returns. */
+static int take_write(px_rwlock *l, px_fiber *f)
+{
+    int code = l->dead ? PX_EOWNERDEAD : 0;
+    l->dead = 0;
+    l->writer = f->id;
+    px__waitq_hold_take(&l->wr_hold, f, wr_ended);
+    return code;
+}
+
+/* Lets in whom the head of the queue allows: one writer, or the run of
+** readers before the next writer.  Owners are recorded before the wakes. */
+static void admit(px_rwlock *l)
+{
+    px__waiter *w = px__waitq_first(&l->waiters);
+    if (w == NULL || l->writer != 0)
+        return;
+    if (w->op == OP_WRITE) {
+        if (l->nreaders == 0)
+            px__waitq_grant(w, take_write(l, px__waitq_fiber(w)));
+        return;
+    }
+    for (; w && w->op == OP_READ; w = px__waitq_first(&l->waiters)) {
+        rdhold *r = w->value;      /* reserved when it queued */
+        w->value = NULL;
+        attach(l, r, px__waitq_fiber(w));
+        px__waitq_grant(w, read_code(l));
+    }
+}
+
+/* -- holders that end, grants that raced an interrupt ---------------------- */
+
+static void wr_ended(px__hold *h, uint64_t id, int discarding)
+{
+    px_rwlock *l = lock_of_wr(h);
+    (void)id;
+    l->writer = 0;
+    if (discarding)
+        return;   /* every waiter is being discarded too: wake nobody */
+    l->dead = 1;
+    admit(l);
+}
+
+static void rd_ended(px__hold *h, uint64_t id, int discarding)
+{
+    rdhold *r = rd_of(h);
+    px_rwlock *l = r->l;
+    (void)id;
+    detach(l, r);
+    if (!discarding && l->nreaders == 0)
+        admit(l);
+}
+
+/* A reader admitted while a scope interrupted it: it will not read, so its
+** only hold goes (a waiting reader held none before). */
+static void rd_pass_on(px__waiter *w)
+{
+    px_rwlock *l = (px_rwlock *)w->obj;
+    rdhold *r = find(l, px__waitq_fiber(w));
+    if (r)
+        detach(l, r);
+    admit(l);
+}
+
+/* A writer granted the lock while a scope interrupted it: the lock goes on,
+** and a PX_EOWNERDEAD it carried goes on with it. */
+static void wr_pass_on(px__waiter *w)
+{
+    px_rwlock *l = (px_rwlock *)w->obj;
+    px__waitq_hold_drop(&l->wr_hold);
+    l->writer = 0;
+    if (w->result == PX_EOWNERDEAD)
+        l->dead = 1;
+    admit(l);
+}
+
+/* -- waiting -------------------------------------------------------------- */
+
+static size_t rwlock_holders(const void *object, uint64_t *out, size_t max)
+{
+    const px_rwlock *l = object;
+    size_t n = 0;
+    if (l->writer != 0 && n < max)
+        out[n++] = l->writer;
+    for (const rdhold *r = l->readers; r && n < max; r = r->next)
+        if (r->id != l->writer)
+            out[n++] = r->id;
+    return n;
+}
+
+/* The lock is held by fibers of another scheduler than f's (a misuse). */
+static int foreign(const px_rwlock *l, const px_fiber *f)
+{
+    if (l->writer != 0)
+        return l->wr_hold.owner->s != f->s;
+    return l->readers && l->readers->hold.owner->s != f->s;
+}
+
+/* The wait of w ended with r: give back a record it did not use, and after
+** an interrupt let in whom the leaver was holding up. */
+static int after_wait(px_rwlock *l, px__waiter *w, int r)
+{
+    if (r == PX_EYIELD)
+        return r;                   /* still waiting (a hosted fiber's re-call) */
+    if (w->value) {
+        record_put(l, w->value);
+        w->value = NULL;
+    }
+    if (r == PX_ETIMEDOUT || r == PX_ECANCELED)
+        admit(l);
+    return r;
+}
+
+/* Steps 3 and 4: queue and park last (a reader first reserves the record
+** admit() will give it); collect the outcome. */
+static int park(px_rwlock *l, px_fiber *f, int op)
+{
+    if (foreign(l, f))
+        return PX_ETHREAD;
+    rdhold *rec = NULL;
+    if (op == OP_READ && (rec = record_get(l)) == NULL)
+        return PX_ENOMEM;
+    px__waiter *w = px__waitq_begin(l, op, op == OP_READ ? rd_pass_on : wr_pass_on);
+    w->value = rec;
+    px_park_info pi = { .object = l, .kind = "rwlock", .holders = rwlock_holders };
+    pi.reason = op == OP_READ ? "RwLock read lock" : "RwLock write lock";
+    int r = px__waitq_wait(&l->waiters, w, &pi);
+    return after_wait(l, w, r);
+}
+
+/* Step 1 of every operation: the object, then the calling fiber. */
+#define RESOLVE(l, f) \
+    if ((l) == NULL) \
+        return PX_EINVAL; \
+    px_fiber *f = px__fiber_here(); \
+    if (f == NULL) \
+        return PX_ENOFIBER
+
+/* A read hold at once, if one may be had: 1 with *code set, else 0. */
+static int read_now(px_rwlock *l, px_fiber *f, int *code)
+{
+    rdhold *r = find(l, f);
+    if (r) {
+        r->count++;                 /* reentrant, even with a writer waiting */
+        *code = read_code(l);
+        return 1;
+    }
+    if (l->writer != f->id && (l->writer != 0 || l->waiters.len != 0))
+        return 0;
+    if ((r = record_get(l)) == NULL) {
+        *code = PX_ENOMEM;
+        return 1;
+    }
+    attach(l, r, f);
+    *code = read_code(l);
+    return 1;
+}
+
+/* -- the API -------------------------------------------------------------- */
+
+px_rwlock *px_rwlock_new(void)
+{
+    return calloc(1, sizeof(px_rwlock));   /* errno is ENOMEM on failure */
+}
+
+int px_rwlock_rdlock(px_rwlock *l)
+{
+    RESOLVE(l, f);
+    int r;
+    if (f->hosted && px__waitq_resumed(l, &r))
+        return after_wait(l, &f->wait, r);
+    if (read_now(l, f, &r))
+        return r;
+    return park(l, f, OP_READ);
+}
+
+int px_rwlock_tryrdlock(px_rwlock *l)
+{
+    RESOLVE(l, f);
+    int r;
+    return read_now(l, f, &r) ? r : PX_EBUSY;
+}
+
+/* PX_EDEADLK when f holds l already, in either mode; else 0. */
+static int upgrade(const px_rwlock *l, const px_fiber *f)
+{
+    return l->writer == f->id || find(l, f) ? PX_EDEADLK : 0;
+}
+
+static int write_free(const px_rwlock *l)
+{
+    return l->writer == 0 && l->nreaders == 0 && l->waiters.len == 0;
+}
+
+int px_rwlock_wrlock(px_rwlock *l)
+{
+    RESOLVE(l, f);
+    int r;
+    if (f->hosted && px__waitq_resumed(l, &r))
+        return after_wait(l, &f->wait, r);
+    if ((r = upgrade(l, f)) != 0)
+        return r;
+    if (write_free(l))
+        return take_write(l, f);
+    return park(l, f, OP_WRITE);
+}
+
+int px_rwlock_trywrlock(px_rwlock *l)
+{
+    RESOLVE(l, f);
+    int r = upgrade(l, f);
+    if (r != 0)
+        return r;
+    return write_free(l) ? take_write(l, f) : PX_EBUSY;
+}
+
+int px_rwlock_rdunlock(px_rwlock *l)
+{
+    RESOLVE(l, f);
+    rdhold *r = find(l, f);
+    if (r == NULL)
+        return PX_EPERM;
+    if (--r->count == 0) {
+        detach(l, r);
+        if (l->nreaders == 0)
+            admit(l);
+    }
+    return 0;
+}
+
+int px_rwlock_wrunlock(px_rwlock *l)
+{
+    RESOLVE(l, f);
+    if (l->writer != f->id)
+        return PX_EPERM;
+    px__waitq_hold_drop(&l->wr_hold);
+    l->writer = 0;                  /* its read holds stay: a downgrade */
+    admit(l);
+    return 0;
+}
+
+size_t px_rwlock_readers(const px_rwlock *l)
+{
+    return l ? l->nreaders : 0;
+}
+
+uint64_t px_rwlock_writer(const px_rwlock *l)
+{
+    return l ? l->writer : 0;
+}
+
+size_t px_rwlock_waiters(const px_rwlock *l)
+{
+    return l ? l->waiters.len : 0;
+}
+
+int px_rwlock_free(px_rwlock *l)
+{
+    if (l == NULL)
+        return 0;
+    if (l->writer != 0 || l->nreaders != 0 || l->waiters.len != 0)
+        return PX_EBUSY;
+    while (l->all) {
+        rdhold *r = l->all;
+        l->all = r->all;
+        free(r);
+    }
+    free(l);
+    return 0;
+}

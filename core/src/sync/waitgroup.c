@@ -1,0 +1,80 @@
+/*
+** waitgroup.c -- a counter of outstanding jobs (see parataxis.h).
+**
+** The state is a count and a queue.  add and done are arithmetic and need
+** no fiber, so a job can be counted before the fiber that does it exists;
+** the step that brings the count to zero wakes every waiter.  The grant is
+** the same for every waiter and takes nothing, so an interrupted waiter has
+** nothing to pass on (it simply leaves the queue) and a waiter woken at
+** zero returns 0 even if the count rose again before it ran: it saw zero.
+*/
+#include <stdlib.h>
+
+#include "fiber/waitq.h"
+
+struct px_waitgroup {
+    int64_t count;           /* jobs outstanding; never negative */
+    px__waitq waiters;        /* fibers parked in px_waitgroup_wait, FIFO */
+};
+
+px_waitgroup *px_waitgroup_new(void)
+{
+    return calloc(1, sizeof(px_waitgroup));   /* errno is ENOMEM on failure */
+}
+
+/* Zero reached: every waiter leaves with 0. */
+static void release_all(px_waitgroup *wg)
+{
+    px__waiter *w;
+    while ((w = px__waitq_first(&wg->waiters)) != NULL)
+        px__waitq_grant(w, 0);
+}
+
+int px_waitgroup_add(px_waitgroup *wg, int64_t n)
+{
+    if (wg == NULL)
+        return PX_EINVAL;
+    /* Refuse before touching the count: below zero, or past INT64_MAX. */
+    if (n < 0 ? wg->count + n < 0 : wg->count > INT64_MAX - n)
+        return PX_EINVAL;
+    wg->count += n;
+    if (wg->count == 0)
+        release_all(wg);
+    return 0;
+}
+
+int px_waitgroup_done(px_waitgroup *wg)
+{
+    return px_waitgroup_add(wg, -1);
+}
+
+int px_waitgroup_wait(px_waitgroup *wg)
+{
+    if (wg == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    int r;
+    if (px__waitq_resumed(wg, &r))
+        return r;                                /* the re-call after PX_EYIELD */
+    if (wg->count == 0)
+        return 0;
+    px_park_info pi = { .reason = "WaitGroup wait", .object = wg, .kind = "waitgroup" };
+    return px__waitq_wait(&wg->waiters, px__waitq_begin(wg, 0, NULL), &pi);
+}
+
+int64_t px_waitgroup_count(const px_waitgroup *wg)
+{
+    return wg ? wg->count : 0;
+}
+
+int px_waitgroup_free(px_waitgroup *wg)
+{
+    if (wg == NULL)
+        return 0;
+    if (wg->waiters.len != 0)
+        return PX_EBUSY;
+    free(wg);
+    return 0;
+}

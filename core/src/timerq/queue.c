@@ -1,0 +1,223 @@
+/*
+** queue.c -- px_queue: a thread-safe FIFO of handlers, drained by whoever owns it.
+**
+** The items sit in a ring buffer that grows by doubling, so a post allocates only
+** when the queue is larger than it has ever been.  An eventfd is readable exactly
+** while items wait: the post that finds the queue empty writes it, the drain that
+** empties the queue reads it.  So a burst of posts costs one syscall, and a drain
+** that stops at its budget leaves the descriptor readable for the next round.
+**
+** In the child of a fork, a queue made before it refuses every call with
+** PX_EFORKED: its handlers are owed to the parent (which still runs them), its
+** lock may be held by a thread the child lacks, and its eventfd is shared with
+** the parent, whose readiness a read in the child would steal.
+*/
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "parataxis.h"
+#include "base/deadline.h"
+#include "base/fork.h"
+
+typedef struct item {
+    px_handler_fn fn;
+    void *arg;
+    int status;
+} item;
+
+struct px_queue {
+    pthread_mutex_t lock;
+    item *items;             /* ring buffer of cap slots, len of them used from head */
+    size_t head, len, cap;
+    int efd;
+    unsigned fork_gen;
+};
+
+static int forked(const px_queue *q)
+{
+    return q->fork_gen != px__fork_generation();
+}
+
+#define DRAIN_CHUNK 64       /* items taken per lock round while draining */
+
+px_queue *px_queue_new(void)
+{
+    px_queue *q = calloc(1, sizeof *q);
+    if (q == NULL)
+        return NULL;
+    q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (q->efd < 0) {
+        free(q);
+        return NULL;
+    }
+    pthread_mutex_init(&q->lock, NULL);
+    px__fork_watch();
+    q->fork_gen = px__fork_generation();
+    return q;
+}
+
+static int grow(px_queue *q)
+{
+    size_t cap = q->cap ? 2 * q->cap : 64;
+    item *items = malloc(cap * sizeof *items);
+    if (items == NULL)
+        return PX_ENOMEM;
+    for (size_t i = 0; i < q->len; i++)
+        items[i] = q->items[(q->head + i) % q->cap];
+    free(q->items);
+    q->items = items;
+    q->head = 0;
+    q->cap = cap;
+    return 0;
+}
+
+static void signal_ready(px_queue *q)
+{
+    uint64_t one = 1;
+    ssize_t r;
+    do
+        r = write(q->efd, &one, sizeof one);
+    while (r < 0 && errno == EINTR);
+}
+
+static void clear_ready(px_queue *q)
+{
+    uint64_t count;
+    ssize_t r;
+    do
+        r = read(q->efd, &count, sizeof count);
+    while (r < 0 && errno == EINTR);
+}
+
+int px_queue_post(px_queue *q, px_handler_fn fn, void *arg, int status)
+{
+    if (q == NULL || fn == NULL)
+        return PX_EINVAL;
+    if (forked(q))
+        return PX_EFORKED;
+    pthread_mutex_lock(&q->lock);
+    int rc = q->len == q->cap ? grow(q) : 0;
+    if (rc == 0) {
+        q->items[(q->head + q->len++) % q->cap] = (item){ fn, arg, status };
+        if (q->len == 1)
+            signal_ready(q);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return rc;
+}
+
+static int post_to_queue(void *ctx, px_handler_fn fn, void *arg, int status)
+{
+    return px_queue_post(ctx, fn, arg, status);
+}
+
+px_executor px_queue_executor(px_queue *q)
+{
+    return (px_executor){ post_to_queue, q, NULL };
+}
+
+/* Pops up to `max` items into `out`, clearing readiness if the queue empties. */
+static size_t pop(px_queue *q, item *out, size_t max)
+{
+    pthread_mutex_lock(&q->lock);
+    size_t n = q->len < max ? q->len : max;
+    for (size_t i = 0; i < n; i++)
+        out[i] = q->items[(q->head + i) % q->cap];
+    if (n) {
+        q->head = (q->head + n) % q->cap;
+        q->len -= n;
+        if (q->len == 0)
+            clear_ready(q);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+int px_queue_drain(px_queue *q, size_t max)
+{
+    if (q == NULL)
+        return PX_EINVAL;
+    if (forked(q))
+        return PX_EFORKED;
+    size_t budget = max ? max : px_queue_size(q);
+    size_t done = 0;
+    while (done < budget) {
+        item chunk[DRAIN_CHUNK];
+        size_t want = budget - done < DRAIN_CHUNK ? budget - done : DRAIN_CHUNK;
+        size_t n = pop(q, chunk, want);
+        for (size_t i = 0; i < n; i++)
+            chunk[i].fn(chunk[i].arg, chunk[i].status);
+        done += n;
+        if (n < want)
+            break;
+    }
+    return done > (size_t)INT32_MAX ? INT32_MAX : (int)done;
+}
+
+int px_queue_fd(px_queue *q)
+{
+    if (q == NULL)
+        return PX_EINVAL;
+    return forked(q) ? PX_EFORKED : q->efd;
+}
+
+int px_queue_wait(px_queue *q, int64_t timeout_ns)
+{
+    if (q == NULL)
+        return PX_EINVAL;
+    if (forked(q))
+        return PX_EFORKED;
+    struct pollfd pfd = { .fd = q->efd, .events = POLLIN };
+    int64_t deadline = timeout_ns < 0 ? INT64_MAX : px__deadline_after(px_now(), timeout_ns);
+    for (;;) {
+        struct timespec ts, *tsp = NULL;
+        if (deadline != INT64_MAX) {
+            ts = px__deadline_timespec(deadline, px_now());
+            tsp = &ts;
+        }
+        int r = ppoll(&pfd, 1, tsp, NULL);
+        if (r > 0)
+            return 1;
+        if (r == 0 || errno != EINTR)
+            return 0;
+    }
+}
+
+size_t px_queue_size(px_queue *q)
+{
+    if (q == NULL || forked(q))
+        return 0;
+    pthread_mutex_lock(&q->lock);
+    size_t n = q->len;
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+void px_queue_free(px_queue *q)
+{
+    if (q == NULL)
+        return;
+    if (forked(q)) {
+        /* The child's copy of the descriptor is ours; the memory only when no
+        ** thread of the parent was using the queue at the fork. */
+        close(q->efd);
+        if (pthread_mutex_trylock(&q->lock) == 0) {
+            pthread_mutex_unlock(&q->lock);
+            pthread_mutex_destroy(&q->lock);
+            free(q->items);
+            free(q);
+        }
+        return;
+    }
+    while (px_queue_drain(q, 0) > 0)
+        ;
+    close(q->efd);
+    pthread_mutex_destroy(&q->lock);
+    free(q->items);
+    free(q);
+}

@@ -1,0 +1,788 @@
+/*
+** timerq.c -- the timer queue: one worker thread, exactly-once handlers.
+**
+** A timer is a 64-byte record.  Its life is a small state machine:
+**
+**   ARMED ---- expires ----> DUE ---- handler starts ----> RUNNING --> (free,
+**     |                       |                               |      or ARMED
+**     | cancel                | cancel (CAS)                  |      again if
+**     v                       v                               |      periodic)
+**   ABORTED <-----------------+       periodic cancel (CAS) --+--> RUNNING_CANCELLED
+**     |                                                              |
+**     +--- handler called with PX_ECANCELED, record freed            +--> ABORTED
+**
+** Every transition happens under the queue's lock except one: the start of a
+** handler, DUE -> RUNNING, which the worker (or an executor) makes without the
+** lock by a compare-and-swap that races cancel's DUE -> ABORTED.  Whoever wins
+** decides the status of the one call: that is the exactly-once contract.
+**
+** The worker sleeps until the set's next moment or until a change that matters:
+** an earlier deadline, an abort to deliver, shutdown.  It is never told what to
+** do; it wakes, looks and sleeps again, so a spurious wake costs one look.
+**
+** A record is 48 bytes: the set's node (whose spare word holds the generation
+** and the state), the handler and its argument.  A periodic timer's handler,
+** argument and period live in a small block the argument then points to, so that
+** one-shot timers, the common kind, do not pay for a period.  Records live in
+** 256 KiB chunks aligned to their size.  An id is the record's generation (bumped
+** at every reuse; a record whose 28-bit generation would wrap is retired, 48 bytes
+** per 268 million reuses) over its index, so ids are never reused, and a record
+** finds its queue in its chunk's header without spending a pointer on it.
+*/
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "parataxis.h"
+#include "base/bits.h"
+#include "base/deadline.h"
+#include "base/fork.h"
+#include "ring.h"
+#include "timerq/timerq.h"
+#include "timerset.h"
+
+enum rec_state {
+    REC_FREE,
+    REC_ARMED,               /* in the set, waiting for its deadline */
+    REC_DUE,                 /* expired, handed to the worker or an executor, not started */
+    REC_ABORTED,             /* cancelled: owed one call with PX_ECANCELED */
+    REC_RUNNING,             /* its handler was called with status 0 */
+    REC_RUNNING_CANCELLED,   /* a periodic tick runs and the timer was cancelled meanwhile */
+};
+
+/*
+** The record.  node.tag is the generation, then TAG_PERIODIC, then the state in
+** the low three bits.  The generation and the flag change only while the record
+** is free; the state is what the worker and a canceller race on, by CAS on the
+** whole word.
+*/
+typedef struct px__trec {
+    px__tnode node;           /* in the set while ARMED; else in q->aborted or q->inflight */
+    px_handler_fn fn;        /* NULL for a periodic timer */
+    void *arg;               /* for a periodic timer, its struct periodic */
+} px__trec;
+
+typedef struct periodic {
+    px_handler_fn fn;
+    void *arg;
+    int64_t period;
+} periodic;
+
+#define TAG_STATE     7u
+#define TAG_PERIODIC  8u
+#define TAG_GEN_SHIFT 4
+#define GEN_MAX       (UINT32_MAX >> TAG_GEN_SHIFT)
+
+#define CHUNK_BYTES ((size_t)256 << 10)
+#define CHUNK_RECS  ((uint32_t)(CHUNK_BYTES / sizeof(px__trec)))   /* record 0 is the header */
+#define CHUNK_SHIFT 13                                            /* 2^13 >= CHUNK_RECS */
+#define FREE_WORDS  ((CHUNK_RECS + 63) / 64)
+#define BATCH       256                            /* handlers per lock round */
+#define AWAKE       INT64_MIN                      /* q->wake_at while the worker needs no wake */
+#define ABORT_LINGER PX_USEC(50)                   /* default of q->abort_linger */
+
+typedef struct chunk_head {
+    px_timerq *q;
+    uint32_t first_index;
+} chunk_head;
+
+/* The free records of a chunk: bit b of word[w] is record 64 * w + b; bit w % 64
+** of summary[w / 64] says word[w] is not zero.  Lowest-bit lookups find the first. */
+typedef struct chunk_free {
+    uint64_t summary[2];
+    uint64_t word[FREE_WORDS];
+} chunk_free;
+
+_Static_assert(FREE_WORDS <= 128, "two summary words cover a chunk's free bitmap");
+_Static_assert(CHUNK_RECS <= (1u << CHUNK_SHIFT), "a chunk's records fit its index bits");
+
+struct px_timerq {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;         /* the worker sleeps on it */
+    px__tset set;
+    px__trec **chunks;
+    uint32_t nchunks, chunks_cap;
+    uint32_t bump;               /* next never-used record of the last chunk */
+    chunk_free *cfree;           /* per chunk, its free records */
+    uint64_t *has_free;          /* bit c: chunk c has a free record */
+    uint32_t free_low;           /* no word of has_free below it is non-zero */
+    px__tnode aborted;            /* ring of ABORTED records whose call the worker owes */
+    px__tnode inflight;           /* ring of records handed to a handler, not yet settled */
+    int64_t wake_at;             /* when the sleeping worker wakes by itself, or AWAKE */
+    px_executor exec;            /* exec.post == NULL: handlers run on the worker */
+    int64_t slack_ns;
+    int64_t abort_linger;        /* how long an owed abort may wait unsignalled */
+    int stopping;                /* px_timerq_free was called */
+    int detached;                /* ... from the worker, which then releases the queue */
+    int worker_done;             /* the worker has left its loop */
+    int wake_owed;               /* signal the worker once the lock is released */
+    int wake_soon;               /* the sleeping worker wakes within abort_linger by itself */
+    int aborts_seen;             /* the worker delivered aborts since it last slept */
+    pthread_t worker;
+    atomic_size_t refs;          /* the owner's, plus one per handler posted to an executor */
+    unsigned fork_gen;
+};
+
+_Static_assert(sizeof(px__trec) == 48, "a timer record is 48 bytes");
+_Static_assert(sizeof(chunk_head) <= sizeof(px__trec), "a chunk's header fits its record 0");
+
+/* -- records -------------------------------------------------------------- */
+
+static px__trec *rec_of(px__tnode *n)
+{
+    return (px__trec *)n;
+}
+
+static chunk_head *chunk_of(const px__trec *r)
+{
+    return (chunk_head *)((uintptr_t)r & ~(uintptr_t)(CHUNK_BYTES - 1));
+}
+
+static uint32_t rec_tag(const px__trec *r)
+{
+    return atomic_load_explicit(&r->node.tag, memory_order_relaxed);
+}
+
+static unsigned rec_state(const px__trec *r)
+{
+    return rec_tag(r) & TAG_STATE;
+}
+
+/* Sets the state where nobody races: the lock is held and the record is not
+** with a handler. */
+static void rec_set_state(px__trec *r, unsigned state)
+{
+    atomic_store_explicit(&r->node.tag, (rec_tag(r) & ~TAG_STATE) | state, memory_order_relaxed);
+}
+
+/* Moves the state from `from` to `to` if nobody moved it first; 1 if it did. */
+static int rec_swap_state(px__trec *r, unsigned from, unsigned to)
+{
+    uint32_t tag = rec_tag(r);
+    if ((tag & TAG_STATE) != from)
+        return 0;
+    return atomic_compare_exchange_strong(&r->node.tag, &tag, (tag & ~TAG_STATE) | to);
+}
+
+static int rec_periodic(const px__trec *r)
+{
+    return (rec_tag(r) & TAG_PERIODIC) != 0;
+}
+
+static uint64_t rec_id(const px__trec *r)
+{
+    const chunk_head *h = chunk_of(r);
+    uint32_t index = h->first_index + (uint32_t)(r - (const px__trec *)h);
+    return (uint64_t)(rec_tag(r) >> TAG_GEN_SHIFT) << 32 | index;
+}
+
+static px__trec *rec_lookup(px_timerq *q, uint64_t id)
+{
+    uint32_t index = (uint32_t)id, gen = (uint32_t)(id >> 32);
+    uint32_t chunk = index >> CHUNK_SHIFT, slot = index & ((1u << CHUNK_SHIFT) - 1);
+    if (chunk >= q->nchunks || slot == 0)
+        return NULL;
+    if (chunk == q->nchunks - 1 && slot >= q->bump)
+        return NULL;
+    if (slot >= CHUNK_RECS)
+        return NULL;
+    px__trec *r = &q->chunks[chunk][slot];
+    uint32_t tag = rec_tag(r);
+    if (tag >> TAG_GEN_SHIFT != gen || (tag & TAG_STATE) == REC_FREE)
+        return NULL;
+    return r;
+}
+
+#define ARENA_BYTES ((size_t)2 << 20)                /* one huge page */
+#define ARENA_CHUNKS (ARENA_BYTES / CHUNK_BYTES)
+
+/*
+** Chunks are carved from 2 MiB arenas aligned to 2 MiB.  From the second arena on
+** (past 32,768 records) the arena asks for a transparent huge page: at a million
+** timers the records span 64 MiB, and with 4 KiB pages nearly every cancel and
+** expiry of a record in random order is a TLB miss, which under a hypervisor's
+** nested page tables costs more than the cache miss itself.  The first arena keeps
+** small pages so that a small queue stays small (untouched pages cost nothing).
+*/
+static px__trec *chunk_map(px_timerq *q)
+{
+    if (q->nchunks % ARENA_CHUNKS == 0) {
+        size_t span = 2 * ARENA_BYTES;
+        char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        char *a = (char *)(((uintptr_t)p + ARENA_BYTES - 1) & ~(uintptr_t)(ARENA_BYTES - 1));
+        if (a > p)
+            munmap(p, (size_t)(a - p));
+        munmap(a + ARENA_BYTES, (size_t)(p + span - (a + ARENA_BYTES)));
+#ifdef MADV_HUGEPAGE
+        if (q->nchunks > 0)
+            madvise(a, ARENA_BYTES, MADV_HUGEPAGE);
+#endif
+        return (px__trec *)a;
+    }
+    return (px__trec *)((char *)q->chunks[q->nchunks - 1] + CHUNK_BYTES);
+}
+
+static void chunks_unmap(px_timerq *q)
+{
+    for (uint32_t i = 0; i < q->nchunks; i += ARENA_CHUNKS)
+        munmap(q->chunks[i], ARENA_BYTES);
+    free(q->chunks);
+}
+
+static int chunk_add(px_timerq *q)
+{
+    if (q->nchunks == q->chunks_cap) {
+        uint32_t cap = q->chunks_cap ? 2 * q->chunks_cap : 8;
+        if (cap > (UINT32_MAX >> CHUNK_SHIFT))
+            return -1;
+        px__trec **chunks = realloc(q->chunks, cap * sizeof *chunks);
+        if (chunks == NULL)
+            return -1;
+        q->chunks = chunks;
+        chunk_free *cfree = realloc(q->cfree, cap * sizeof *cfree);
+        if (cfree == NULL)
+            return -1;
+        q->cfree = cfree;
+        uint64_t *has_free = realloc(q->has_free, cap / 64 * sizeof *has_free + sizeof *has_free);
+        if (has_free == NULL)
+            return -1;
+        for (uint32_t w = q->chunks_cap / 64 + (q->chunks_cap ? 1 : 0); w <= cap / 64; w++)
+            has_free[w] = 0;
+        q->has_free = has_free;
+        q->chunks_cap = cap;
+    }
+    px__trec *c = chunk_map(q);
+    if (c == NULL)
+        return -1;
+    chunk_head *h = (chunk_head *)c;
+    h->q = q;
+    h->first_index = q->nchunks << CHUNK_SHIFT;
+    chunk_free *f = &q->cfree[q->nchunks];
+    f->summary[0] = f->summary[1] = 0;
+    for (unsigned w = 0; w < FREE_WORDS; w++)
+        f->word[w] = 0;
+    q->chunks[q->nchunks++] = c;
+    q->bump = 1;
+    return 0;
+}
+
+/*
+** Hands out the free record of lowest index, else a never-used one.  In address
+** order, not last-freed first: after cancels in random order a free list would
+** hand back records scattered over the chunks, a cache and TLB miss per add and
+** per expiry; the lowest first keeps a run of adds on consecutive lines.
+*/
+static px__trec *rec_alloc(px_timerq *q)
+{
+    uint32_t words = (q->nchunks + 63) / 64;
+    for (uint32_t w = q->free_low; w < words; w++) {
+        if (q->has_free[w] == 0)
+            continue;
+        q->free_low = w;
+        uint32_t c = w * 64 + (uint32_t)px__bits_low(q->has_free[w]);
+        chunk_free *f = &q->cfree[c];
+        unsigned half = f->summary[0] == 0;
+        unsigned i = half * 64 + (unsigned)px__bits_low(f->summary[half]);
+        unsigned b = (unsigned)px__bits_low(f->word[i]);
+        f->word[i] &= f->word[i] - 1;
+        if (f->word[i] == 0) {
+            f->summary[half] &= ~(UINT64_C(1) << (i % 64));
+            if ((f->summary[0] | f->summary[1]) == 0)
+                q->has_free[w] &= ~(UINT64_C(1) << (c % 64));
+        }
+        return &q->chunks[c][i * 64 + b];
+    }
+    q->free_low = words;
+    if ((q->nchunks == 0 || q->bump == CHUNK_RECS) && chunk_add(q) != 0)
+        return NULL;
+    px__trec *r = &q->chunks[q->nchunks - 1][q->bump++];
+    atomic_init(&r->node.tag, 1u << TAG_GEN_SHIFT | REC_FREE);
+    return r;
+}
+
+static void rec_free(px_timerq *q, px__trec *r)
+{
+    uint32_t gen = rec_tag(r) >> TAG_GEN_SHIFT;
+    if (rec_periodic(r))
+        free(r->arg);
+    r->fn = NULL;
+    r->arg = NULL;
+    atomic_store_explicit(&r->node.tag, (gen + 1) << TAG_GEN_SHIFT | REC_FREE, memory_order_relaxed);
+    if (gen == GEN_MAX)              /* a wrapped generation is retired for good */
+        return;
+    chunk_head *h = chunk_of(r);
+    uint32_t c = h->first_index >> CHUNK_SHIFT, slot = (uint32_t)(r - (px__trec *)h);
+    chunk_free *f = &q->cfree[c];
+    f->word[slot / 64] |= UINT64_C(1) << (slot % 64);
+    f->summary[slot / 4096] |= UINT64_C(1) << (slot / 64 % 64);
+    q->has_free[c / 64] |= UINT64_C(1) << (c % 64);
+    if (c / 64 < q->free_low)
+        q->free_low = c / 64;
+}
+
+/* -- waking the worker ---------------------------------------------------- */
+
+/* A deadline was added: wake the worker only if it sleeps past it. */
+static void wake_for_deadline(px_timerq *q, int64_t deadline)
+{
+    if (deadline < q->wake_at) {
+        q->wake_at = AWAKE;
+        q->wake_owed = 1;
+    }
+}
+
+/* An abort is owed: wake the worker unless it is awake or wakes by itself
+** within q->abort_linger.  A cancel that had to signal costs a syscall (~1 us) and
+** makes the worker contend for the lock, so a burst of cancels would pay it about
+** once per cancel; instead, a worker that delivered aborts sleeps at most
+** abort_linger before looking again, and the cancels meanwhile leave it be.  The
+** aborted handlers still run once each, at most abort_linger (plus slack) late. */
+static void wake_for_abort(px_timerq *q)
+{
+    if (q->wake_at != AWAKE && !q->wake_soon) {
+        q->wake_at = AWAKE;
+        q->wake_owed = 1;
+    }
+}
+
+/* A call is owed now: wake the worker unless it is awake already. */
+static void wake_now(px_timerq *q)
+{
+    if (q->wake_at != AWAKE) {
+        q->wake_at = AWAKE;
+        q->wake_owed = 1;
+    }
+}
+
+static void queue_lock(px_timerq *q)
+{
+    pthread_mutex_lock(&q->lock);
+}
+
+/* Signals the worker if a wake is owed, then releases the lock.  Signalled
+** under the lock: once the lock is released, a worker that frees its own queue
+** from a handler may destroy the queue, condition variable included (TSan saw
+** exactly that in free_semantics).  The worker may then wake only to wait for
+** the lock, but wakes are rare: only a new earliest deadline or an abort the
+** worker would not find by itself within abort_linger owes one. */
+static void queue_unlock(px_timerq *q)
+{
+    if (q->wake_owed) {
+        q->wake_owed = 0;
+        pthread_cond_signal(&q->wake);
+    }
+    pthread_mutex_unlock(&q->lock);
+}
+
+static void abort_armed(px_timerq *q, px__trec *r)
+{
+    rec_set_state(r, REC_ABORTED);
+    px__ring_push(&q->aborted, &r->node);
+}
+
+/* Cancels a record handed to a handler that has not started: DUE -> ABORTED; or a
+** periodic one whose tick runs: RUNNING -> RUNNING_CANCELLED.  Returns 1 if won. */
+static int abort_inflight(px__trec *r)
+{
+    return rec_swap_state(r, REC_DUE, REC_ABORTED) ||
+           (rec_periodic(r) && rec_swap_state(r, REC_RUNNING, REC_RUNNING_CANCELLED));
+}
+
+/* -- arming --------------------------------------------------------------- */
+
+static int queue_usable(const px_timerq *q)
+{
+    return q != NULL && q->fork_gen == px__fork_generation();
+}
+
+/* Arms a record for fn(arg); `flag` is TAG_PERIODIC when fn is NULL and arg is a
+** periodic timer's block, else 0. */
+static uint64_t arm(px_timerq *q, int64_t deadline, px_handler_fn fn, void *arg, uint32_t flag)
+{
+    uint64_t id = 0;
+    queue_lock(q);
+    px__trec *r = q->stopping ? NULL : rec_alloc(q);
+    if (r != NULL) {
+        r->fn = fn;
+        r->arg = arg;
+        r->node.deadline = deadline;
+        uint32_t tag = rec_tag(r) & ~(TAG_STATE | TAG_PERIODIC);
+        atomic_store_explicit(&r->node.tag, tag | flag | REC_ARMED, memory_order_relaxed);
+        px__tset_insert(&q->set, &r->node);
+        wake_for_deadline(q, deadline);
+        id = rec_id(r);
+    }
+    queue_unlock(q);
+    return id;
+}
+
+/* now + delay (saturating: a huge delay never comes due), or -1 when the delay
+** is negative. */
+static int64_t deadline_after(int64_t delay_ns)
+{
+    return delay_ns < 0 ? -1 : px__deadline_after(px_now(), delay_ns);
+}
+
+uint64_t px_timerq_add_at(px_timerq *q, int64_t deadline, px_handler_fn fn, void *arg)
+{
+    if (!queue_usable(q) || fn == NULL || deadline < 0)
+        return 0;
+    return arm(q, deadline, fn, arg, 0);
+}
+
+uint64_t px_timerq_add(px_timerq *q, int64_t delay_ns, px_handler_fn fn, void *arg)
+{
+    return px_timerq_add_at(q, deadline_after(delay_ns), fn, arg);
+}
+
+uint64_t px_timerq_add_periodic(px_timerq *q, int64_t first_ns, int64_t period_ns,
+                                px_handler_fn fn, void *arg)
+{
+    int64_t deadline = deadline_after(first_ns);
+    if (!queue_usable(q) || fn == NULL || deadline < 0 || period_ns <= 0)
+        return 0;
+    periodic *p = malloc(sizeof *p);
+    if (p == NULL)
+        return 0;
+    *p = (periodic){ fn, arg, period_ns };
+    uint64_t id = arm(q, deadline, NULL, p, TAG_PERIODIC);
+    if (id == 0)
+        free(p);
+    return id;
+}
+
+/* -- cancelling ----------------------------------------------------------- */
+
+int px_timerq_cancel(px_timerq *q, uint64_t id)
+{
+    if (q == NULL)
+        return PX_EINVAL;
+    if (!queue_usable(q))
+        return PX_EFORKED;
+    int won = 0;
+    queue_lock(q);
+    px__trec *r = rec_lookup(q, id);
+    if (r != NULL && rec_state(r) == REC_ARMED) {
+        px__tset_remove(&q->set, &r->node);
+        abort_armed(q, r);
+        wake_for_abort(q);
+        won = 1;
+    } else if (r != NULL) {
+        won = abort_inflight(r);
+    }
+    queue_unlock(q);
+    return won;
+}
+
+/* Cancels everything not started; the caller holds the lock. */
+static size_t abort_all(px_timerq *q)
+{
+    size_t n = 0;
+    px__tnode *node, *next;
+    for (node = px__tset_take_all(&q->set); node != NULL; node = next, n++) {
+        next = node->next;
+        abort_armed(q, rec_of(node));
+    }
+    for (node = q->inflight.next; node != &q->inflight; node = node->next)
+        n += (size_t)abort_inflight(rec_of(node));
+    if (n)
+        wake_for_abort(q);
+    return n;
+}
+
+size_t px_timerq_cancel_all(px_timerq *q)
+{
+    if (!queue_usable(q))
+        return 0;
+    queue_lock(q);
+    size_t n = abort_all(q);
+    queue_unlock(q);
+    return n;
+}
+
+int px__timerq_forked(const px_timerq *q)
+{
+    return q->fork_gen != px__fork_generation();
+}
+
+int px__timerq_refusal(px_timerq *q)
+{
+    if (!queue_usable(q))
+        return PX_ECLOSED;
+    queue_lock(q);
+    int stopping = q->stopping;
+    queue_unlock(q);
+    return stopping ? PX_ECLOSED : PX_ENOMEM;
+}
+
+size_t px_timerq_pending(px_timerq *q)
+{
+    if (!queue_usable(q))
+        return 0;
+    queue_lock(q);
+    size_t n = q->set.count;
+    queue_unlock(q);
+    return n;
+}
+
+/* -- delivering ----------------------------------------------------------- */
+
+/* Makes the one call of a record handed out: status 0 if it starts before any
+** cancel, PX_ECANCELED if a cancel won. */
+static void rec_call(px__trec *r)
+{
+    int status = rec_swap_state(r, REC_DUE, REC_RUNNING) ? 0 : PX_ECANCELED;
+    if (rec_periodic(r)) {
+        periodic *p = r->arg;
+        p->fn(p->arg, status);
+    } else {
+        r->fn(r->arg, status);
+    }
+}
+
+/* The first tick of a periodic timer after `now`, in phase with its deadline. */
+static int64_t next_tick(int64_t deadline, int64_t period, int64_t now)
+{
+    int64_t missed = deadline < now ? (now - deadline) / period : 0;
+    if (missed >= (INT64_MAX - deadline) / period)
+        return INT64_MAX;
+    return deadline + (missed + 1) * period;
+}
+
+/*
+** After a record's call returned (lock held): frees it, re-arms a periodic
+** timer, or queues its final PX_ECANCELED call.  Returns 1 when that final call
+** must be made by the caller right away because the worker has exited.
+*/
+static int settle(px_timerq *q, px__trec *r)
+{
+    px__ring_unlink(&r->node);
+    unsigned state = rec_state(r);
+    int periodic_tick = rec_periodic(r) && (state == REC_RUNNING || state == REC_RUNNING_CANCELLED);
+    if (periodic_tick && state == REC_RUNNING && !q->stopping) {
+        int64_t period = ((periodic *)r->arg)->period;
+        r->node.deadline = next_tick(r->node.deadline, period, px_now());
+        rec_set_state(r, REC_ARMED);
+        px__tset_insert(&q->set, &r->node);
+        wake_for_deadline(q, r->node.deadline);
+        return 0;
+    }
+    if (periodic_tick) {
+        rec_set_state(r, REC_ABORTED);
+        if (q->worker_done) {
+            px__ring_push(&q->inflight, &r->node);
+            return 1;
+        }
+        px__ring_push(&q->aborted, &r->node);
+        wake_now(q);
+        return 0;
+    }
+    rec_free(q, r);
+    return 0;
+}
+
+/* Releases the memory of a queue, not its lock or condition variable. */
+static void queue_release(px_timerq *q)
+{
+    px__tset_destroy(&q->set);
+    chunks_unmap(q);
+    free(q->cfree);
+    free(q->has_free);
+    free(q);
+}
+
+static void queue_destroy(px_timerq *q)
+{
+    pthread_mutex_destroy(&q->lock);
+    pthread_cond_destroy(&q->wake);
+    queue_release(q);
+}
+
+static void queue_unref(px_timerq *q)
+{
+    if (atomic_fetch_sub(&q->refs, 1) == 1)
+        queue_destroy(q);
+}
+
+/* What an executor runs for a record posted to it.  A non-zero status is the
+** executor saying it cannot run the call as asked (shut down, cancelled): the
+** call is then made now, as an abort, unless a cancel already won. */
+static void posted_call(void *arg, int status)
+{
+    px__trec *r = arg;
+    px_timerq *q = chunk_of(r)->q;
+    int again;
+    if (status != 0)
+        rec_swap_state(r, REC_DUE, REC_ABORTED);
+    do {
+        rec_call(r);
+        queue_lock(q);
+        again = settle(q, r);
+        queue_unlock(q);
+    } while (again);
+    queue_unref(q);
+}
+
+/* Moves up to BATCH owed calls into q->inflight and `batch` (lock held). */
+static size_t take_batch(px_timerq *q, px__trec **batch)
+{
+    size_t n = 0;
+    while (n < BATCH && !px__ring_empty(&q->aborted)) {
+        px__tnode *node = q->aborted.next;
+        px__ring_unlink(node);
+        px__ring_push(&q->inflight, node);
+        batch[n++] = rec_of(node);
+    }
+    if (n)
+        q->aborts_seen = 1;
+    px__tnode *next, *node = n < BATCH ? px__tset_expire(&q->set, px_now(), BATCH - n) : NULL;
+    for (; node != NULL; node = next) {
+        next = node->next;
+        rec_set_state(rec_of(node), REC_DUE);
+        px__ring_push(&q->inflight, node);
+        batch[n++] = rec_of(node);
+    }
+    if (q->exec.post != NULL)
+        atomic_fetch_add(&q->refs, n);
+    return n;
+}
+
+/* Makes or posts the calls of a batch; called without the lock, returns with it
+** held: the lock round that settles a batch also takes the next one. */
+static void deliver(px_timerq *q, px__trec **batch, size_t n)
+{
+    if (q->exec.post == NULL) {
+        for (size_t i = 0; i < n; i++)
+            rec_call(batch[i]);
+        queue_lock(q);
+        for (size_t i = 0; i < n; i++)
+            settle(q, batch[i]);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (q->exec.post(q->exec.ctx, posted_call, batch[i], 0) != 0)
+            posted_call(batch[i], 0);
+    if (q->exec.flush != NULL)
+        q->exec.flush(q->exec.ctx);
+    queue_lock(q);
+}
+
+/* Sleeps until `deadline`, or for at most abort_linger after delivering aborts,
+** since more tend to follow (see wake_for_abort). */
+static void sleep_until(px_timerq *q, int64_t deadline)
+{
+    if (q->aborts_seen) {
+        int64_t soon = px__deadline_after(px_now(), q->abort_linger);
+        if (soon < deadline)
+            deadline = soon;
+        q->wake_soon = 1;
+        q->aborts_seen = 0;
+    }
+    q->wake_at = deadline;
+    if (deadline == INT64_MAX) {
+        pthread_cond_wait(&q->wake, &q->lock);
+    } else {
+        struct timespec ts = { .tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000 };
+        pthread_cond_timedwait(&q->wake, &q->lock, &ts);
+    }
+    q->wake_at = AWAKE;
+    q->wake_soon = 0;
+}
+
+static void *worker_main(void *arg)
+{
+    px_timerq *q = arg;
+    px__trec *batch[BATCH];
+    if (q->slack_ns > 0)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)q->slack_ns, 0, 0, 0);
+    queue_lock(q);
+    for (;;) {
+        size_t n = take_batch(q, batch);
+        if (n) {
+            queue_unlock(q);
+            deliver(q, batch, n);
+            continue;
+        }
+        if (q->stopping)
+            break;
+        sleep_until(q, px__tset_next(&q->set));
+    }
+    q->worker_done = 1;
+    int detached = q->detached;
+    queue_unlock(q);
+    if (detached) {
+        pthread_detach(pthread_self());
+        queue_unref(q);
+    }
+    return NULL;
+}
+
+/* -- the queue ------------------------------------------------------------ */
+
+px_timerq *px_timerq_new(const px_timerq_opts *opts)
+{
+    px_timerq *q = calloc(1, sizeof *q);
+    if (q == NULL)
+        return NULL;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    int failed = pthread_cond_init(&q->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (failed) {
+        free(q);
+        return NULL;
+    }
+    pthread_mutex_init(&q->lock, NULL);
+    px__tset_init(&q->set, px_now());
+    px__ring_init(&q->aborted);
+    px__ring_init(&q->inflight);
+    q->wake_at = AWAKE;
+    q->slack_ns = PX_USEC(1);
+    q->abort_linger = ABORT_LINGER;
+    if (opts != NULL) {
+        if (opts->executor != NULL)
+            q->exec = *opts->executor;
+        if (opts->timer_slack_ns != 0)
+            q->slack_ns = px__deadline_tolerance(opts->timer_slack_ns);
+        if (opts->abort_linger_ns > 0)
+            q->abort_linger = px__deadline_tolerance(opts->abort_linger_ns);
+    }
+    atomic_init(&q->refs, 1);
+    px__fork_watch();
+    q->fork_gen = px__fork_generation();
+    if (pthread_create(&q->worker, NULL, worker_main, q) != 0) {
+        queue_destroy(q);
+        return NULL;
+    }
+    return q;
+}
+
+void px_timerq_free(px_timerq *q)
+{
+    if (q == NULL)
+        return;
+    if (!queue_usable(q)) {
+        /* The child of a fork: no worker, the lock may be held for ever, and the
+        ** handlers belong to the parent.  Release the memory only. */
+        if (atomic_load(&q->refs) == 1)
+            queue_release(q);
+        return;
+    }
+    int on_worker = pthread_equal(pthread_self(), q->worker);
+    queue_lock(q);
+    q->stopping = 1;
+    q->detached = on_worker;
+    abort_all(q);
+    wake_now(q);
+    queue_unlock(q);
+    if (on_worker)
+        return;
+    pthread_join(q->worker, NULL);
+    queue_unref(q);
+}
