@@ -318,6 +318,7 @@ PX_API void px_queue_free(px_queue *q);
 */
 typedef struct px_timerq px_timerq;
 
+/* The options of px_timerq_new (zero-initialize, then set the fields you need). */
 typedef struct px_timerq_opts {
     /* Where handlers run.  NULL: on the queue's worker thread.  The executor is
     ** copied (the struct may go away after px_timerq_new); what its ctx points
@@ -335,8 +336,7 @@ typedef struct px_timerq_opts {
     ** time, so that a burst of cancels costs one wake-up, not one each.  0 (or
     ** less) selects the default, 50 us.  A binding whose handlers need a global
     ** lock (Python's GIL) passes more: each delivery is a hand-over of that lock.
-    ** More than 1 s is taken as 1 s.  Zero-initialize the struct and set the
-    ** fields you need. */
+    ** More than 1 s is taken as 1 s. */
     int64_t abort_linger_ns;
 } px_timerq_opts;
 
@@ -576,6 +576,9 @@ PX_API void px_timer_free(px_timer *t);
 ** events being spawn, park "<reason>", wake "<reason>", timeout "<reason>",
 ** cancel "<reason>" and exit.
 */
+
+/* A scheduler, a handle on a fiber (for px_join and px_fiber_release), a
+** cancellation token. */
 typedef struct px_sched px_sched;
 typedef struct px_fiber px_fiber;
 typedef struct px_token px_token;
@@ -583,6 +586,7 @@ typedef struct px_token px_token;
 /* A fiber's function.  What it returns is what px_join hands to the joiner. */
 typedef void *(*px_fiber_fn)(void *arg);
 
+/* The options of px_sched_new (zero-initialize, then set the fields you need). */
 typedef struct px_sched_opts {
     /* Default stack size of its fibers in bytes, rounded up to pages; 0 selects
     ** the library's default (docs/fibers.md gives it).  Stacks are touched
