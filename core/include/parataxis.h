@@ -1254,7 +1254,8 @@ PX_API int px_barrier_free(px_barrier *b);
 ** px_once_begin / px_once_end are the same in two steps, for a binding that
 ** runs the action in its own language: begin returns 1 when the caller must
 ** run the action and then call end; 0 when it is done (after parking while
-** another fiber ran it, if need be); PX_EDEADLK and the wait codes as do.
+** another fiber ran it, if need be); PX_EDEADLK, PX_ETHREAD and the wait codes
+** as do.
 ** end returns 0, or PX_EPERM when the caller did not begin the action (or
 ** ended it already), PX_ENOFIBER, PX_EINVAL.  A runner that ends between
 ** begin and end has ended the action: it is done and its waiters return 0.
