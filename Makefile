@@ -13,7 +13,7 @@ GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CONFIGURE = cmake -S . $(GENERATOR) -DPARATAXIS_WERROR=ON
 CTEST     = ctest --output-on-failure --no-tests=ignore
 
-.PHONY: all deps build demo check test-layers test-c test-asan test-tsan test-ucontext test-fuzz \
+.PHONY: all deps build demo check test-layers test-docs test-c test-asan test-tsan test-ucontext test-fuzz \
         test-aarch64 test-python test-lua python-install bench clean
 
 all: build
@@ -37,11 +37,14 @@ demo: build python-install
 	    LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
 	    lua5.4 docs/examples/timer_demo.lua; fi
 
-check: test-layers test-c test-asan test-tsan test-ucontext test-aarch64 test-fuzz test-python test-lua
+check: test-layers test-docs test-c test-asan test-tsan test-ucontext test-aarch64 test-fuzz test-python test-lua
 	@echo "make check: every suite passed"
 
 test-layers:
 	sh tests/layers.sh
+
+test-docs:
+	$(PYTHON) docs/gen_capi.py --check
 
 test-c: build
 	cd build && $(CTEST)

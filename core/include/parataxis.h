@@ -1,31 +1,68 @@
 /*
-** parataxis.h -- the whole public C API of libparataxis.
+** parataxis.h -- the whole public C API of libparataxis, and its reference:
+** docs/c-api.md is generated from the comments of this file (docs/gen_capi.py).
 **
-** Parataxis gives a program two engines that share one monotonic clock and one
-** ordered set of deadlines:
+** Parataxis has three parts, which share one monotonic clock and one ordered
+** set of deadlines:
 **
 **   - the timer queue (px_timerq): a thread-safe queue of one-shot and periodic
 **     timers served by one worker thread, whose handlers run exactly once and can
-**     be redirected to any executor (px_executor, px_queue);
-**   - the deadline timer (px_timer): a reusable timer in the manner of Asio's
-**     steady_timer, built on a timer queue.
+**     be redirected to any executor (px_executor, px_queue); with it the
+**     deadline timer (px_timer), a reusable timer in the manner of Asio's
+**     steady_timer;
+**   - the fiber engine (px_sched, px_fiber): cooperative fibers on one thread
+**     per scheduler, with sleeps, joins, timeout and cancellation scopes, and
+**     the park/wake contract on which every wait is built;
+**   - the synchronization family (px_mutex, px_rwlock, px_waitgroup,
+**     px_barrier, px_once, px_sem, px_event, px_chan): primitives that park the
+**     fiber, never the thread.
 **
 ** Conventions, which hold for every function below unless its comment says
 ** otherwise:
 **
-**   - Names are px_<noun>_<verb>.  Handles are opaque, made by px_<noun>_new and
-**     released by px_<noun>_free; every _free accepts NULL and does nothing.
-**   - Errors are negative PX_E* codes; px_strerror() names each one.  Bad input
-**     returns a code.  It never aborts, and it never loses a handler.
+**   - Names are px_<noun>_<verb>; a call on "the calling fiber" has no noun
+**     (px_spawn, px_join, px_park, px_sleep, px_self).  Handles are opaque,
+**     made by px_<noun>_new and released by px_<noun>_free.  Every _free accepts
+**     NULL and does nothing with it.  No call on an object may follow its _free,
+**     and none may still be under way in another thread when _free is called.
+**   - Errors are negative PX_E* codes and 0 is success; px_strerror() names
+**     each one.  A call that returns a count or a flag returns it as a
+**     non-negative number; one that returns a pointer or an id returns NULL or 0
+**     when it fails, and its comment says why.  Bad input returns a code: the
+**     library never aborts on it and never loses a handler.  What no code can
+**     detect -- a freed or foreign handle, a handle released twice -- is
+**     undefined behaviour, as in libc.
+**   - The synchronization family differs in two ways: px_<kind>_new returns NULL
+**     with errno set (EINVAL for a bad argument, ENOMEM), and px_<kind>_free
+**     returns an int: 0 (NULL included), or PX_EBUSY when the object is held or
+**     waited on, and then it frees nothing.
 **   - Durations and deadlines are int64_t nanoseconds on the clock of px_now().
-**     A duration whose deadline would pass INT64_MAX saturates: it means "never"
-**     (it is accepted, never comes due early, and never overflows).
+**     A duration is relative to the call; a deadline is a px_now() value.  A
+**     negative duration is bad input unless the comment says otherwise, and a
+**     past deadline is simply due.  A duration whose deadline would pass
+**     INT64_MAX saturates: it means "never" (it is accepted, never comes due
+**     early, and never overflows).  A tolerance (timer_slack_ns,
+**     abort_linger_ns) says how late a wake-up may come, not when; more than
+**     1 s is taken as 1 s, since an unbounded one would stall handlers.
+**   - Ids are never reused: a timer id is never 0 and never handed out again by
+**     its queue (two queues may hand out the same number); a fiber id is never
+**     0 and never handed out again in the process.  A call given a stale or
+**     unknown id does nothing and returns 0.
+**   - A handler that the library accepted is called exactly once (a periodic
+**     one: once per tick, then once with PX_ECANCELED), so that call is the
+**     place to release its `arg`.
 **   - After fork(), the child may not use any object made before the fork (the
 **     threads that served it are gone): every call on one returns PX_EFORKED (or
 **     0 / NULL, as its comment says) before touching it, and its _free releases
 **     only what the child can safely release.  Objects made in the child work.
-**   - "Thread: any" means any thread may call it at any time; "Parks: no" means the
-**     call never waits for another thread except to take a short internal lock.
+**   - "Thread: any" means any thread may call it at any time, concurrently with
+**     any other call except the object's _free.  "Thread: scheduler" and "the
+**     scheduler's" thread are defined with the fiber engine below.
+**   - "Parks: no" means the call never waits for another thread except to take
+**     a short internal lock; "Parks: yes" (fiber engine) means it may suspend
+**     the calling fiber, never the thread; "Parks: blocks the thread" means it
+**     waits in the kernel and holds up the whole OS thread, and with it every
+**     fiber of a scheduler running there.
 */
 #ifndef PARATAXIS_H
 #define PARATAXIS_H
@@ -37,6 +74,12 @@
 extern "C" {
 #endif
 
+/*
+** Every function is declared PX_API, which is empty for users of the shared
+** library.  Define PX_STATIC when linking the static library by hand (the CMake
+** target parataxis::parataxis_static defines it); PX_BUILDING is the library's
+** own build flag.  The header is C11 and declares everything extern "C" in C++.
+*/
 #if defined(PX_STATIC)
 #  define PX_API
 #elif defined(PX_BUILDING)
@@ -54,20 +97,25 @@ extern "C" {
 #define PX_VERSION_PATCH 0
 
 /*
-** Returns the library's version as a static string "MAJOR.MINOR.PATCH".
-** Thread: any.  Parks: no.
+** The PX_VERSION_* macros give the version of the header compiled against;
+** px_version() returns the version of the library linked against, as a static
+** string "MAJOR.MINOR.PATCH" (do not free it).  The shared library's SONAME is
+** libparataxis.so.MAJOR.  Thread: any.  Parks: no.
 */
 PX_API const char *px_version(void);
 
 /* Error codes.  Every one is negative; 0 is success. */
-#define PX_EINVAL      (-1)   /* an argument is out of range or NULL */
-#define PX_ENOMEM      (-2)   /* out of memory */
+#define PX_EINVAL      (-1)   /* an argument is out of range or NULL, or the call does not
+                                 fit the object's state (an unhold without a hold) */
+#define PX_ENOMEM      (-2)   /* out of memory; nothing was done */
 #define PX_ETIMEDOUT   (-3)   /* a timeout scope ended the wait */
-#define PX_ECANCELED   (-4)   /* cancelled: a handler's status when its timer was aborted */
+#define PX_ECANCELED   (-4)   /* cancelled: a handler's status when its timer or wait was
+                                 aborted; a wait's return when a token ended it */
 #define PX_EDEADLK     (-5)   /* the wait could never end */
 #define PX_EPERM       (-6)   /* the caller does not own what it tried to release */
 #define PX_EBUSY       (-7)   /* the object is in use */
-#define PX_EOWNERDEAD  (-8)   /* acquired, but the previous owner ended holding it */
+#define PX_EOWNERDEAD  (-8)   /* acquired (the caller holds it now), but the previous
+                                 owner ended holding it: the state may be torn */
 #define PX_ENOFIBER    (-9)   /* the call needs a fiber and there is none */
 #define PX_EYIELD      (-10)  /* a hosted fiber must yield to its scheduler now */
 #define PX_ECLOSED     (-11)  /* the object is closed or shutting down */
@@ -75,18 +123,23 @@ PX_API const char *px_version(void);
 #define PX_ETHREAD     (-13)  /* called from a thread that may not call it */
 
 /*
-** Returns a static English sentence naming error `code` (0 gives "success"; an
-** unknown code gives "unknown error").  Thread: any.  Parks: no.
+** Returns a static English sentence naming error `code` (0 gives "success"; any
+** other value not above, positive ones included, gives "unknown error").  Do not
+** free it.  Thread: any.  Parks: no.
 */
 PX_API const char *px_strerror(int code);
 
+/* Nanoseconds from microseconds, milliseconds, seconds.  They do not check for
+** overflow: PX_SEC(n) overflows for n beyond about 9.2e9 (292 years). */
 #define PX_USEC(n) ((int64_t)(n) * 1000)
 #define PX_MSEC(n) ((int64_t)(n) * 1000000)
 #define PX_SEC(n)  ((int64_t)(n) * 1000000000)
 
 /*
 ** Returns the monotonic clock (CLOCK_MONOTONIC) in nanoseconds.  Every deadline
-** in the library is on this clock.  Thread: any.  Parks: no.
+** in the library is on this clock, and both engines read it.  Changes to the
+** wall clock do not move it; on Linux it does not advance while the system is
+** suspended.  Thread: any.  Parks: no.
 */
 PX_API int64_t px_now(void);
 
@@ -97,23 +150,42 @@ PX_API int64_t px_now(void);
 /*
 ** A handler.  `status` is 0 when its timer expired and PX_ECANCELED when the timer
 ** was aborted first (by a cancel, cancel_all or free).  A one-shot handler is
-** called exactly once, so that call is the place to release `arg`.
+** called exactly once, so that call is the place to release `arg`; a periodic
+** one once per tick with 0, then exactly once with PX_ECANCELED.
 */
 typedef void (*px_handler_fn)(void *arg, int status);
 
 /*
-** An executor: where handlers run.  post() must arrange for fn(arg, status) to be
-** called once, later, on a thread of the executor's choosing, and return 0; or
-** return a negative code, and then the caller runs fn(arg, status) itself at once.
-** post() is called from the timer queue's worker thread and must not block for
-** long.  An executor that accepted a call and then cannot run it as asked (shut
-** down, cancelled) calls fn(arg, PX_ECANCELED) instead, on any thread: the
-** handler then gets PX_ECANCELED (a periodic timer's final call).
+** An executor: where handlers run.  A timer queue with an executor never calls a
+** handler itself: its worker calls post(ctx, fn, arg, status) once for each call
+** it owes, and post() must either arrange for fn(arg, status) to be called once,
+** later, on a thread of the executor's choosing, and return 0; or return
+** non-zero (by convention a negative PX_E* code) without keeping fn, and then the
+** worker runs fn(arg, status) itself at once, on the worker thread.  Either way
+** the handler is called exactly once.
+**
+** fn and arg are the queue's own trampoline, not the user's handler: pass them
+** through unchanged.  The trampoline decides the status the handler sees (0, or
+** PX_ECANCELED when a cancel won before the call started), whatever `status` was
+** posted -- except that an executor that accepted a call and then cannot run it
+** as asked (shut down, cancelled) calls fn(arg, PX_ECANCELED) instead, on any
+** thread: the handler then gets PX_ECANCELED (a periodic timer's final call; it
+** is not re-armed).
 **
 ** flush(), which may be NULL, is called on the worker after each batch of posts
-** (up to 256): an executor that pays per hand-over -- a lock, a wake-up, a
-** language's global lock -- may queue the calls in post() and hand them all over
-** in flush().  The calls queued must then still each happen once.
+** (the calls of one expiry, a bounded number at a time): an executor that pays per
+** hand-over -- a lock, a wake-up, a language's global lock -- may queue the calls
+** in post() and hand them all over in flush().  The calls queued must then still
+** each happen once.  Zero-initialize an executor you fill in yourself, so that a
+** field you do not set is NULL.
+**
+** post() and flush() run on the worker and must not block for long: while they
+** run, no other timer of that queue fires.  `ctx` must stay valid until
+** px_timerq_free of every queue that uses the executor has returned.  Every call
+** the executor accepted must run eventually: the queue keeps its memory until the
+** last posted call has run, and a call that never runs leaks it (and its handler
+** never runs).  Two executors are built in: px_queue_executor (a thread or event
+** loop drains a queue) and px_sched_executor (each call runs as a fiber).
 */
 typedef struct px_executor {
     int (*post)(void *ctx, px_handler_fn fn, void *arg, int status);
@@ -128,70 +200,94 @@ typedef struct px_executor {
 /*
 ** A px_queue is a thread-safe FIFO of posted handlers that some thread drains: an
 ** event loop (through the file descriptor of px_queue_fd), a Lua or Python loop,
-** or any thread that calls px_queue_wait and px_queue_drain.
+** or any thread that calls px_queue_wait and px_queue_drain.  Calls sit in a ring
+** that grows by doubling, so a post allocates only when the queue is longer than
+** it has ever been.
 */
 typedef struct px_queue px_queue;
 
 /*
 ** Returns a new, empty queue, or NULL when out of memory or out of file
-** descriptors.  Thread: any.  Parks: no.
+** descriptors (the queue owns one eventfd, non-blocking and close-on-exec).  The
+** caller owns it and releases it with px_queue_free.  Thread: any.  Parks: no.
 */
 PX_API px_queue *px_queue_new(void);
 
 /*
-** Returns an executor that posts into `q`.  Posting never blocks; it fails only
-** with PX_ENOMEM (PX_EINVAL for a NULL q), and the handler then runs inline in
-** the poster.  `q` must outlive every timer queue that uses the executor.
-** Thread: any.  Parks: no.
+** Returns, by value, an executor that posts into `q`; the call cannot fail.
+** Posting never blocks; it fails only with PX_ENOMEM (PX_EINVAL for a NULL q),
+** and the handler then runs inline in the poster (a px_queue has no closed state,
+** so never PX_ECLOSED).  `q` must outlive every timer queue that uses the
+** executor, until each px_timerq_free has returned; then drain or free `q` so
+** that the calls still queued run.  Thread: any.  Parks: no.
 */
 PX_API px_executor px_queue_executor(px_queue *q);
 
 /*
-** Posts fn(arg, status) into `q`.  Returns 0, PX_EINVAL (NULL q or fn),
-** PX_ENOMEM, or PX_EFORKED in the child of a fork (q is the parent's: its
-** handlers are owed there).  Thread: any.  Parks: no.
+** Posts fn(arg, status) into `q`; the post that makes an empty queue non-empty
+** makes px_queue_fd readable.  Returns 0, PX_EINVAL (NULL q or fn), PX_ENOMEM
+** (the ring could not grow), or PX_EFORKED in the child of a fork (q is the
+** parent's: its handlers are owed there).  On an error nothing is queued and the
+** call is the caller's to make.  Thread: any, including handlers being drained
+** from `q`.  Parks: no.
 */
 PX_API int px_queue_post(px_queue *q, px_handler_fn fn, void *arg, int status);
 
 /*
 ** Runs up to `max` queued handlers (0 means: all that are queued when the call
-** starts) on the calling thread, in FIFO order, and returns how many ran; PX_EINVAL
-** for NULL.  Handlers may post more.  With max 0 those wait for the next drain;
-** with max > 0 calls are taken 64 at a time, so a later chunk may hold calls
-** that handlers of an earlier chunk posted.  PX_EFORKED in the child of a fork:
-** it never runs the parent's handlers.
-** Thread: any; each handler runs on the caller.  Parks: no.
+** starts) on the calling thread, in FIFO order, and returns how many ran (0 when
+** the queue was empty; at most INT_MAX); PX_EINVAL for NULL.  The drain that
+** empties the queue clears the readiness of px_queue_fd.  Handlers run without
+** the queue's lock held, so they may call any px_queue_* function on `q` except
+** px_queue_free, and may post more: with max 0 those wait for the next drain
+** (a strict "only what was queued"); with max > 0 calls are taken a chunk at a
+** time, so a later chunk may hold calls that handlers of an earlier chunk
+** posted.  Several threads may drain one queue at once: each call still runs
+** exactly once, but no order holds between calls run by different drainers.
+** PX_EFORKED in the child of a fork: it never runs the parent's handlers.
+** Thread: any; each handler runs on the caller.  Parks: no, apart from what the
+** handlers do.
 */
 PX_API int px_queue_drain(px_queue *q, size_t max);
 
 /*
 ** Returns a file descriptor that is readable while handlers wait in `q` (an
 ** eventfd), for epoll, poll, asyncio's add_reader or a Lua loop; PX_EINVAL for
-** NULL.  Only px_queue_drain clears it: never read it yourself.  The descriptor
-** belongs to the queue and is closed by px_queue_free.  PX_EFORKED in the child
+** NULL.  It is level-triggered in effect: it stays readable until a drain empties
+** the queue.  Only px_queue_drain clears it: never read it yourself.  The
+** descriptor belongs to the queue (do not close it) and is closed by
+** px_queue_free.  PX_EFORKED in the child
 ** of a fork (the descriptor is shared with the parent).  Thread: any.  Parks: no.
 */
 PX_API int px_queue_fd(px_queue *q);
 
 /*
 ** Waits until a handler is queued or `timeout_ns` has passed (negative, or too
-** long for the clock: forever).  Returns 1 when handlers wait, 0 on timeout,
-** PX_EINVAL for NULL, PX_EFORKED in the child of a fork.
-** Thread: any.  Parks: yes, blocks the calling thread.
+** long for the clock: forever).  It polls the descriptor and consumes nothing; a
+** signal (EINTR) does not end the wait early.  Returns 1 when handlers wait, 0 on
+** timeout (or when ppoll fails for another reason than EINTR), PX_EINVAL for
+** NULL, PX_EFORKED in the child of a fork.  With several drainers, a 1 does not
+** promise that the handlers are still there when you drain.
+** Thread: any, but not a fiber: it would hold up the whole scheduler.
+** Parks: blocks the thread.
 */
 PX_API int px_queue_wait(px_queue *q, int64_t timeout_ns);
 
 /*
-** Returns how many handlers are queued (0 in the child of a fork).
-** Thread: any.  Parks: no.
+** Returns how many handlers are queued, a snapshot (0 for NULL and in the child
+** of a fork).  Thread: any.  Parks: no.
 */
 PX_API size_t px_queue_size(px_queue *q);
 
 /*
-** Runs every handler still queued (so that none is lost) and releases `q`.  Nobody
-** may post into `q` once this is called.  In the child of a fork it runs none,
+** Runs every handler still queued on the calling thread, including those their
+** handlers post, until the queue is empty (so that none is lost); then closes the
+** descriptor and releases `q`.  Nobody may post into `q` once this is called (no
+** timer queue using its executor may still run), and it may not be called from a
+** handler that a drain of `q` is running.  In the child of a fork it runs none,
 ** closes the child's descriptor, and releases the memory unless a thread of the
-** parent was using the queue at the fork.  Thread: any.  Parks: no.
+** parent was using the queue at the fork.  Thread: any.  Parks: no, apart from
+** what the handlers do.
 */
 PX_API void px_queue_free(px_queue *q);
 
@@ -200,46 +296,72 @@ PX_API void px_queue_free(px_queue *q);
 /* ------------------------------------------------------------------------- */
 
 /*
-** Handlers whose deadlines the worker reaches on time start in deadline order, to
-** within about 66 us; handlers already overdue when it reaches them start in no
-** particular order.
+** A thread-safe queue of one-shot and periodic timers, served by one worker
+** thread.  Add and cancel never scan the pending timers.  The worker sleeps until
+** the earliest deadline and is woken only when that deadline moves, when an
+** aborted call must be delivered, or at shutdown.  What it promises:
+**
+**   - Exactly once: every handler that an add accepted is called exactly once,
+**     with 0 or PX_ECANCELED (a periodic one: once per tick, then PX_ECANCELED).
+**   - Never early: a handler with status 0 runs at or after its deadline on
+**     px_now()'s clock.
+**   - Cancel wins until the handler starts, even when the timer has expired and
+**     its call waits in an executor.
+**   - Handlers run without the queue's lock held: a handler may call any
+**     function of its own queue, px_timerq_free included (it is then deferred).
+**   - Order is by deadline only while the worker keeps up: handlers whose
+**     deadlines it reaches on time start in deadline order, to within the
+**     resolution of its timing wheel (well under a millisecond); handlers
+**     already overdue when it reaches them (it fell behind a burst, or its
+**     thread was starved) start in no particular order, which is what lets it
+**     run millions a second.  No executor promises more.
 */
 typedef struct px_timerq px_timerq;
 
+/* The options of px_timerq_new (zero-initialize, then set the fields you need). */
 typedef struct px_timerq_opts {
     /* Where handlers run.  NULL: on the queue's worker thread.  The executor is
-    ** copied; what its ctx points to must outlive the queue. */
+    ** copied (the struct may go away after px_timerq_new); what its ctx points
+    ** to must outlive the queue. */
     const px_executor *executor;
     /* The worker's timer slack in nanoseconds (Linux PR_SET_TIMERSLACK): how late
     ** the kernel may wake it.  0 selects the library's default (1 us); a negative
     ** value leaves it alone: the worker inherits the slack of the thread that
-    ** called px_timerq_new (the kernel's default is 50 us).  More than 1 s is
-    ** taken as 1 s (as abort_linger_ns): a tolerance, not a deadline. */
+    ** called px_timerq_new (the kernel's default is 50 us, unless that thread
+    ** changed its own).  More than 1 s is taken as 1 s (as abort_linger_ns): a
+    ** huge slack would let the kernel put the worker's timed waits off for ever. */
     int64_t timer_slack_ns;
-    /* How late the worker may make the PX_ECANCELED call of a cancelled timer, so
-    ** that a burst of cancels costs one wake-up, not one each.  0 (or less)
-    ** selects the default, 50 us.  A binding whose handlers need a global lock
-    ** (Python's GIL) passes more: each delivery is a hand-over of that lock.
+    /* How late the worker may make the PX_ECANCELED call of a cancelled timer: a
+    ** cancel wakes the worker only if it would not look by itself within this
+    ** time, so that a burst of cancels costs one wake-up, not one each.  0 (or
+    ** less) selects the default, 50 us.  A binding whose handlers need a global
+    ** lock (Python's GIL) passes more: each delivery is a hand-over of that lock.
     ** More than 1 s is taken as 1 s. */
     int64_t abort_linger_ns;
 } px_timerq_opts;
 
 /*
 ** Returns a new queue with its worker thread started, or NULL when out of memory
-** or threads.  `opts` may be NULL.  Thread: any.  Parks: no.
+** or when its condition variable or thread cannot be made.  `opts` may be NULL
+** (the defaults).  The first call in a process installs a pthread_atfork child
+** handler.  The caller owns the queue and releases it with px_timerq_free.
+** Thread: any.  Parks: no.
 */
 PX_API px_timerq *px_timerq_new(const px_timerq_opts *opts);
 
 /*
 ** Arms a one-shot timer that calls fn(arg, 0) once `delay_ns` (>= 0) has passed,
-** or fn(arg, PX_ECANCELED) if it is aborted first.  A timer never fires early.
+** or fn(arg, PX_ECANCELED) if it is aborted first.  A timer never fires early; a
+** delay of 0 fires on the worker's next pass.  `arg` belongs to the handler from
+** a non-zero return on.
 **
 ** Returns the timer's id: never 0, never reused by this queue.  Returns 0 when the
 ** timer was not added -- NULL q or fn, a negative delay, no memory, a queue that
 ** is being freed or belongs to the parent of a fork -- and then fn is never
 ** called.  A delay too long for the clock saturates: the timer is added and never
-** comes due (its one call is then the PX_ECANCELED of a cancel or free).  Thread: any, including handlers of this queue.
-** Parks: no.  Wakes the worker only when the earliest deadline moves.
+** comes due (its one call is then the PX_ECANCELED of a cancel or free).
+** Thread: any, including handlers of this queue.  Parks: no.  Wakes the worker
+** only when the new deadline is earlier than the one it sleeps towards.
 */
 PX_API uint64_t px_timerq_add(px_timerq *q, int64_t delay_ns, px_handler_fn fn, void *arg);
 
@@ -252,10 +374,12 @@ PX_API uint64_t px_timerq_add_at(px_timerq *q, int64_t deadline, px_handler_fn f
 
 /*
 ** Arms a periodic timer: fn(arg, 0) after `first_ns` (>= 0) and then every
-** `period_ns` (> 0).  Ticks never overlap; when the handler or the worker runs
+** `period_ns` (> 0), at first + k * period.  Ticks never overlap: the next tick is
+** armed only after the current call returns.  When the handler or the worker runs
 ** late, the missed ticks coalesce into one and the next tick keeps the original
 ** phase.  The timer ends with exactly one fn(arg, PX_ECANCELED) call once it is
-** cancelled or its queue freed.  Returns the id, or 0 as px_timerq_add.
+** cancelled or its queue freed; `arg` belongs to the handler until then.  Returns
+** the id, or 0 as px_timerq_add (and for period_ns <= 0).
 ** Thread: any.  Parks: no.
 */
 PX_API uint64_t px_timerq_add_periodic(px_timerq *q, int64_t first_ns, int64_t period_ns,
@@ -265,26 +389,29 @@ PX_API uint64_t px_timerq_add_periodic(px_timerq *q, int64_t first_ns, int64_t p
 ** Aborts timer `id`.  Cancel wins until the handler starts: it returns 1 when the
 ** handler had not started yet -- including when the timer already expired and
 ** waits in an executor -- and the handler is then called once with PX_ECANCELED
-** (on the worker or the executor, never inside this call).  For a periodic timer
+** (on the worker or the executor, never inside this call; up to abort_linger_ns
+** plus the timer slack later).  For a periodic timer
 ** it returns 1 until its final call has started, even while a tick runs; the
 ** final call follows that tick.  Returns 0 when the handler started or finished,
-** the timer was already cancelled, or `id` is unknown.  Returns PX_EINVAL for a
-** NULL q and PX_EFORKED in the child of a fork.
+** the timer was already cancelled, or `id` is unknown (0 included).  Returns
+** PX_EINVAL for a NULL q and PX_EFORKED in the child of a fork.
 ** Thread: any, including this queue's handlers (a handler cancelling its own
-** one-shot timer gets 0).  Parks: no.
+** one-shot timer gets 0; a periodic handler cancelling its own timer gets 1, and
+** the final call follows its return).  Parks: no.
 */
 PX_API int px_timerq_cancel(px_timerq *q, uint64_t id);
 
 /*
 ** Cancels every timer of `q` whose handler has not started, as px_timerq_cancel
 ** would, and returns how many it cancelled (0 for NULL or in a forked child).
-** Thread: any.  Parks: no.
+** Timers added after the call are not affected.  Thread: any.  Parks: no.
 */
 PX_API size_t px_timerq_cancel_all(px_timerq *q);
 
 /*
-** Returns how many timers wait for their deadline (0 for NULL).
-** Thread: any.  Parks: no.
+** Returns how many timers wait for their deadline, a snapshot: timers that
+** expired, whose calls wait in an executor or run, are not counted.  0 for NULL
+** and in the child of a fork.  Thread: any.  Parks: no.
 */
 PX_API size_t px_timerq_pending(px_timerq *q);
 
@@ -293,7 +420,8 @@ PX_API size_t px_timerq_pending(px_timerq *q);
 ** and releases `q`.  From any thread but the worker, it returns once the worker
 ** has delivered every call it owes and exited: handlers that run on the worker
 ** never run after it returns.  Handlers already posted to an executor run there
-** later, with PX_ECANCELED unless they had started.
+** later, with PX_ECANCELED unless they had started; the queue's memory lives
+** until the last of them has run.
 **
 ** Called from a handler on the worker itself, it cannot wait for itself: it
 ** aborts every timer and returns at once, and the worker releases the queue
@@ -302,8 +430,11 @@ PX_API size_t px_timerq_pending(px_timerq *q);
 ** In the child of a fork() it runs no handler (they belong to the parent), and
 ** releases the memory only when no call is outstanding in an executor; else it
 ** leaves the memory alone.  NULL does nothing.  No call on `q` may follow, and
-** none may be under way in another thread.  Thread: any.  Parks: yes, it joins the
-** worker thread (except when called from it).
+** none may be under way in another thread.  A handler on an executor thread may
+** call it, unless the worker could be blocked on that same thread (an executor
+** whose post() waits for the thread calling px_timerq_free).
+** Thread: any.  Parks: blocks the thread: it joins the worker (except when called
+** from it).
 */
 PX_API void px_timerq_free(px_timerq *q);
 
@@ -314,21 +445,28 @@ PX_API void px_timerq_free(px_timerq *q);
 /*
 ** A px_timer groups any number of handlers behind one expiry, like Asio's
 ** steady_timer: set the expiry, then async_wait as often as needed; all waiters
-** of an expiry are called together, through the queue (and its executor).  A new
-** timer's expiry is "now", so a wait before any expiry is set completes at once.
+** of an expiry are called together, as one call through the queue (and its
+** executor), in the order they were added.  A new timer's expiry is "now", so a
+** wait added before any expiry is set completes at once, with 0.  Every function
+** is thread-safe.
 */
 typedef struct px_timer px_timer;
 
 /*
-** Returns a new timer on `q`, or NULL for NULL q or no memory.  `q` must outlive
-** the timer's pending waits.  Thread: any.  Parks: no.
+** Returns a new timer on `q` whose expiry is px_now() at the call, or NULL for
+** NULL q or no memory.  `q` must outlive the timer's pending waits; since setting
+** an expiry, waiting and cancelling use `q` too, free every timer before its
+** queue.  Thread: any.  Parks: no.
 */
 PX_API px_timer *px_timer_new(px_timerq *q);
 
 /*
 ** Sets the expiry to now + `delay_ns` (>= 0; too long for the clock: INT64_MAX,
 ** never) and aborts the waits pending on the previous expiry (each is called with
-** PX_ECANCELED).  Returns how many waits it aborted, PX_EINVAL, or PX_EFORKED in
+** PX_ECANCELED, through the queue; waits of the previous expiry already being
+** delivered complete with 0 and are not counted).  It arms nothing by itself: the
+** next px_timer_async_wait uses the new expiry.  Returns how many waits it
+** aborted, PX_EINVAL (NULL t, negative delay), or PX_EFORKED in
 ** the child of a fork when t's queue is the parent's (so do px_timer_expires_at,
 ** px_timer_expiry, px_timer_async_wait and px_timer_cancel; px_timer_free then
 ** releases the timer only when no wait of the parent's is pending on it).
@@ -337,23 +475,29 @@ PX_API px_timer *px_timer_new(px_timerq *q);
 PX_API int px_timer_expires_after(px_timer *t, int64_t delay_ns);
 
 /*
-** As px_timer_expires_after with an absolute deadline (>= 0) on px_now()'s clock.
+** As px_timer_expires_after with an absolute deadline (>= 0) on px_now()'s clock:
+** returns the number of aborted waits, or PX_EINVAL (NULL t, negative deadline).
+** Thread: any.  Parks: no.
 */
 PX_API int px_timer_expires_at(px_timer *t, int64_t deadline);
 
 /*
-** Returns the current expiry (a deadline on px_now()'s clock), or PX_EINVAL.
+** Returns the current expiry (a deadline on px_now()'s clock, always >= 0), or
+** PX_EINVAL for NULL.
 ** Thread: any.  Parks: no.
 */
 PX_API int64_t px_timer_expiry(px_timer *t);
 
 /*
 ** Adds a waiter: fn(arg, 0) when the expiry is reached, or fn(arg, PX_ECANCELED)
-** when the wait is aborted first.  Returns 0, or PX_EINVAL, PX_ENOMEM (no memory
-** for the wait, the expiry's batch or the queue's timer record), PX_ECLOSED (its
-** queue is closing) or PX_EFORKED (in the child of a fork, its queue is the
-** parent's) -- and then fn is never called.
-** Thread: any.  Parks: no.
+** when the wait is aborted first (by a new expiry, px_timer_cancel, px_timer_free,
+** or its queue's cancel or free).  A wait added when the expiry has passed
+** completes at once, on the worker's next pass.  Returns 0 (`arg` then belongs to
+** the handler), or PX_EINVAL (NULL t or fn), PX_ENOMEM (no memory for the wait,
+** the expiry's batch or the queue's timer record), PX_ECLOSED (its queue is
+** being freed and refused the timer) or PX_EFORKED (in the child of a fork, its
+** queue is the parent's, even with a wait of the parent's pending) -- and then fn
+** is never called.  Thread: any, including wait handlers.  Parks: no.
 */
 PX_API int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg);
 
@@ -364,8 +508,10 @@ PX_API int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg);
 PX_API int px_timer_cancel(px_timer *t);
 
 /*
-** Aborts the pending waits and releases the timer; waits already expiring still
-** complete.  NULL does nothing.  Thread: any.  Parks: no.
+** Aborts the pending waits and releases the timer.  Waits already being
+** delivered still complete, with 0, and the timer's memory is kept until they
+** have run, so a wait handler may free its own timer.  NULL does nothing.
+** Thread: any.  Parks: no.
 */
 PX_API void px_timer_free(px_timer *t);
 
@@ -375,10 +521,15 @@ PX_API void px_timer_free(px_timer *t);
 
 /*
 ** Cooperative fibers on one OS thread per scheduler.  A scheduler runs its ready
-** fibers in FIFO order; a fiber runs until it yields, sleeps, parks or ends.  When
-** nothing is runnable the scheduler expires the sleeps and timeouts that are due,
-** and only when there is still nothing to run does it wait in the kernel, until
-** the next deadline or until another thread posts to it.
+** fibers in FIFO order, a batch at a time; a fiber runs until it yields, sleeps,
+** parks or ends.  Between batches the scheduler expires the sleeps and timeouts
+** that are due and takes in what other threads posted, and only when there is
+** still nothing to run does it wait in the kernel (one poll of its own file
+** descriptor), until the next deadline or until another thread posts to it.
+**
+** A scheduler's objects are not thread-safe.  Other threads reach a scheduler
+** only through px_sched_post, px_wake, px_token_cancel, px_sched_hold and
+** px_sched_unhold, and through a timer queue that uses px_sched_executor.
 **
 ** Vocabulary used below:
 **
@@ -386,35 +537,48 @@ PX_API void px_timer_free(px_timer *t);
 **     from any other thread there is no current fiber: the call returns
 **     PX_ENOFIBER (or NULL / 0, as its comment says) and changes nothing; a
 **     fiber of another scheduler gets PX_ETHREAD where the comment says so.
+**   - "Thread: the scheduler's" means the OS thread that runs the scheduler, on
+**     a fiber or off one.
 **   - "Parks: yes" means the call may suspend the calling fiber (never the
-**     thread); it needs a fiber and returns PX_ENOFIBER without one.  Every park
-**     is bounded by the scopes around it (px_with_timeout, px_with_cancel).
+**     thread) until something wakes it; it needs a fiber and returns PX_ENOFIBER
+**     without one.  Every park is bounded by the scopes around it
+**     (px_with_timeout, px_with_cancel), so it can return PX_ETIMEDOUT or
+**     PX_ECANCELED; in a hosted fiber whose host cannot switch inside C it
+**     returns PX_EYIELD instead of suspending (see px_host_ops).
 **   - A fiber id is a 64-bit number, never 0, never reused within the process, so
-**     a stale id can never reach another fiber.
+**     a stale id can never reach another fiber.  It is not the handle: it stays
+**     meaningful after the fiber ended, and any thread may px_wake it.  A handle
+**     (px_fiber *) is valid only until px_fiber_release, or px_sched_free of
+**     its scheduler.
 **
-** Stacks are mmap'd and touched lazily.  A stack overflow ends the process
-** with "parataxis: fiber N overflowed its stack" on stderr and SIGABRT when the
-** fiber runs into a guard: each of the first PARATAXIS_GUARDED_STACKS (10,000)
-** stacks has a 64 KiB PROT_NONE guard of its own (a page if pages are larger);
-** past that, default-size stacks share slabs of about 16 MiB with one such
-** guard at the low end (a runaway recursion runs down through the other stacks
-** of its slab into it) and a 64-byte canary between stacks, checked whenever
-** the fiber switches out.  Not caught (undefined behaviour): a frame that moves
-** the stack pointer more than 64 KiB at once and writes below the guard first
-** (build the fibers' code with -fstack-clash-protection, which the library
-** cannot impose, to have such frames probe the guard); on a slab stack an
-** overflow that returns before reaching a guard without writing the canary; a
-** runaway on a stack of non-default size past the budget (canary only, no
-** guard); the overflow of a hosted fiber or of the scheduler's own thread; any
-** overflow once the program replaced the library's SIGSEGV handler (installed
-** with the first stack pool).  docs/fibers.md has the details.
+** Stacks are mmap'd, touched lazily and pooled per scheduler.  A stack overflow
+** ends the process with "parataxis: fiber N overflowed its stack" on stderr and
+** SIGABRT when the fiber runs into a guard: each of the first
+** PARATAXIS_GUARDED_STACKS stacks of the process (an environment variable, read
+** once when the first stack pool is made; docs/fibers.md gives its default) has
+** a PROT_NONE guard region of its own; past that budget, default-size stacks
+** share slabs with one such guard at the low end (a runaway recursion runs down
+** through the other stacks of its slab into it) and a canary between stacks,
+** checked whenever the fiber switches out.  Not caught (undefined behaviour): a
+** frame that moves the stack pointer further than the guard at once and writes
+** below it first (build the fibers' code with -fstack-clash-protection, which
+** the library cannot impose, to have such frames probe the guard); on a slab
+** stack an overflow that returns before reaching a guard without writing the
+** canary; a runaway on a stack of non-default size past the budget (canary
+** only, no guard); the overflow of a hosted fiber or of the scheduler's own
+** thread; any overflow once the program replaced the library's SIGSEGV handler
+** (installed with the first stack pool).  docs/fibers.md has the details.
 **
-** With PARATAXIS_TRACE=1 in the environment (read once, by the first
-** px_sched_new), every scheduler writes one line to stderr per fiber event:
+** With PARATAXIS_TRACE set in the environment to anything but "" or "0" (read
+** once per process, by the first px_sched_new or px_sched_run), every scheduler
+** writes one line to stderr per fiber event, each with one write(2):
 ** "parataxis trace <seconds since the first scheduler> fiber <id> <event>", the
-** events being spawn, park "<reason>", wake, timeout "<reason>", cancel
-** "<reason>" and exit.
+** events being spawn, park "<reason>", wake "<reason>", timeout "<reason>",
+** cancel "<reason>" and exit.
 */
+
+/* A scheduler, a handle on a fiber (for px_join and px_fiber_release), a
+** cancellation token. */
 typedef struct px_sched px_sched;
 typedef struct px_fiber px_fiber;
 typedef struct px_token px_token;
@@ -422,46 +586,59 @@ typedef struct px_token px_token;
 /* A fiber's function.  What it returns is what px_join hands to the joiner. */
 typedef void *(*px_fiber_fn)(void *arg);
 
+/* The options of px_sched_new (zero-initialize, then set the fields you need). */
 typedef struct px_sched_opts {
-    /* Default stack size of its fibers in bytes, rounded up to pages; 0: 64 KiB.
-    ** Stacks are touched lazily, so a large size costs address space, not memory.
-    ** A size no address space can hold makes px_sched_new return NULL. */
+    /* Default stack size of its fibers in bytes, rounded up to pages; 0 selects
+    ** the library's default (docs/fibers.md gives it).  Stacks are touched
+    ** lazily, so a large size costs address space, not memory.  A size no
+    ** address space can hold makes px_sched_new return NULL. */
     size_t stack_size;
     /* The scheduler thread's timer slack while it runs (as px_timerq_opts):
     ** 0 selects 1 us, a negative value leaves the thread's slack alone.  The
     ** previous slack is restored when px_sched_run returns. */
     int64_t timer_slack_ns;
     /* Where a deadlock report goes (see px_sched_run).  NULL: written to stderr.
+    ** Called on the scheduler's thread, from px_sched_run, with on_deadlock_ctx.
     ** `report` is one NUL-terminated text of several lines, valid during the call. */
     void (*on_deadlock)(void *ctx, const char *report);
     void *on_deadlock_ctx;
 } px_sched_opts;
 
 /*
-** The seed's `async { }`: makes a scheduler on the calling thread, runs
-** main(arg) as its first fiber, runs until every fiber ended, frees the
-** scheduler and stores main's return value in *result (when result is not NULL).
+** Runs a whole fiber program on the calling thread: makes a scheduler with the
+** default options, runs main(arg) as its first fiber (detached, default stack),
+** runs until every fiber ended (those main spawned and never joined included),
+** frees the scheduler and stores main's return value in *result (when result is
+** not NULL; *result is set to NULL first, whatever the outcome).
 ** Returns 0; PX_EDEADLK when fibers were left parked with nothing that could ever
 ** wake them, as px_sched_run decides it: a fiber parked in a cancel scope is not
 ** such a fiber, so a token that another thread cancels later needs no hold (the
-** report went to stderr; *result is then NULL); PX_EINVAL for NULL
-** main; PX_ENOMEM; PX_EBUSY when the thread already runs a scheduler.
+** report went to stderr, the parked fibers were discarded, *result is NULL);
+** PX_EINVAL for NULL main; PX_ENOMEM (the scheduler, its descriptor, the first
+** post or the stack pool); PX_EBUSY when the thread already runs a scheduler (a
+** call from a fiber, or from a handler on a scheduler thread); PX_EFORKED in the
+** child of a fork() made in one of its fibers, once that fiber returned.
 ** Thread: any thread that runs no scheduler.  Parks: blocks the thread until done.
 */
 PX_API int px_run(px_fiber_fn main, void *arg, void **result);
 
 /*
 ** Returns a new scheduler, not yet running, or NULL when out of memory or file
-** descriptors, or when opts->stack_size cannot be mapped at all (above
-** SIZE_MAX / 32, or a trial reservation of that much address space fails).
-** `opts` may be NULL.  Thread: any.  Parks: no.
+** descriptors (each scheduler owns an eventfd), when the process has run out of
+** scheduler ids, or when opts->stack_size cannot be mapped at all (a trial
+** reservation of that much address space fails).  `opts` may be NULL (the
+** defaults); it is copied.  The first call in a process reads PARATAXIS_TRACE.
+** The caller owns the scheduler and releases it with px_sched_free.
+** Thread: any.  Parks: no.
 */
 PX_API px_sched *px_sched_new(const px_sched_opts *opts);
 
 /*
 ** Runs `s` on the calling thread until no fiber is left, nothing is posted and
 ** no hold (px_sched_hold) remains.  The first call binds `s` to its thread: a
-** scheduler always runs on the same thread.
+** scheduler always runs on the same thread.  The stack pool is made on the first
+** run.  It may be called again on that thread after it returned (when more work
+** was posted, say).
 **
 ** Returns 0 when every fiber ended.  Returns PX_EDEADLK when fibers remain
 ** parked but none can run, no sleep or timeout is pending, nothing was posted,
@@ -473,8 +650,13 @@ PX_API px_sched *px_sched_new(const px_sched_opts *opts);
 ** what it waits on and who holds that, and the wait-for cycle when the
 ** primitives say who holds what.  The parked fibers stay parked;
 ** px_sched_free releases them.
+** Only these count as something that can still happen: sleeps, scope deadlines,
+** posts, holds and PX_PARK_OUTSIDE parks.  A fiber parked plainly is reported
+** even if another thread will px_wake it or cancel its token later: take a hold,
+** or park with PX_PARK_OUTSIDE.
 ** Returns PX_EINVAL for NULL, PX_EBUSY when `s` runs already or the thread runs
-** another scheduler, PX_ETHREAD when `s` ran on another thread before (a refused
+** another scheduler (a call from one of `s`'s own fibers included), PX_ETHREAD
+** when `s` ran on another thread before (a refused
 ** call changes nothing and does not bind `s`), PX_ENOMEM when the stack pool
 ** cannot be made on the first run (`s` stays bound to the calling thread),
 ** PX_EFORKED in the child of a fork when `s` was made before it.
@@ -484,16 +666,26 @@ PX_API px_sched *px_sched_new(const px_sched_opts *opts);
 ** or exec; once it returns, the px_sched_run (or px_run) it ran under returns
 ** PX_EFORKED in the child without running any other fiber or posted function
 ** (they run in the parent).  px_sched_free then releases `s` in the child,
-** calling none of its posted handlers.
-** Thread: see above.  Parks: blocks the calling thread while it runs.
+** calling none of its posted handlers (a cancel scope on a parent's token closes
+** without touching the token).
+** Thread: the thread `s` is bound to, or any thread before the first run, provided
+** it runs no scheduler.  Parks: blocks the thread while it runs.
 */
 PX_API int px_sched_run(px_sched *s);
 
 /*
-** Releases `s` and every fiber record it still has: fibers left parked (after
-** PX_EDEADLK) are discarded without running again, and posted functions that
-** never started are dropped.  NULL does nothing.  `s` must not be running, and
-** no thread may post to it any more.  In the child of a fork, a scheduler made
+** Releases `s` and every fiber record it still has.  Fibers left parked (after
+** PX_EDEADLK), or ready and never run, are discarded without running again:
+** their open scopes are closed, what they hold of the synchronization family is
+** released without waking anyone, and a hosted fiber's release(host_ctx) is
+** called.  Every px_fiber handle of `s` becomes invalid, those of ended fibers
+** never released included.  Functions posted with px_sched_post that never
+** started are dropped (their `arg` is not freed); handler calls posted through
+** px_sched_executor that `s` had not taken in are called before the free
+** returns, on the calling thread and off any fiber, with their posted status (a
+** handler is owed its one call).  From the start of the call, a px_wake of one
+** of its fibers from another thread returns 0.  NULL does nothing.  `s` must not
+** be running, and no thread may post to it any more.  In the child of a fork, a scheduler made
 ** before it is only forgotten (its memory stays), except the one a fiber forked
 ** in, once its run returned PX_EFORKED.  Thread: any.  Parks: no.
 */
@@ -501,9 +693,13 @@ PX_API void px_sched_free(px_sched *s);
 
 /*
 ** Spawns fn(arg) as a detached fiber of `s` (its result is dropped) and wakes `s`
-** if it waits.  Posted functions start in the order they were posted.  Should no
-** stack be available when `s` gets to it, fn(arg) runs on the scheduler thread
-** outside any fiber (it may not park then).
+** if it waits; the new fiber has the default stack.  Posted functions start in
+** the order they were posted.  A post to a scheduler that is not running waits
+** for px_sched_run (or is dropped by px_sched_free).  Should no fiber be made
+** when `s` takes the post in (no memory for the record or the stack, or no ids
+** left), fn(arg) runs on the scheduler thread outside any fiber (it may not park
+** then: its parks return PX_ENOFIBER).  `arg` passes to fn on a 0 return, unless
+** px_sched_free drops the post first.
 ** Returns 0, PX_EINVAL (NULL s or fn), PX_ENOMEM, or PX_EFORKED in the child of a
 ** fork when `s` was made before it (as px_sched_hold, px_sched_unhold and the
 ** executor's post; px_wake of its fibers returns 0).  Thread: any.  Parks: no.
@@ -512,9 +708,13 @@ PX_API int px_sched_post(px_sched *s, px_fiber_fn fn, void *arg);
 
 /*
 ** Returns an executor (see px_executor) whose post() runs each handler call as a
-** new fiber of `s`, so a px_timerq can deliver into a scheduler.  The handler may
-** park.  A timer queue's handlers can arrive while no fiber is live: take a hold
-** (px_sched_hold) for as long as the queue may post, or `s` returns first.
+** new detached fiber of `s`, so a px_timerq can deliver into a scheduler.  The
+** handler may park.  A timer queue's handlers can arrive while no fiber is live:
+** take a hold (px_sched_hold) for as long as the queue may post, or `s` returns
+** first.  A handler does not always run on a fiber: when post() fails (PX_ENOMEM;
+** PX_EINVAL for a NULL s) the timer queue runs it inline on its worker thread;
+** when no fiber can be made at intake it runs on the scheduler thread outside any
+** fiber; and see px_sched_free for calls still posted when `s` is freed.
 ** `s` must outlive the timer queue.  Thread: any.  Parks: no.
 */
 PX_API px_executor px_sched_executor(px_sched *s);
@@ -523,9 +723,9 @@ PX_API px_executor px_sched_executor(px_sched *s);
 ** A hold keeps `s` running while it has no fiber left, and stops it from
 ** declaring a deadlock while its fibers are parked: something outside (a timer
 ** queue delivering through px_sched_executor, a thread that will px_wake,
-** px_sched_post or px_token_cancel) still has work for it.  Each
-** px_sched_hold must be matched by one px_sched_unhold; the last one wakes `s`
-** so it can finish.
+** px_sched_post or px_token_cancel) still has work for it.  Holds are counted:
+** each px_sched_hold must be matched by one px_sched_unhold; the last one wakes
+** `s` so it can finish or report a deadlock.
 ** Both return 0, or PX_EINVAL (NULL s, or unhold without a hold).
 ** Thread: any.  Parks: no.
 */
@@ -533,66 +733,89 @@ PX_API int px_sched_hold(px_sched *s);
 PX_API int px_sched_unhold(px_sched *s);
 
 /*
-** The seed's `fiber { }`: spawns fn(arg) on the calling fiber's scheduler, at the
-** tail of the ready queue, with the scheduler's default stack size
-** (px_spawn_sized: `stack_size` bytes rounded up to pages, 0 for the default).
+** Spawns fn(arg) on the calling fiber's scheduler, at the tail of the ready
+** queue, with the scheduler's default stack size; the caller keeps running, and
+** the new fiber first runs once the caller yields, parks or ends.
+** px_spawn_sized takes `stack_size` bytes, rounded up to pages (0 for the
+** default); a size other than the default gets a mapping of its own, not pooled
+** and unmapped when the fiber ends.
 ** Returns a handle for px_join and px_fiber_release; NULL off-fiber or from
-** another thread (no current scheduler), for NULL fn, or when out of memory
-** (also: a stack_size that cannot be mapped, such as SIZE_MAX).  The handle
-** stays valid until px_fiber_release, even after the fiber ended.
+** another thread (no current scheduler), for NULL fn, when out of memory (the
+** record, the stack, the id table; also a stack_size that cannot be mapped, such
+** as SIZE_MAX), or when the scheduler has run out of fiber ids.  The handle
+** stays valid until px_fiber_release, even after the fiber ended, and at most
+** until px_sched_free: release every handle, or the ended fiber's record is
+** kept until the scheduler is freed.
 ** Thread: scheduler (from one of its fibers).  Parks: no.
 */
 PX_API px_fiber *px_spawn(px_fiber_fn fn, void *arg);
 PX_API px_fiber *px_spawn_sized(px_fiber_fn fn, void *arg, size_t stack_size);
 
 /*
-** The seed's `->await`: parks until `f` ended and stores its result in *result
-** (when result is not NULL).  Any number of fibers may join one fiber.  Returns
-** 0, PX_ETIMEDOUT / PX_ECANCELED when a scope interrupted the wait (*result is
-** left alone), PX_EDEADLK when `f` is the calling fiber, PX_EINVAL for NULL,
-** PX_ENOFIBER off-fiber, PX_ETHREAD when `f` belongs to another scheduler, and
+** Parks until `f` ended and stores its result in *result (when result is not
+** NULL; a hosted fiber's result is NULL).  A fiber that ended already is joined
+** at once, without parking.  Any number of fibers may join one fiber; they are
+** woken in the order they joined.  Returns 0, PX_ETIMEDOUT / PX_ECANCELED when a
+** scope interrupted the wait (*result is left alone, and the caller is no longer
+** a joiner), and, checked in this order, PX_EINVAL for NULL, PX_ENOFIBER
+** off-fiber, PX_ETHREAD when `f` belongs to another scheduler, PX_EDEADLK when
+** `f` is the calling fiber; and
 ** PX_EYIELD in a hosted fiber that must yield (see px_spawn_hosted; call
 ** px_join again once resumed: it then returns at once).  Only the end of `f`
 ** (or a scope) ends the wait: a px_wake aimed at the joiner makes it look and
 ** park again, even when it comes just as `f` ends.
-** Thread: scheduler.  Parks: yes, wait reason "fiber join".
+** Thread: scheduler.  Parks: yes, wait reason "fiber join", object kind "fiber",
+** held by `f`, so join cycles show in deadlock reports.
 */
 PX_API int px_join(px_fiber *f, void **result);
 
 /*
 ** Gives the handle up.  A fiber still running goes on as a detached fiber; the
-** record of an ended fiber is freed.  NULL does nothing; releasing twice is an
-** error of the caller.  Thread: the scheduler's, or any thread while the
+** record of an ended fiber is freed.  NULL does nothing; releasing twice, or
+** using `f` afterwards, is an error of the caller (undefined behaviour).  The id
+** stays valid for px_wake, which then returns 0.  In the child of a fork, on a
+** fiber of a scheduler made before it, it does nothing.
+** Thread: the scheduler's, or any thread while the
 ** scheduler is not running; from another thread while it runs, the call does
 ** nothing (the record is then kept until px_sched_free).  Parks: no.
 */
 PX_API void px_fiber_release(px_fiber *f);
 
-/* Returns the id of fiber `f` (0 for NULL).  Thread: scheduler.  Parks: no. */
+/*
+** Returns the id of fiber `f` (0 for NULL); it stays the same after the fiber
+** ended.  Thread: scheduler; it only reads the handle, so any thread holding a
+** valid handle gets the right id.  Parks: no.
+*/
 PX_API uint64_t px_fiber_id(const px_fiber *f);
 
 /*
-** Returns the calling fiber's id; 0 off-fiber (outside any scheduler, or on a
-** scheduler thread outside its fibers).  Thread: any.  Parks: no.
+** Returns the calling fiber's id; 0 off-fiber: outside any scheduler, or on a
+** scheduler thread outside its fibers (a post or a handler run without a fiber,
+** a handler run by px_sched_free).  Thread: any.  Parks: no.
 */
 PX_API uint64_t px_self(void);
 
 /*
 ** Puts the calling fiber at the tail of the ready queue and runs the others that
 ** are ready first.  Returns 0, PX_ENOFIBER off-fiber, or PX_EYIELD in a hosted
-** fiber (it must yield to its host now).  Not bounded by scopes: a yield is not
-** a wait.  Thread: scheduler.  Parks: it suspends the fiber, but never waits.
+** fiber without suspend (it must yield to its host now, and is resumed in its
+** turn).  Not bounded by scopes: a yield is not a wait.  It sets
+** px_park_result() to 0.  Thread: scheduler.  Parks: it suspends the fiber, but never waits.
 */
 PX_API int px_yield(void);
 
 /*
 ** Parks the calling fiber for `ns` nanoseconds (px_sleep) or until `deadline`
-** on px_now()'s clock (px_sleep_until); it never returns early with 0.  A sleep
-** costs no thread and no syscall of its own: it is a node in the scheduler's
-** ordered set of deadlines.  Returns 0 when the time has come, PX_ETIMEDOUT /
-** PX_ECANCELED when a scope ended it first, PX_EINVAL for a negative `ns`,
-** PX_ENOFIBER off-fiber, PX_EYIELD in a hosted fiber that must yield (read the
-** outcome with px_park_result once resumed).  A zero or past sleep yields.
+** on px_now()'s clock (px_sleep_until); it never returns early with 0: px_wake
+** does not end a sleep (and returns 0 when aimed at one).  A sleep costs no thread
+** and no syscall of its own: it is a node in the scheduler's ordered set of
+** deadlines.  An `ns` too long for the clock sleeps for ever, until a scope ends
+** it.  Returns 0 when the time has come, PX_ETIMEDOUT / PX_ECANCELED when a scope
+** ended it first, PX_EINVAL for a negative `ns`, PX_ENOFIBER off-fiber, PX_EYIELD
+** in a hosted fiber that must yield (read the outcome with px_park_result once
+** resumed).  A zero sleep, or a deadline at or before now (negative included),
+** does not park: it returns the code of a scope that has fired, or else yields
+** (0, or PX_EYIELD in a hosted fiber, whose px_park_result() then reads 0).
 ** Thread: scheduler.  Parks: yes, wait reason "sleep".
 */
 PX_API int px_sleep(int64_t ns);
@@ -626,26 +849,34 @@ PX_API int px_sleep_until(int64_t deadline);
 **
 ** When a scope interrupts the park (its deadline passed, its token was
 ** cancelled, or it had fired before the park), the fiber is woken by the
-** scheduler instead, runs dereg(ctx) before px_park returns, and px_park returns
-** PX_ETIMEDOUT or PX_ECANCELED.  dereg removes the id from your queue; and since
-** a grant may have raced the interrupt (step 4 happened, but the fiber was
-** already on its way out), dereg must then pass the grant on to the next
-** waiter.  After px_park returns, nothing of the wait is left queued anywhere.
-** See docs/examples/fibers_gate.c for a complete primitive.
+** scheduler instead, runs dereg(ctx) on that fiber (px_self() is the
+** interrupted fiber) before px_park returns, and px_park returns PX_ETIMEDOUT or
+** PX_ECANCELED.  dereg removes the id from your queue; and since a grant may have
+** raced the interrupt (step 4 happened, but the fiber was already on its way
+** out), dereg must then pass the grant on to the next waiter.  dereg must not
+** park; it may call px_wake.  After px_park returns, nothing of the wait is left
+** queued anywhere.
+**
+** A scheduler's fibers run one at a time on one thread, so a primitive used only
+** by the fibers of one scheduler needs no lock.  Wake only ids that you took off
+** your own queue.  See docs/examples/fibers_gate.c for a complete primitive.
 */
 
 /* px_park_info.flags: an outside thread or a timer may wake this park (so while
-** it is parked, the scheduler waits instead of reporting a deadlock). */
+** it is parked, the scheduler waits in the kernel instead of reporting a
+** deadlock). */
 #define PX_PARK_OUTSIDE 1u
 
 typedef struct px_park_info {
-    const char *reason;          /* wait reason for traces and reports; kept, not copied */
+    const char *reason;          /* wait reason for traces and reports; kept, not copied,
+                                 ** so a static string; NULL shows as "?" */
     void (*dereg)(void *ctx);    /* run when the park is interrupted; may be NULL */
     void *ctx;
     /* For deadlock reports (all optional): the object waited on, a word naming
-    ** its kind ("mutex" gives "mutex@0x..."), and a function that writes the ids
-    ** of the fibers holding it now into out[0..max) and returns how many it
-    ** wrote; it is called only while a report is written. */
+    ** its kind ("mutex" gives "mutex@0x...", NULL "object@0x..."), and a function
+    ** that writes the ids of the fibers holding it now into out[0..max) and
+    ** returns how many it wrote; it is called only while a report is written, on
+    ** the scheduler's thread, and lets the report find the wait-for cycle. */
     const void *object;
     const char *kind;
     size_t (*holders)(const void *object, uint64_t *out, size_t max);
@@ -654,40 +885,48 @@ typedef struct px_park_info {
 
 /*
 ** Parks the calling fiber until px_wake(its id) or until a scope interrupts it.
-** `reason` names the wait (a static string), dereg(ctx) is run on interruption.
+** `reason` names the wait (a static string), dereg(ctx) is run on interruption;
+** it is px_park_with with only those three fields set.
 ** Returns 0 when woken by px_wake; PX_ETIMEDOUT or PX_ECANCELED when a scope
-** interrupted it (dereg has run); PX_ENOFIBER off-fiber (nothing happens);
+** interrupted it (dereg has run); PX_ENOFIBER off-fiber (nothing happens, dereg
+** does not run);
 ** PX_EYIELD in a hosted fiber whose host cannot switch inside C: the park is
 ** recorded, the host must yield to the scheduler at once, and px_park_result()
 ** gives the outcome once it is resumed.  A fiber in a scope that has already
-** fired does not park: dereg runs and the code returns at once.
+** fired does not park: dereg runs and the code returns at once, in a hosted
+** fiber too.
 ** Thread: scheduler.  Parks: yes.
 */
 PX_API int px_park(const char *reason, void (*dereg)(void *ctx), void *ctx);
 
-/* As px_park, with what a deadlock report can say about the wait (NULL: EINVAL). */
+/*
+** As px_park, with what a deadlock report can say about the wait; `info` is
+** copied.  PX_EINVAL for a NULL info.  Thread: scheduler.  Parks: yes.
+*/
 PX_API int px_park_with(const px_park_info *info);
 
 /*
-** Makes parked fiber `id` ready; it returns 0 from its park.  Returns 1 when the
-** fiber was parked and is now queued to run; 0 when `id` is finished, unknown,
-** not parked (a sleep is no park), or already woken or interrupted (then the
-** wake does nothing).  From
+** Makes parked fiber `id` ready; it returns 0 from its park.  On the fiber's own
+** scheduler thread (on a fiber, or off-fiber during the run) it returns 1 when
+** the fiber was parked and is now queued to run; 0 when `id` is 0, finished,
+** unknown, not parked (a sleep is no park), or already woken or interrupted (then
+** the wake does nothing).  From
 ** a thread other than the fiber's scheduler's, the wake is handed to that
 ** scheduler (woken if it waits) and applied there with the same rules, to the
 ** park the fiber is in when the scheduler takes it in: a late wake can end a
 ** later park with 0, which px_join and the sync waits treat as "look again".
 ** Such a stray wake never ends a wait of the library (a join, a sync wait): the
 ** waiter keeps its place and parks again, and a release still hands over to it.
-** It then returns 1 when it was handed over and 0 when no live scheduler has
-** `id` or the hand-over ran out of memory.
+** A primitive of your own must do the same (a grant flag in the waiter's queue
+** entry, say).  From another thread it returns 1 when the wake was handed over
+** and 0 when no live scheduler has `id` or the hand-over ran out of memory.
 ** Thread: any.  Parks: no.
 */
 PX_API int px_wake(uint64_t id);
 
 /*
-** The outcome of the calling fiber's last park: 0 woken, PX_ETIMEDOUT,
-** PX_ECANCELED; PX_ENOFIBER off-fiber.  A hosted fiber that got PX_EYIELD reads
+** The outcome of the calling fiber's last park: 0 (woken, or no park yet; a
+** yield also sets 0), PX_ETIMEDOUT, PX_ECANCELED; PX_ENOFIBER off-fiber.  A hosted fiber that got PX_EYIELD reads
 ** its result here once resumed (dereg has run by then when it was interrupted).
 ** Thread: scheduler.  Parks: no.
 */
@@ -698,38 +937,54 @@ PX_API int px_park_result(void);
 /* ------------------------------------------------------------------------- */
 
 /*
-** A scope bounds every park of the calling fiber while it is open.  Scopes nest;
-** a park is bounded by the nearest deadline among the open scopes and by every
-** token among them.  When a scope fires -- its deadline passes, its token is
-** cancelled -- the park under way (or the next one, if none is) returns
-** PX_ETIMEDOUT or PX_ECANCELED, and so does every later park inside that scope:
-** a scope that fired stays fired until it closes.
+** A scope bounds every park of the calling fiber while it is open, however deep
+** in the call stack the park is.  Scopes nest; a park is bounded by the nearest
+** deadline among the open scopes and by every token among them.  A scope fires
+** when a park (or a zero sleep) finds its deadline passed or its token
+** cancelled, or when its timer or token interrupts a park under way: the park
+** under way (or the next one, if none is) returns PX_ETIMEDOUT or PX_ECANCELED,
+** and so does every later park inside that scope: a scope that fired stays fired
+** until it closes.  When several scopes fired, a park returns the code of the
+** innermost one.  A scope fires only when a park notices, so a scope whose
+** deadline passed with no park inside closes as unfired.
 */
 typedef int (*px_scope_fn)(void *arg);
 
 /*
 ** Runs body(arg) with every park inside bounded by a deadline `ns` from now, and
 ** returns what body returned (a body usually returns the PX_ETIMEDOUT its park
-** got).  Returns PX_EINVAL (NULL body, negative ns) or PX_ENOFIBER off-fiber
-** without running body.  Thread: scheduler.  Parks: whatever body does.
+** got).  An `ns` too long for the clock means never; `ns` 0 makes the first park
+** inside return PX_ETIMEDOUT at once.  Scopes pushed inside body and left open
+** are closed when it returns.  Returns PX_EINVAL (NULL body, negative ns) or
+** PX_ENOFIBER off-fiber without running body.  Thread: scheduler (not in a
+** hosted fiber without suspend: use the push/pop form).  Parks: whatever body
+** does.
 */
 PX_API int px_with_timeout(int64_t ns, px_scope_fn body, void *arg);
 
 /*
 ** Runs body(arg) with every park inside interrupted, with PX_ECANCELED, once
 ** `token` is cancelled (at once if it is already), and returns what body
-** returned.  PX_EINVAL (NULL token or body) or PX_ENOFIBER as above.  The token
-** must outlive the call.  Thread: scheduler.  Parks: whatever body does.
+** returned.  PX_EINVAL (NULL token or body) or PX_ENOFIBER as above, without
+** running body; PX_EFORKED for a token made before a fork.  The token must
+** outlive the call.  Thread: scheduler (not in a hosted fiber without suspend).
+** Parks: whatever body does.
 */
 PX_API int px_with_cancel(px_token *token, px_scope_fn body, void *arg);
 
 /*
 ** The push/pop form of the two scopes above, for bindings whose body cannot be a
 ** C function (and for hosted fibers, whose body returns to the host at every
-** park).  Each push opens a scope in the calling fiber and returns 0, PX_EINVAL,
-** PX_ENOMEM or PX_ENOFIBER; px_scope_pop closes the innermost scope opened by a
-** push and returns 0 if it never fired, PX_ETIMEDOUT or PX_ECANCELED if it did,
-** PX_EINVAL when there is no pushed scope open, PX_ENOFIBER off-fiber.  Pops
+** park).  Each push opens a scope in the calling fiber, allocated on the heap:
+** px_scope_push_timeout a deadline `ns` from now (too long for the clock: never),
+** px_scope_push_deadline an absolute deadline (>= 0; a past one fires at the next
+** park), px_scope_push_cancel a token, which must outlive the scope.  A push
+** returns 0, PX_EINVAL (negative ns or deadline, NULL token), PX_ENOMEM or
+** PX_ENOFIBER (push_cancel also PX_EFORKED, as px_with_cancel).  px_scope_pop
+** closes and frees the innermost scope, which must have been opened by a push,
+** and returns 0 if it never fired, PX_ETIMEDOUT or PX_ECANCELED if it did,
+** PX_EINVAL when the innermost open scope was not opened by a push (or none is
+** open), PX_ENOFIBER off-fiber.  Pops
 ** must match pushes in LIFO order, also around px_with_* calls; a fiber's scopes
 ** left open when it ends are closed for it.  Thread: scheduler.  Parks: no.
 */
@@ -739,17 +994,23 @@ PX_API int px_scope_push_cancel(px_token *token);
 PX_API int px_scope_pop(void);
 
 /*
-** A cancellation token: once cancelled, it stays cancelled and interrupts every
-** park inside a scope that uses it, in any scheduler.
-** px_token_new returns a token or NULL (no memory).  Thread: any.  Parks: no.
-** px_token_cancel cancels it and wakes the fibers parked under it (through
-** their schedulers; should that hand-over run out of memory, such a fiber is
-** interrupted only at its next park); returns 1 when this call cancelled
+** A cancellation token, a flag and the list of scopes that use it: once
+** cancelled, it stays cancelled and interrupts every park inside a scope that
+** uses it, in any scheduler.
+** px_token_new returns a token that is not cancelled, or NULL (no memory); the
+** caller owns it.  Thread: any.  Parks: no.
+** px_token_cancel cancels it and interrupts the fibers parked under it (each
+** returns PX_ECANCELED from its park): a fiber of the calling thread's scheduler
+** directly, any other through its scheduler; should that hand-over run out of
+** memory, such a fiber is interrupted only when something else ends its park,
+** and its next park sees the flag.  A fiber not parked sees the flag at its next
+** park.  Returns 1 when this call cancelled
 ** it, 0 when it already was, PX_EINVAL for NULL, PX_EFORKED in the child of a
 ** fork for a token made before it (as px_with_cancel and px_scope_push_cancel;
 ** px_token_cancelled still reads it).  Thread: any.  Parks: no.
 ** px_token_cancelled returns 1 or 0 (0 for NULL).  Thread: any.  Parks: no.
-** px_token_free releases it; no scope may still use it.  NULL does nothing.
+** px_token_free releases it; no open scope, in any fiber, may still use it, and
+** no px_token_cancel may be under way.  NULL does nothing.  Thread: any.
 ** Because any thread may cancel it, px_run does not report a deadlock while
 ** a fiber has a cancel scope open: it waits for the cancel.  px_sched_run
 ** does (all fibers parked and no hold); hold the scheduler for the thread.
@@ -768,19 +1029,26 @@ PX_API void px_token_free(px_token *token);
 ** Python greenlet -- instead of a C stack, and is scheduled, parked, woken,
 ** interrupted, joined and traced like any other fiber.
 **
-**   resume(ctx)   runs the fiber until it parks, yields or ends.  It returns
-**                 PX_HOST_DONE once the fiber's body has ended, anything else
-**                 while it lives (returning without a park or yield counts as a
-**                 yield).  Required.
-**   suspend(ctx)  for a host that can switch inside C (a greenlet): called by
-**                 px_park / px_yield / px_sleep on the fiber to switch back to
-**                 the scheduler; it returns when the fiber is resumed, and the
-**                 park then returns its outcome as for a C fiber.  NULL for a
-**                 host that cannot (Lua): the park is recorded and PX_EYIELD
-**                 returned; the host must yield at once, and once resumed it
-**                 reads px_park_result().
-**   release(ctx)  called once when the scheduler drops the fiber (it ended, or
-**                 the scheduler was freed with it parked).  May be NULL.
+** Because every primitive parks as its last step, every primitive works
+** unchanged on every host.
+**
+**   - resume(ctx), required: called on the scheduler's thread, with px_self()
+**     set to the fiber, to run it until it parks, yields or ends.  It returns
+**     PX_HOST_DONE once the fiber's body has ended, anything else while it
+**     lives (returning without a park or yield counts as a yield).  When the
+**     last park was interrupted, its dereg has run before resume is called.
+**   - suspend(ctx), for a host that can switch inside C (a greenlet): called
+**     from inside px_park, px_park_with, px_yield, px_sleep*, px_join and the
+**     waiting sync calls on the fiber, to switch back to the scheduler (making
+**     resume return); it returns when the fiber is resumed, and the call then
+**     returns its outcome as for a C fiber.  NULL for a host that cannot (Lua):
+**     the park is recorded and PX_EYIELD returned; the host must return from
+**     resume at once, and once resumed it reads px_park_result() (after a park,
+**     sleep), calls the same function again (px_join, a sync wait: it returns
+**     the outcome at once), or just goes on (px_yield).
+**   - release(ctx), may be NULL: called once, on the scheduler's thread, when
+**     the scheduler drops the fiber (it ended, or px_sched_free discarded it):
+**     the place to free host_ctx.
 **
 ** Only the push/pop scope form may be used in a hosted fiber without suspend.
 */
@@ -793,10 +1061,13 @@ typedef struct px_host_ops {
 } px_host_ops;
 
 /*
-** Spawns a hosted fiber on `s` (ops is copied).  Returns a handle as px_spawn
-** (px_join gives a NULL result); NULL for NULL s, ops or ops->resume, no memory,
-** or a call from a thread other than the one running `s`.
-** Thread: the scheduler's, or any while `s` is not running.  Parks: no.
+** Spawns a hosted fiber on `s`, at the tail of its ready queue (ops is copied).
+** Returns a handle as px_spawn (px_join gives a NULL result); NULL for NULL s, ops
+** or ops->resume, no memory, a call from a thread other than the one running `s`,
+** or in the child of a fork when `s` was made before it.  `host_ctx` stays the
+** host's until release(host_ctx).
+** Thread: the scheduler's, or any while `s` is not running (before its first run
+** included).  Parks: no.
 */
 PX_API px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host_ctx);
 
@@ -983,7 +1254,8 @@ PX_API int px_barrier_free(px_barrier *b);
 ** px_once_begin / px_once_end are the same in two steps, for a binding that
 ** runs the action in its own language: begin returns 1 when the caller must
 ** run the action and then call end; 0 when it is done (after parking while
-** another fiber ran it, if need be); PX_EDEADLK and the wait codes as do.
+** another fiber ran it, if need be); PX_EDEADLK, PX_ETHREAD and the wait codes
+** as do.
 ** end returns 0, or PX_EPERM when the caller did not begin the action (or
 ** ended it already), PX_ENOFIBER, PX_EINVAL.  A runner that ends between
 ** begin and end has ended the action: it is done and its waiters return 0.
