@@ -6,13 +6,6 @@
 */
 #include "spec.h"
 
-#define YIELD_UNTIL(cond) do { \
-    for (long y_ = 0; !(cond); y_++) { \
-        CHECK(y_ < 1000000); \
-        CHECK_EQ(px_yield(), 0); \
-    } \
-} while (0)
-
 static px_barrier *B;
 static px_token *T;
 
@@ -23,12 +16,6 @@ static void run(size_t parties, px_fiber_fn main)
     CHECK_EQ(px_run(main, NULL, NULL), 0);
     CHECK_EQ(px_barrier_waiting(B), 0);
     CHECK_EQ(px_barrier_free(B), 0);
-}
-
-static void join(px_fiber *f)
-{
-    CHECK_EQ(px_join(f, NULL), 0);
-    px_fiber_release(f);
 }
 
 SPEC(zero_parties_is_refused_with_einval)
@@ -254,103 +241,6 @@ SPEC(a_one_party_barrier_always_leads)
     run(1, single_main);
 }
 
-SPEC(arrive_off_fiber_is_enofiber_and_null_is_einval)
-{
-    px_barrier *b = px_barrier_new(1);
-    CHECK(b != NULL);
-    CHECK_EQ(px_barrier_arrive_and_wait(b), PX_ENOFIBER);
-    CHECK_EQ(px_barrier_phase(b), 0);            /* not counted */
-    CHECK_EQ(px_barrier_arrive_and_wait(NULL), PX_EINVAL);
-    CHECK_EQ(px_barrier_phase(NULL), 0);
-    CHECK_EQ(px_barrier_waiting(NULL), 0);
-    CHECK_EQ(px_barrier_free(NULL), 0);
-    CHECK_EQ(px_barrier_free(b), 0);
-}
-
-static void *busy_main(void *arg)
-{
-    (void)arg;
-    px_fiber *a = px_spawn(arriver, (void *)0);
-    YIELD_UNTIL(arrived == 1);
-    CHECK_EQ(px_barrier_free(B), PX_EBUSY);
-    CHECK_EQ(px_barrier_arrive_and_wait(B), 1);
-    join(a);
-    return NULL;
-}
-
-SPEC(free_refuses_a_barrier_with_waiters_with_ebusy)
-{
-    run(2, busy_main);
-}
-
-static char report[8192];
-
-static void on_deadlock(void *ctx, const char *text)
-{
-    (void)ctx;
-    snprintf(report, sizeof report, "%s", text);
-}
-
-SPEC(deadlock_report_names_the_wait_and_the_barrier)
-{
-    B = px_barrier_new(2);
-    px_sched_opts o = { .on_deadlock = on_deadlock };
-    px_sched *s = px_sched_new(&o);
-    CHECK_EQ(px_sched_post(s, arriver, (void *)0), 0);   /* a lone party */
-    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
-    char want[64];
-    snprintf(want, sizeof want, "barrier@%p", (void *)B);
-    CHECK(strstr(report, "\"Barrier arrive\"") != NULL);
-    CHECK(strstr(report, want) != NULL);
-    CHECK_EQ(px_barrier_waiting(B), 1);
-    px_sched_free(s);
-    CHECK_EQ(px_barrier_waiting(B), 0);
-    CHECK_EQ(px_barrier_free(B), 0);
-}
-
-static int host_step, host_result;
-
-static int host_resume(void *ctx)
-{
-    (void)ctx;
-    switch (host_step++) {
-    case 0:
-        arrived++;
-        CHECK_EQ(px_barrier_arrive_and_wait(B), PX_EYIELD);
-        return 0;
-    default:
-        host_result = px_barrier_arrive_and_wait(B);   /* the re-call */
-        return PX_HOST_DONE;
-    }
-}
-
-static px_sched *HS;
-
-static void *hosted_main(void *arg)
-{
-    (void)arg;
-    px_host_ops ops = { host_resume, NULL, NULL };
-    px_fiber *h = px_spawn_hosted(HS, &ops, NULL);
-    CHECK(h != NULL);
-    YIELD_UNTIL(arrived == 1);
-    CHECK_EQ(px_barrier_arrive_and_wait(B), 1);
-    join(h);
-    CHECK_EQ(host_step, 2);
-    CHECK_EQ(host_result, 0);
-    CHECK_EQ(px_barrier_phase(B), 1);             /* the re-call did not arrive again */
-    return NULL;
-}
-
-SPEC(hosted_fiber_arrives_through_eyield_and_a_recall)
-{
-    B = px_barrier_new(2);
-    HS = px_sched_new(NULL);
-    CHECK_EQ(px_sched_post(HS, hosted_main, NULL), 0);
-    CHECK_EQ(px_sched_run(HS), 0);
-    px_sched_free(HS);
-    CHECK_EQ(px_barrier_free(B), 0);
-}
-
 SPECS(zero_parties_is_refused_with_einval,
       lockstep_over_three_generations_with_a_slow_party,
       exactly_one_leader_per_phase,
@@ -359,8 +249,4 @@ SPECS(zero_parties_is_refused_with_einval,
       timed_out_arrival_withdraws_its_count,
       cancelled_arrival_withdraws_its_count_even_before_it_runs_again,
       arrival_in_a_fired_scope_fails_at_once_without_counting,
-      a_one_party_barrier_always_leads,
-      arrive_off_fiber_is_enofiber_and_null_is_einval,
-      free_refuses_a_barrier_with_waiters_with_ebusy,
-      deadlock_report_names_the_wait_and_the_barrier,
-      hosted_fiber_arrives_through_eyield_and_a_recall)
+      a_one_party_barrier_always_leads)

@@ -13,14 +13,6 @@
 #define SYNC_EXAMPLE_NO_MAIN
 #include "sync_mutex.c"   /* docs/examples: run below as a spec */
 
-/* Yields until cond holds (a broken contract fails instead of spinning on). */
-#define YIELD_UNTIL(cond) do { \
-    for (long y_ = 0; !(cond); y_++) { \
-        CHECK(y_ < 1000000); \
-        CHECK_EQ(px_yield(), 0); \
-    } \
-} while (0)
-
 static px_mutex *M;
 
 static void run(px_fiber_fn main)
@@ -29,12 +21,6 @@ static void run(px_fiber_fn main)
     CHECK(M != NULL);
     CHECK_EQ(px_run(main, NULL, NULL), 0);
     CHECK_EQ(px_mutex_free(M), 0);
-}
-
-static void join(px_fiber *f)
-{
-    CHECK_EQ(px_join(f, NULL), 0);
-    px_fiber_release(f);
 }
 
 static void *lock_unlock(void *arg)
@@ -579,24 +565,6 @@ SPEC(a_fiber_id_that_held_the_lock_is_never_mistaken_for_a_new_fiber)
 
 /* -- misuse, introspection, free ---------------------------------------------- */
 
-SPEC(off_fiber_calls_are_enofiber_and_null_is_einval)
-{
-    px_mutex *m = px_mutex_new();
-    CHECK(m != NULL);
-    CHECK_EQ(px_mutex_lock(m), PX_ENOFIBER);
-    CHECK_EQ(px_mutex_trylock(m), PX_ENOFIBER);
-    CHECK_EQ(px_mutex_unlock(m), PX_ENOFIBER);
-    CHECK_EQ(px_mutex_owner(m), 0);
-    CHECK_EQ(px_mutex_waiters(m), 0);
-    CHECK_EQ(px_mutex_lock(NULL), PX_EINVAL);
-    CHECK_EQ(px_mutex_trylock(NULL), PX_EINVAL);
-    CHECK_EQ(px_mutex_unlock(NULL), PX_EINVAL);
-    CHECK_EQ(px_mutex_owner(NULL), 0);
-    CHECK_EQ(px_mutex_waiters(NULL), 0);
-    CHECK_EQ(px_mutex_free(NULL), 0);
-    CHECK_EQ(px_mutex_free(m), 0);
-}
-
 static px_mutex *A, *B;
 static uint64_t left_id, right_id;
 static char report[8192];
@@ -700,59 +668,7 @@ SPEC(free_refuses_a_held_or_waited_on_mutex_with_ebusy)
 
 /* -- a hosted fiber (a host that cannot switch inside C, as Lua) ------------- */
 
-typedef struct machine {
-    int step;
-    int results[4];
-} machine;
-
-static machine HM;
-
-static int host_resume(void *ctx)
-{
-    machine *m = ctx;
-    switch (m->step++) {
-    case 0:                                      /* contended: parks */
-        CHECK_EQ(px_mutex_lock(M), PX_EYIELD);
-        return 0;
-    case 1:                                      /* resumed: the same call again */
-        m->results[0] = px_mutex_lock(M);
-        m->results[1] = (int)(px_mutex_owner(M) == px_self());
-        CHECK_EQ(px_mutex_unlock(M), 0);
-        return PX_HOST_DONE;
-    }
-    return PX_HOST_DONE;
-}
-
 static px_sched *HS;
-
-static void *hosted_holder(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_mutex_lock(M), 0);
-    px_host_ops ops = { host_resume, NULL, NULL };
-    px_fiber *h = px_spawn_hosted(HS, &ops, &HM);
-    CHECK(h != NULL);
-    YIELD_UNTIL(px_mutex_waiters(M) == 1);
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    CHECK_EQ(px_mutex_owner(M), px_fiber_id(h));
-    join(h);
-    CHECK_EQ(HM.results[0], 0);
-    CHECK_EQ(HM.results[1], 1);
-    CHECK_EQ(px_mutex_owner(M), 0);
-    return NULL;
-}
-
-SPEC(hosted_fiber_locks_a_contended_mutex_through_eyield_and_a_recall)
-{
-    M = px_mutex_new();
-    HS = px_sched_new(NULL);
-    CHECK_EQ(px_sched_post(HS, hosted_holder, NULL), 0);
-    CHECK_EQ(px_sched_run(HS), 0);
-    CHECK_EQ(HM.step, 2);
-    px_sched_free(HS);
-    CHECK_EQ(px_mutex_free(M), 0);
-}
-
 static int host2_step, host2_result, host2_waiters;
 
 /* The same host, with the wait bounded by a pushed timeout that fires. */
@@ -866,10 +782,8 @@ SPECS(no_lost_updates_with_10_fibers,
       owner_death_lets_a_later_lock_or_trylock_take_it_with_eownerdead,
       eownerdead_goes_past_an_interrupted_waiter_to_the_next,
       a_fiber_id_that_held_the_lock_is_never_mistaken_for_a_new_fiber,
-      off_fiber_calls_are_enofiber_and_null_is_einval,
       deadlock_report_names_the_holders_and_prints_the_cycle,
       free_refuses_a_held_or_waited_on_mutex_with_ebusy,
-      hosted_fiber_locks_a_contended_mutex_through_eyield_and_a_recall,
       hosted_fiber_timed_out_lock_leaves_no_waiter,
       lock_held_by_a_fiber_of_another_scheduler_is_ethread,
       the_documented_example_runs)

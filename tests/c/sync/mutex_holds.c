@@ -26,13 +26,6 @@ static void run(px_fiber_fn main)
     CHECK_EQ(px_rwlock_free(R), 0);
 }
 
-static void join(px_fiber *f)
-{
-    CHECK(f != NULL);
-    CHECK_EQ(px_join(f, NULL), 0);
-    px_fiber_release(f);
-}
-
 static void lock_all(void)
 {
     CHECK_EQ(px_mutex_lock(A), 0);

@@ -12,13 +12,6 @@
 #define SYNC_EXAMPLE_NO_MAIN
 #include "sync_once.c"   /* docs/examples: run below as a spec */
 
-#define YIELD_UNTIL(cond) do { \
-    for (long y_ = 0; !(cond); y_++) { \
-        CHECK(y_ < 1000000); \
-        CHECK_EQ(px_yield(), 0); \
-    } \
-} while (0)
-
 static px_once *O;
 static int runs;                                 /* how often an action ran */
 
@@ -29,12 +22,6 @@ static void run(px_fiber_fn main)
     runs = 0;
     CHECK_EQ(px_run(main, NULL, NULL), 0);
     CHECK_EQ(px_once_free(O), 0);
-}
-
-static void join(px_fiber *f)
-{
-    CHECK_EQ(px_join(f, NULL), 0);
-    px_fiber_release(f);
 }
 
 /* Runs for a while (other fibers run meanwhile) and returns 7. */
@@ -242,70 +229,12 @@ SPEC(a_runner_that_ends_inside_the_action_marks_it_done_and_wakes_the_waiters)
     run(runner_death_main);
 }
 
-static int timed_result;
-
-static int begin_body(void *arg) { (void)arg; return px_once_begin(O); }
-
-static void *timed_waiter(void *arg)
-{
-    (void)arg;
-    timed_result = px_with_timeout(PX_MSEC(20), begin_body, NULL);
-    return NULL;
-}
-
-static px_token *T;
-static int cancel_result;
-
-static void *cancelled_waiter(void *arg)
-{
-    (void)arg;
-    cancel_result = px_with_cancel(T, begin_body, NULL);
-    return NULL;
-}
-
-static void *interrupt_main(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_once_begin(O), 1);
-    px_fiber *t = px_spawn(timed_waiter, NULL);
-    px_fiber *c = px_spawn(cancelled_waiter, NULL);
-    begin_results[0] = -100;
-    px_fiber *w = px_spawn(beginner, (void *)0);
-    for (int i = 0; i < 10; i++)
-        CHECK_EQ(px_yield(), 0);
-    CHECK_EQ(px_token_cancel(T), 1);
-    join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
-    join(t);
-    CHECK_EQ(timed_result, PX_ETIMEDOUT);
-    CHECK_EQ(begin_results[0], -100);            /* the patient one still waits */
-    CHECK_EQ(px_once_done(O), 0);                /* and nothing changed */
-    CHECK_EQ(px_once_end(O), 0);
-    join(w);
-    CHECK_EQ(begin_results[0], 0);
-    return NULL;
-}
-
-SPEC(interrupted_waiters_leave_nothing_queued)
-{
-    T = px_token_new();
-    run(interrupt_main);
-    px_token_free(T);
-}
-
-SPEC(off_fiber_calls_are_enofiber_and_done_works_anywhere)
+SPEC(done_works_anywhere_and_do_without_an_action_is_einval)
 {
     px_once *o = px_once_new();
-    CHECK_EQ(px_once_do(o, failing_action, NULL), PX_ENOFIBER);
-    CHECK_EQ(px_once_begin(o), PX_ENOFIBER);
-    CHECK_EQ(px_once_end(o), PX_ENOFIBER);
+    CHECK(o != NULL);
     CHECK_EQ(px_once_done(o), 0);
-    CHECK_EQ(px_once_do(NULL, failing_action, NULL), PX_EINVAL);
     CHECK_EQ(px_once_do(o, NULL, NULL), PX_EINVAL);
-    CHECK_EQ(px_once_begin(NULL), PX_EINVAL);
-    CHECK_EQ(px_once_end(NULL), PX_EINVAL);
-    CHECK_EQ(px_once_done(NULL), 0);
-    CHECK_EQ(px_once_free(NULL), 0);
     CHECK_EQ(px_once_free(o), 0);
 }
 
@@ -379,50 +308,6 @@ SPEC(deadlock_report_names_the_runner_and_prints_the_cycle)
     CHECK_EQ(px_mutex_free(Mx), 0);
 }
 
-/* -- a hosted fiber (a host that cannot switch inside C) ----------------------- */
-
-static int host_step, host_result;
-
-static int host_resume(void *ctx)
-{
-    (void)ctx;
-    switch (host_step++) {
-    case 0:
-        CHECK_EQ(px_once_begin(O), PX_EYIELD);   /* another fiber runs it */
-        return 0;
-    case 1:
-        host_result = px_once_begin(O);          /* the same call again */
-        return PX_HOST_DONE;
-    }
-    return PX_HOST_DONE;
-}
-
-static px_sched *HS;
-
-static void *hosted_main(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_once_begin(O), 1);
-    px_host_ops ops = { host_resume, NULL, NULL };
-    px_fiber *h = px_spawn_hosted(HS, &ops, NULL);
-    YIELD_UNTIL(host_step == 1);
-    CHECK_EQ(px_once_end(O), 0);
-    join(h);
-    CHECK_EQ(host_result, 0);
-    return NULL;
-}
-
-SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
-{
-    O = px_once_new();
-    HS = px_sched_new(NULL);
-    CHECK_EQ(px_sched_post(HS, hosted_main, NULL), 0);
-    CHECK_EQ(px_sched_run(HS), 0);
-    CHECK_EQ(host_step, 2);
-    px_sched_free(HS);
-    CHECK_EQ(px_once_free(O), 0);
-}
-
 SPEC(the_documented_example_runs)
 {
     CHECK_EQ(sync_once_example(), 0);
@@ -435,8 +320,6 @@ SPECS(runs_the_action_once_among_5_racers_who_wait_for_it,
       begin_and_end_run_the_action_in_two_steps,
       end_by_a_fiber_that_did_not_begin_is_eperm,
       a_runner_that_ends_inside_the_action_marks_it_done_and_wakes_the_waiters,
-      interrupted_waiters_leave_nothing_queued,
-      off_fiber_calls_are_enofiber_and_done_works_anywhere,
+      done_works_anywhere_and_do_without_an_action_is_einval,
       deadlock_report_names_the_runner_and_prints_the_cycle,
-      hosted_fiber_waits_through_eyield_and_a_recall,
       the_documented_example_runs)

@@ -12,13 +12,6 @@
 #define SYNC_EXAMPLE_NO_MAIN
 #include "sync_rwlock.c"   /* docs/examples: run below as a spec */
 
-#define YIELD_UNTIL(cond) do { \
-    for (long y_ = 0; !(cond); y_++) { \
-        CHECK(y_ < 1000000); \
-        CHECK_EQ(px_yield(), 0); \
-    } \
-} while (0)
-
 static px_rwlock *L;
 static char logbuf[128];                         /* what the fibers did, in order */
 static int crowd_seen;
@@ -34,12 +27,6 @@ static void run(px_fiber_fn main)
     CHECK_EQ(px_rwlock_writer(L), 0);
     CHECK_EQ(px_rwlock_waiters(L), 0);
     CHECK_EQ(px_rwlock_free(L), 0);
-}
-
-static void join(px_fiber *f)
-{
-    CHECK_EQ(px_join(f, NULL), 0);
-    px_fiber_release(f);
 }
 
 static void note(const char *s)
@@ -665,28 +652,6 @@ SPEC(a_fiber_that_once_held_it_is_never_mistaken_for_a_new_fiber)
 
 /* -- misuse, introspection, free, reports -------------------------------------------- */
 
-SPEC(off_fiber_calls_are_enofiber_and_null_is_einval)
-{
-    px_rwlock *l = px_rwlock_new();
-    CHECK_EQ(px_rwlock_rdlock(l), PX_ENOFIBER);
-    CHECK_EQ(px_rwlock_wrlock(l), PX_ENOFIBER);
-    CHECK_EQ(px_rwlock_tryrdlock(l), PX_ENOFIBER);
-    CHECK_EQ(px_rwlock_trywrlock(l), PX_ENOFIBER);
-    CHECK_EQ(px_rwlock_rdunlock(l), PX_ENOFIBER);
-    CHECK_EQ(px_rwlock_wrunlock(l), PX_ENOFIBER);
-    CHECK_EQ(px_rwlock_rdlock(NULL), PX_EINVAL);
-    CHECK_EQ(px_rwlock_wrlock(NULL), PX_EINVAL);
-    CHECK_EQ(px_rwlock_tryrdlock(NULL), PX_EINVAL);
-    CHECK_EQ(px_rwlock_trywrlock(NULL), PX_EINVAL);
-    CHECK_EQ(px_rwlock_rdunlock(NULL), PX_EINVAL);
-    CHECK_EQ(px_rwlock_wrunlock(NULL), PX_EINVAL);
-    CHECK_EQ(px_rwlock_readers(NULL), 0);
-    CHECK_EQ(px_rwlock_writer(NULL), 0);
-    CHECK_EQ(px_rwlock_waiters(NULL), 0);
-    CHECK_EQ(px_rwlock_free(NULL), 0);
-    CHECK_EQ(px_rwlock_free(l), 0);
-}
-
 static char report[8192];
 
 static void on_deadlock(void *ctx, const char *text)
@@ -796,52 +761,6 @@ SPEC(free_refuses_a_held_or_waited_on_rwlock_with_ebusy)
     CHECK_EQ(free_read, PX_EBUSY);
     CHECK_EQ(free_write, PX_EBUSY);
     CHECK_EQ(free_waited, PX_EBUSY);
-}
-
-/* -- a hosted fiber (a host that cannot switch inside C) ----------------------------- */
-
-static int host_step, host_results[2];
-
-static int host_resume(void *ctx)
-{
-    (void)ctx;
-    switch (host_step++) {
-    case 0:
-        CHECK_EQ(px_rwlock_rdlock(L), PX_EYIELD);   /* a writer holds it */
-        return 0;
-    case 1:
-        host_results[0] = px_rwlock_rdlock(L);      /* the same call again */
-        host_results[1] = (int)px_rwlock_readers(L);
-        CHECK_EQ(px_rwlock_rdunlock(L), 0);
-        return PX_HOST_DONE;
-    }
-    return PX_HOST_DONE;
-}
-
-static px_sched *HS;
-
-static void *hosted_main(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_rwlock_wrlock(L), 0);
-    px_host_ops ops = { host_resume, NULL, NULL };
-    px_fiber *h = px_spawn_hosted(HS, &ops, NULL);
-    YIELD_UNTIL(px_rwlock_waiters(L) == 1);
-    CHECK_EQ(px_rwlock_wrunlock(L), 0);
-    join(h);
-    CHECK_EQ(host_results[0], 0);
-    CHECK_EQ(host_results[1], 1);
-    return NULL;
-}
-
-SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
-{
-    L = px_rwlock_new();
-    HS = px_sched_new(NULL);
-    CHECK_EQ(px_sched_post(HS, hosted_main, NULL), 0);
-    CHECK_EQ(px_sched_run(HS), 0);
-    px_sched_free(HS);
-    CHECK_EQ(px_rwlock_free(L), 0);
 }
 
 /* -- a randomized soak ------------------------------------------------------------ */
@@ -988,9 +907,7 @@ SPECS(any_number_of_readers_hold_it_together,
       readers_after_a_dead_writer_get_eownerdead_until_a_writer_takes_it,
       dead_reader_releases_all_its_read_holds,
       a_fiber_that_once_held_it_is_never_mistaken_for_a_new_fiber,
-      off_fiber_calls_are_enofiber_and_null_is_einval,
       deadlock_report_names_readers_and_writer_and_prints_the_cycle,
       free_refuses_a_held_or_waited_on_rwlock_with_ebusy,
-      hosted_fiber_waits_through_eyield_and_a_recall,
       the_documented_example_runs,
       random_locking_under_random_timeouts_keeps_exclusion_and_leaves_nothing_queued)

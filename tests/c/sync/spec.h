@@ -11,6 +11,8 @@
 ** ending with SPECS(fifo_handoff, ...) to list them.  Run with a name it runs
 ** that one (ctest runs each by name), without one it runs them all.  Each
 ** SPEC(...) line must start its line: CMake reads the names from the source.
+** A second argument is left in spec_arg for the spec to read (family.c: the
+** primitive to check).
 */
 #ifndef PX_TEST_SPEC_H
 #define PX_TEST_SPEC_H
@@ -25,6 +27,24 @@ typedef struct spec {
 } spec;
 
 #define SPEC(name) static void spec_##name(void)
+
+static const char *spec_arg;     /* the second argument, or NULL */
+
+/* Yields until cond holds (a broken contract fails instead of spinning on). */
+#define YIELD_UNTIL(cond) do { \
+    for (long y_ = 0; !(cond); y_++) { \
+        CHECK(y_ < 1000000); \
+        CHECK_EQ(px_yield(), 0); \
+    } \
+} while (0)
+
+/* Joins a fiber that must end normally, and releases it. */
+static inline void join(px_fiber *f)
+{
+    CHECK(f != NULL);
+    CHECK_EQ(px_join(f, NULL), 0);
+    px_fiber_release(f);
+}
 
 
 /* SPECS(a, b, c): the table and main().  Up to 32 names per file. */
@@ -79,6 +99,8 @@ typedef struct spec {
 
 static inline int spec_main(const spec *s, size_t n, int argc, char **argv)
 {
+    if (argc > 2)
+        spec_arg = argv[2];
     for (size_t i = 0; i < n; i++) {
         if (argc > 1 && strcmp(argv[1], s[i].name) != 0)
             continue;

@@ -1,0 +1,470 @@
+/*
+** family.c -- the rules every primitive of the family keeps, tested once over
+** a table of them.
+**
+** Each SPEC here runs for every row of `kinds` (or, given a second argument,
+** for the rows of that area): CMake registers it as <area>.<behaviour> for
+** every area in PX_SYNC_FAMILY, so `ctest -R '^mutex\.'` still lists all that
+** is asserted of the mutex.  A row says how to make the primitive, how to make
+** its wait park (arm), the wait itself, how to let one waiter through
+** (release), and its calls and queries for the misuse rules.  What is a
+** primitive's own behaviour stays in its own file.
+*/
+#include "spec.h"
+
+#define V(n) ((void *)(uintptr_t)(n))
+#define N(p) ((uintptr_t)(p))
+
+typedef int (*call_fn)(void *h);
+typedef long long (*query_fn)(void *h);
+
+typedef struct kind {
+    const char *area;        /* the ctest prefix */
+    const char *tag;         /* the primitive as the deadlock report names it */
+    const char *wait;        /* the wait as the report names it */
+    void *(*make)(void);     /* a fresh one: every query reads 0 */
+    void (*arm)(void *h);    /* on a fiber: from now on the wait parks (or NULL) */
+    call_fn block;           /* the wait */
+    void (*leave)(void *h);  /* what a waiter does after its wait returned 0 (or NULL) */
+    void (*release)(void *h);    /* on the arming fiber: lets the one waiter through */
+    int (*free)(void *h);
+    call_fn fiber_calls[7];  /* off-fiber: PX_ENOFIBER; on NULL: PX_EINVAL */
+    call_fn null_calls[4];   /* need no fiber; on NULL: PX_EINVAL */
+    query_fn queries[4];     /* on a fresh one, and on NULL: 0 */
+    query_fn queued;         /* the count of waiters, where the API has one */
+    query_fn holder;         /* the fiber that holds it, where the API has one */
+    void (*hosted_check)(void *h);   /* after a hosted wait (or NULL) */
+} kind;
+
+/* -- the rows ------------------------------------------------------------------- */
+
+#define CALL(kind, fn) static int kind##_##fn##_(void *h) { return px_##kind##_##fn(h); }
+#define QUERY(kind, fn) \
+    static long long kind##_##fn##_(void *h) { return (long long)px_##kind##_##fn(h); }
+#define FREE(kind) static int kind##_free_(void *h) { return px_##kind##_free(h); }
+
+static void *ignored;        /* a channel value nobody looks at */
+
+CALL(mutex, lock) CALL(mutex, trylock) CALL(mutex, unlock)
+QUERY(mutex, owner) QUERY(mutex, waiters) FREE(mutex)
+static void *mutex_make(void) { return px_mutex_new(); }
+static void mutex_arm(void *h) { CHECK_EQ(px_mutex_lock(h), 0); }
+static void mutex_release(void *h) { CHECK_EQ(px_mutex_unlock(h), 0); }
+static void mutex_leave(void *h)
+{
+    CHECK_EQ(px_mutex_owner(h), px_self());
+    CHECK_EQ(px_mutex_unlock(h), 0);
+}
+
+CALL(rwlock, rdlock) CALL(rwlock, wrlock) CALL(rwlock, tryrdlock) CALL(rwlock, trywrlock)
+CALL(rwlock, rdunlock) CALL(rwlock, wrunlock)
+QUERY(rwlock, readers) QUERY(rwlock, writer) QUERY(rwlock, waiters) FREE(rwlock)
+static void *rwlock_make(void) { return px_rwlock_new(); }
+static void rwlock_arm(void *h) { CHECK_EQ(px_rwlock_wrlock(h), 0); }
+static void rwlock_release(void *h) { CHECK_EQ(px_rwlock_wrunlock(h), 0); }
+static void rwlock_leave(void *h)
+{
+    CHECK_EQ(px_rwlock_readers(h), 1);
+    CHECK_EQ(px_rwlock_rdunlock(h), 0);
+}
+
+CALL(waitgroup, wait) CALL(waitgroup, done) QUERY(waitgroup, count) FREE(waitgroup)
+static int waitgroup_add_(void *h) { return px_waitgroup_add(h, 1); }
+static void *waitgroup_make(void) { return px_waitgroup_new(); }
+static void waitgroup_arm(void *h) { CHECK_EQ(px_waitgroup_add(h, 1), 0); }
+static void waitgroup_release(void *h) { CHECK_EQ(px_waitgroup_done(h), 0); }
+
+/* Two parties: the waiter and the fiber that releases it by arriving. */
+CALL(barrier, arrive_and_wait) QUERY(barrier, phase) QUERY(barrier, waiting) FREE(barrier)
+static void *barrier_make(void) { return px_barrier_new(2); }
+static void barrier_release(void *h) { CHECK_EQ(px_barrier_arrive_and_wait(h), 1); }
+static void barrier_hosted_check(void *h)
+{
+    CHECK_EQ(px_barrier_phase(h), 1);            /* the re-call did not arrive again */
+}
+
+/* The wait is px_once_begin behind a runner: it returns 0 once the runner ends. */
+static int no_action(void *arg) { (void)arg; return 0; }
+static int once_do_(void *h) { return px_once_do(h, no_action, NULL); }
+CALL(once, begin) CALL(once, end) QUERY(once, done) FREE(once)
+static void *once_make(void) { return px_once_new(); }
+static void once_arm(void *h) { CHECK_EQ(px_once_begin(h), 1); }
+static void once_release(void *h) { CHECK_EQ(px_once_end(h), 0); }
+
+/* The waiter keeps the unit it was handed: the value stays 0. */
+CALL(sem, acquire) CALL(sem, tryacquire) CALL(sem, release)
+QUERY(sem, value) QUERY(sem, waiters) FREE(sem)
+static void *sem_make(void) { return px_sem_new(0); }
+static void sem_release(void *h) { CHECK_EQ(px_sem_release(h), 0); }
+static void sem_hosted_check(void *h)
+{
+    CHECK_EQ(px_sem_value(h), 0);                /* one unit, taken once */
+}
+
+/* Set wakes the waiter; clear before it runs: its re-call must not wait again. */
+CALL(event, wait) CALL(event, set) CALL(event, clear) QUERY(event, is_set) FREE(event)
+static void *event_make(void) { return px_event_new(); }
+static void event_release(void *h)
+{
+    CHECK_EQ(px_event_set(h), 1);
+    CHECK_EQ(px_event_clear(h), 0);
+}
+
+/* A channel of one slot: the receiver is handed 77, and 78 stays buffered (a
+** re-call that received again would take it).  The sender's 5 is taken. */
+static void *got;
+static int chan_recv_(void *h) { return px_chan_recv(h, &got); }
+static int chan_send_(void *h) { return px_chan_send(h, V(5)); }
+static int chan_trysend_(void *h) { return px_chan_trysend(h, V(1)); }
+static int chan_tryrecv_(void *h) { return px_chan_tryrecv(h, &ignored); }
+CALL(chan, close) QUERY(chan, len) QUERY(chan, cap) FREE(chan)
+static void *chan_make(void) { return px_chan_new(0); }
+static void *chan1_make(void) { return px_chan_new(1); }
+static void chan_send_release(void *h)
+{
+    got = NULL;
+    CHECK_EQ(px_chan_send(h, V(77)), 0);         /* handed to the parked receiver */
+    CHECK_EQ(px_chan_send(h, V(78)), 0);         /* buffered */
+}
+static void chan_recv_release(void *h)
+{
+    void *v = NULL;
+    CHECK_EQ(px_chan_recv(h, &v), 0);
+    CHECK_EQ(N(v), 5);
+}
+static void chan_recv_leave(void *h)
+{
+    CHECK_EQ(N(got), 77);
+    void *v = NULL;
+    CHECK_EQ(px_chan_tryrecv(h, &v), 0);         /* empty the slot for free */
+    CHECK_EQ(N(v), 78);
+}
+static void chan_hosted_check(void *h)
+{
+    CHECK_EQ(N(got), 77);
+    CHECK_EQ(px_chan_len(h), 1);                 /* 78 was not taken by the re-call */
+    CHECK_EQ(px_chan_tryrecv(h, &ignored), 0);
+}
+
+static const kind kinds[] = {
+    { "mutex", "mutex", "Mutex lock", mutex_make, mutex_arm, mutex_lock_, mutex_leave,
+      mutex_release, mutex_free_,
+      { mutex_lock_, mutex_trylock_, mutex_unlock_ }, { NULL },
+      { mutex_owner_, mutex_waiters_ }, mutex_waiters_, mutex_owner_, NULL },
+    { "rwlock", "rwlock", "RwLock read lock", rwlock_make, rwlock_arm, rwlock_rdlock_,
+      rwlock_leave, rwlock_release, rwlock_free_,
+      { rwlock_rdlock_, rwlock_wrlock_, rwlock_tryrdlock_, rwlock_trywrlock_,
+        rwlock_rdunlock_, rwlock_wrunlock_ }, { NULL },
+      { rwlock_readers_, rwlock_writer_, rwlock_waiters_ }, rwlock_waiters_, NULL, NULL },
+    { "waitgroup", "waitgroup", "WaitGroup wait", waitgroup_make, waitgroup_arm,
+      waitgroup_wait_, NULL, waitgroup_release, waitgroup_free_,
+      { waitgroup_wait_ }, { waitgroup_add_, waitgroup_done_ },
+      { waitgroup_count_ }, NULL, NULL, NULL },
+    { "barrier", "barrier", "Barrier arrive", barrier_make, NULL, barrier_arrive_and_wait_,
+      NULL, barrier_release, barrier_free_,
+      { barrier_arrive_and_wait_ }, { NULL },
+      { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check },
+    { "once", "once", "Once init", once_make, once_arm, once_begin_, NULL, once_release,
+      once_free_,
+      { once_do_, once_begin_, once_end_ }, { NULL },
+      { once_done_ }, NULL, NULL, NULL },
+    { "sem", "semaphore", "Semaphore acquire", sem_make, NULL, sem_acquire_, NULL,
+      sem_release, sem_free_,
+      { sem_acquire_ }, { sem_tryacquire_, sem_release_ },
+      { sem_value_, sem_waiters_ }, sem_waiters_, NULL, sem_hosted_check },
+    { "event", "event", "Event wait", event_make, NULL, event_wait_, NULL, event_release,
+      event_free_,
+      { event_wait_ }, { event_set_, event_clear_ },
+      { event_is_set_ }, NULL, NULL, NULL },
+    { "chan", "channel", "Channel recv", chan1_make, NULL, chan_recv_, chan_recv_leave,
+      chan_send_release, chan_free_,
+      { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
+      { chan_len_ }, NULL, NULL, chan_hosted_check },
+    { "chan", "channel", "Channel send", chan_make, NULL, chan_send_, NULL,
+      chan_recv_release, chan_free_,
+      { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
+      { chan_len_, chan_cap_ }, NULL, NULL, NULL },
+};
+
+/* -- the harness ------------------------------------------------------------------ */
+
+static const kind *K;        /* the row under test */
+static void *H;              /* its primitive */
+static int entered, result;
+
+/* Runs `check` for every row of the area named on the command line (all rows
+** without one); an area no row has is a mistake in CMakeLists.txt. */
+static void each_kind(void (*check)(void))
+{
+    int ran = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        if (spec_arg != NULL && strcmp(spec_arg, kinds[i].area) != 0)
+            continue;
+        K = &kinds[i];
+        entered = 0;
+        result = 1;
+        check();
+        ran++;
+    }
+    if (ran == 0) {
+        fprintf(stderr, "no primitive named %s\n", spec_arg);
+        exit(1);
+    }
+}
+
+/* Waits on H, records the outcome, and leaves as a waiter that got it does. */
+static void *waiter(void *arg)
+{
+    (void)arg;
+    entered++;
+    result = K->block(H);
+    if (result == 0 && K->leave)
+        K->leave(H);
+    return NULL;
+}
+
+static void make(void)
+{
+    H = K->make();
+    CHECK(H != NULL);
+}
+
+/* -- misuse ----------------------------------------------------------------------- */
+
+static void off_fiber(void)
+{
+    make();
+    for (const call_fn *c = K->fiber_calls; *c; c++) {
+        CHECK_EQ((*c)(H), PX_ENOFIBER);
+        CHECK_EQ((*c)(NULL), PX_EINVAL);
+    }
+    for (const call_fn *c = K->null_calls; *c; c++)
+        CHECK_EQ((*c)(NULL), PX_EINVAL);
+    for (const query_fn *q = K->queries; *q; q++) {
+        CHECK_EQ((*q)(H), 0);                    /* the refused calls changed nothing */
+        CHECK_EQ((*q)(NULL), 0);
+    }
+    CHECK_EQ(K->free(NULL), 0);
+    CHECK_EQ(K->free(H), 0);
+}
+
+SPEC(off_fiber_calls_are_enofiber_and_null_is_einval)
+{
+    each_kind(off_fiber);
+}
+
+/* -- free while a fiber waits --------------------------------------------------- */
+
+static void *busy_main(void *arg)
+{
+    (void)arg;
+    if (K->arm)
+        K->arm(H);
+    px_fiber *w = px_spawn(waiter, NULL);
+    CHECK(w != NULL);
+    YIELD_UNTIL(entered == 1);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 1);
+    CHECK_EQ(K->free(H), PX_EBUSY);              /* nothing freed */
+    K->release(H);
+    join(w);
+    CHECK_EQ(result, 0);
+    return NULL;
+}
+
+static void free_busy(void)
+{
+    make();
+    CHECK_EQ(px_run(busy_main, NULL, NULL), 0);
+    CHECK_EQ(K->free(H), 0);                     /* nobody left queued */
+}
+
+SPEC(free_refuses_a_waited_on_primitive_with_ebusy)
+{
+    each_kind(free_busy);
+}
+
+/* -- interrupted waits -------------------------------------------------------------- */
+
+static px_token *T;
+static int cancel_result;
+
+static int block_body(void *arg) { (void)arg; return K->block(H); }
+
+static void *cancellable(void *arg)
+{
+    (void)arg;
+    entered++;
+    cancel_result = px_with_cancel(T, block_body, NULL);
+    return NULL;
+}
+
+static void *timed(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_with_timeout(PX_MSEC(5), block_body, NULL), PX_ETIMEDOUT);
+    return NULL;
+}
+
+/* A timed-out wait and a cancelled one leave nothing queued: the release
+** goes past them to the patient waiter, and the primitive frees.  The waits
+** are not the arming fiber's (the owner of a mutex would get PX_EDEADLK), and
+** the patient one comes after the cancel (a barrier's arrivals add up). */
+static void *interrupt_main(void *arg)
+{
+    (void)arg;
+    if (K->arm)
+        K->arm(H);
+    join(px_spawn(timed, NULL));
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 0);
+    px_fiber *c = px_spawn(cancellable, NULL);
+    YIELD_UNTIL(entered == 1);
+    CHECK_EQ(px_token_cancel(T), 1);             /* c interrupted, not run yet */
+    px_fiber *w = px_spawn(waiter, NULL);
+    YIELD_UNTIL(entered == 2);
+    CHECK_EQ(result, 1);                         /* the patient one waits */
+    K->release(H);                               /* only w is let through */
+    join(c);
+    join(w);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(result, 0);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 0);
+    return NULL;
+}
+
+static void interrupted(void)
+{
+    make();
+    T = px_token_new();
+    CHECK_EQ(px_run(interrupt_main, NULL, NULL), 0);
+    px_token_free(T);
+    CHECK_EQ(K->free(H), 0);
+}
+
+SPEC(timed_out_or_cancelled_wait_leaves_nothing_queued)
+{
+    each_kind(interrupted);
+}
+
+/* -- the deadlock report ------------------------------------------------------------ */
+
+static char report[8192];
+
+static void on_deadlock(void *ctx, const char *text)
+{
+    (void)ctx;
+    snprintf(report, sizeof report, "%s", text);
+}
+
+/* Arms the primitive and then waits for ever on an event nobody sets. */
+static px_event *never;
+
+static void *stuck_armer(void *arg)
+{
+    (void)arg;
+    if (K->arm)
+        K->arm(H);
+    px_event_wait(never);
+    return NULL;
+}
+
+static void deadlock(void)
+{
+    make();
+    CHECK((never = px_event_new()) != NULL);
+    px_sched_opts o = { .on_deadlock = on_deadlock };
+    px_sched *s = px_sched_new(&o);
+    CHECK_EQ(px_sched_post(s, stuck_armer, NULL), 0);
+    CHECK_EQ(px_sched_post(s, waiter, NULL), 0);
+    report[0] = 0;
+    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    char want[64];
+    snprintf(want, sizeof want, "\"%s\"", K->wait);
+    CHECK(strstr(report, want) != NULL);
+    snprintf(want, sizeof want, "%s@%p", K->tag, H);
+    CHECK(strstr(report, want) != NULL);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 1);               /* off-fiber, the state is still there */
+    CHECK_EQ(K->free(H), PX_EBUSY);
+    px_sched_free(s);                            /* discards the fibers, wakes nobody */
+    CHECK_EQ(result, 1);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 0);
+    CHECK_EQ(K->free(H), 0);
+    CHECK_EQ(px_event_free(never), 0);
+}
+
+SPEC(deadlock_report_names_the_wait_and_the_primitive)
+{
+    each_kind(deadlock);
+}
+
+/* -- a hosted fiber (a host that cannot switch inside C, as Lua) ------------------ */
+
+static int host_step;
+static px_sched *HS;
+
+/* Parks through PX_EYIELD, then makes the same call again for the outcome. */
+static int host_resume(void *ctx)
+{
+    (void)ctx;
+    switch (host_step++) {
+    case 0:
+        entered++;
+        CHECK_EQ(K->block(H), PX_EYIELD);
+        return 0;
+    default:
+        result = K->block(H);                    /* the re-call */
+        if (result == 0 && K->holder)
+            CHECK_EQ(K->holder(H), px_self());
+        if (result == 0 && K->leave && K->hosted_check == NULL)
+            K->leave(H);
+        return PX_HOST_DONE;
+    }
+}
+
+static void *hosted_main(void *arg)
+{
+    (void)arg;
+    if (K->arm)
+        K->arm(H);
+    px_host_ops ops = { host_resume, NULL, NULL };
+    px_fiber *h = px_spawn_hosted(HS, &ops, NULL);
+    CHECK(h != NULL);
+    YIELD_UNTIL(entered == 1);
+    K->release(H);
+    if (K->holder)
+        CHECK_EQ(K->holder(H), px_fiber_id(h));  /* owner before it runs */
+    join(h);
+    CHECK_EQ(host_step, 2);
+    CHECK_EQ(result, 0);
+    if (K->holder)
+        CHECK_EQ(K->holder(H), 0);
+    if (K->hosted_check)
+        K->hosted_check(H);
+    return NULL;
+}
+
+static void hosted(void)
+{
+    make();
+    host_step = 0;
+    HS = px_sched_new(NULL);
+    CHECK_EQ(px_sched_post(HS, hosted_main, NULL), 0);
+    CHECK_EQ(px_sched_run(HS), 0);
+    px_sched_free(HS);
+    CHECK_EQ(K->free(H), 0);
+}
+
+SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
+{
+    each_kind(hosted);
+}
+
+SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
+      free_refuses_a_waited_on_primitive_with_ebusy,
+      timed_out_or_cancelled_wait_leaves_nothing_queued,
+      deadlock_report_names_the_wait_and_the_primitive,
+      hosted_fiber_waits_through_eyield_and_a_recall)
