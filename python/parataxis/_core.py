@@ -14,16 +14,16 @@ How a Python handler reaches C and comes back exactly once:
   the contextvars context copied at the add: the handler runs in it, as
   loop.call_later's callbacks do.
 - Every C call on a queue, timer or handler queue goes through the object's
-  gate (pxpy_gate in _build_ffi.py): close() shuts the gate, waits for the calls
+  gate (pxpy_gate in _pxpy.c): close() shuts the gate, waits for the calls
   under way in other threads, and only then frees the C object.  A call that
   loses the race is refused and raises Closed.
-- The C side calls the compiled extern "Python" function pxpy_handler; cffi takes
+- The C side calls the compiled extern "Python+C" function pxpy_handler; cffi takes
   the GIL for it.  Every other C call runs with the GIL released (cffi's rule), so
   px_timerq_free and px_queue_wait never block Python threads.
 - A queue without an executor, or with a concurrent.futures one, gets the C
   executor pxpy_batch: the worker's calls of one batch run (or are submitted)
   under one hold of the GIL, not one each, and the one-shot handlers among them
-  reach Python in one call, pxpy_run_keys; see _build_ffi.py.
+  reach Python in one call, pxpy_run_keys; see _pxpy.c.
 """
 from __future__ import annotations
 
