@@ -216,12 +216,26 @@ def test_bad_input(rec):
 
 
 def test_error_hierarchy():
-    assert issubclass(parataxis.Timeout, TimeoutError)
-    for cls in (parataxis.Timeout, parataxis.Cancelled, parataxis.DeadlockError,
-                parataxis.OwnerDiedError, parataxis.Closed, parataxis.ForkedError):
+    assert issubclass(parataxis.InvalidArgument, ValueError)
+    assert issubclass(parataxis.NoMemory, MemoryError)
+    assert issubclass(parataxis.Closed, RuntimeError)
+    for cls in (parataxis.InvalidArgument, parataxis.NoMemory, parataxis.Closed,
+                parataxis.ForkedError):
         assert issubclass(cls, parataxis.Error)
     assert issubclass(parataxis.ForkedError, parataxis.Closed)
-    assert "cancel" in str(parataxis.Cancelled()).lower()
+    assert "closed" in str(parataxis.Closed()).lower()
+
+
+def test_only_exceptions_a_call_can_raise_are_exported():
+    # The timer queue, Timer and HandlerQueue return PX_EINVAL, PX_ENOMEM,
+    # PX_ECLOSED and PX_EFORKED; the fiber codes get classes with the fibers.
+    exported = {n for n in parataxis.__all__
+                if isinstance(getattr(parataxis, n), type)
+                and issubclass(getattr(parataxis, n), BaseException)}
+    assert exported == {"Error", "InvalidArgument", "NoMemory", "Closed", "ForkedError"}
+    for gone in ("Timeout", "Cancelled", "DeadlockError", "NotOwnerError", "BusyError",
+                 "OwnerDiedError", "NoFiberError", "WrongThreadError"):
+        assert not hasattr(parataxis, gone)
 
 
 def test_timer_waiters_fire_together(rec):
