@@ -215,6 +215,29 @@ def test_bad_input(rec):
     assert rec.calls == [True]                 # h, aborted by close
 
 
+def test_largest_delay_is_int64_nanoseconds(rec):
+    # One bound in both bindings (tests/lua/timers_spec.lua has the same test):
+    # a duration whose nanoseconds fit the C API's int64_t is accepted -- its
+    # deadline saturates to "never", as in C -- and one of 2**63 ns or more
+    # (about 9223372036.85 s, 292 years) is refused.
+    longest, too_long = 9223372036.0, 9223372037.0
+    with parataxis.TimerQueue() as q:
+        t = parataxis.Timer(q)
+        h = q.add(longest, rec)
+        p = q.add_periodic(longest, longest, rec)
+        assert q.pending == 2
+        assert t.expires_after(longest) == 0
+        for call in (lambda: q.add(too_long, rec),
+                     lambda: q.add_periodic(too_long, 1, rec),
+                     lambda: q.add_periodic(0, too_long, rec),
+                     lambda: t.expires_after(too_long)):
+            with pytest.raises(parataxis.InvalidArgument):
+                call()
+        assert q.pending == 2
+        assert h.cancel() and p.cancel()
+        assert rec.wait_for(2) == [True, True]
+
+
 def test_error_hierarchy():
     assert issubclass(parataxis.InvalidArgument, ValueError)
     assert issubclass(parataxis.NoMemory, MemoryError)
