@@ -127,11 +127,21 @@ static pending_arg *new_arg(TimerQueue *t, long long key)
     return p;
 }
 
+/*
+** Seconds to the C API's nanoseconds, or -1 when s is negative, NaN or too long.
+** The largest duration is the same in the Python binding (_core.py): its
+** nanoseconds, s * 1e9, must fit int64_t, so s * 1e9 < 2^63 (about
+** 9223372036.85 s, 292 years).  Within it, a deadline past the clock's range
+** saturates to "never" in the C core.
+*/
+#define NS_LIMIT 0x1p63
+
 static int64_t to_ns(double s)
 {
-    if (!(s >= 0) || s > 9.2e9)
+    double ns = s * 1e9;
+    if (!(ns >= 0 && ns < NS_LIMIT))
         return -1;
-    return (int64_t)(s * 1e9);
+    return (int64_t)ns;
 }
 
 /* Posted only to keep the descriptor readable while recorded calls wait. */
@@ -271,7 +281,7 @@ int TimerQueue_wait(TimerQueue *t, double timeout_s)
 {
     if (t->hq == NULL)
         return 0;
-    if (timeout_s < 0 || timeout_s > 9.2e9)
+    if (timeout_s < 0 || timeout_s * 1e9 >= NS_LIMIT)
         return wait_unbounded(t->hq);
     int64_t ns = to_ns(timeout_s);
     return px_queue_wait(t->hq, ns < 0 ? 0 : ns);

@@ -21,7 +21,8 @@ TimerQueue *new_TimerQueue(void);
 void delete_TimerQueue(TimerQueue *t);
 
 /* A one-shot timer: its one call records `key` (>= 0).  Returns the id, or
-** 0 for a bad delay, a closed queue or no memory. */
+** 0 for a bad delay (negative, NaN, 2^63 ns or more), a closed queue or no
+** memory. */
 long long TimerQueue_add(TimerQueue *t, double delay_s, long long key);
 
 /* A periodic timer: its calls record -1 - key, the final aborted one too. */
@@ -34,8 +35,9 @@ int TimerQueue_pending(TimerQueue *t);
 int TimerQueue_fileno(TimerQueue *t);
 
 /* Waits up to timeout_s for handler calls, without a bound when timeout_s is
-** negative or above 9.2e9 s; 1 when some wait, 0 on timeout or when a signal
-** ended an unbounded wait, -1 when that wait failed (NaN waits 0). */
+** negative or 2^63 ns or more (too long for the C API: about 9.22e9 s); 1 when
+** some wait, 0 on timeout or when a signal ended an unbounded wait, -1 when that
+** wait failed (NaN waits 0). */
 int TimerQueue_wait(TimerQueue *t, double timeout_s);
 
 /* How many calls are queued (a recorded one not yet taken counts too). */

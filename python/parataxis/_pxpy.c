@@ -176,15 +176,19 @@ void pxpy_gate_forked(pxpy_gate *g)
 /* The timer queue's calls.  `key` is the handle's key (see pxpy_handler).
 ** `when` is the deadline in seconds on px_now()'s clock, as Python computed it
 ** (the clock plus the delay, so the handle knows it): rounded up to the
-** nanosecond, it is never before that delay has passed. */
+** nanosecond, it is never before that delay has passed.  Past the clock's
+** range (2^63 ns) it saturates to "never", as px_timerq_add does. */
 uint64_t pxpy_add_at(pxpy_gate *g, double when, uintptr_t key)
 {
     double ns = when * 1e9;
-    if (!(ns >= 0 && ns < 9e18))
+    if (!(ns >= 0))
         return 0;
-    int64_t deadline = (int64_t)ns;
-    if (deadline < ns)
-        deadline++;
+    int64_t deadline = INT64_MAX;
+    if (ns < 0x1p63) {
+        deadline = (int64_t)ns;
+        if (deadline < ns)
+            deadline++;
+    }
     if (pxpy_enter(g) != 0)
         return 0;
     uint64_t id = px_timerq_add_at(g->obj, deadline, pxpy_trampoline, (void *)key);
