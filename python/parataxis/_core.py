@@ -85,7 +85,7 @@ def _first_too_long() -> float:
 _TOO_LONG = _first_too_long()
 # Deadlines are computed here, in float seconds on the clock of px_now()
 # (CLOCK_MONOTONIC), so that a handle knows its when() without a second call into
-# C; pxpy_add_at rounds them up to the nanosecond.
+# C; pxpy_add_at rounds them up to the nanosecond (and saturates, as above).
 if time.get_clock_info("monotonic").implementation == "clock_gettime(CLOCK_MONOTONIC)":
     _clock = time.monotonic
 else:                                   # pragma: no cover - not Linux
@@ -837,7 +837,6 @@ def _close_all_at_exit() -> None:
 def _wait_deferred(timeout: float) -> None:
     # A queue closed from its own worker thread returned at once; its worker
     # still delivers the aborted calls.  Let it finish before finalization.
-    import time
     end = time.monotonic() + timeout
     while _DEFERRED and time.monotonic() < end:
         owners = {call._owner for call in list(_LIVE.values())}
