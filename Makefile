@@ -25,8 +25,9 @@ build: deps
 	@$(CONFIGURE) -B build >/dev/null
 	@cmake --build build
 
+# -Werror on the library and the binding's own C (_pxpy.c), as in `make build`.
 python-install: deps
-	$(PYTHON) -m pip install -q .
+	$(PYTHON) -m pip install -q -C cmake.define.PARATAXIS_WERROR=ON .
 
 demo: build python-install
 	@echo "== C =="

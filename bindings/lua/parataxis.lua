@@ -116,17 +116,19 @@ function TimerQueue:drain()
   return ran
 end
 
--- Above this a timeout (in seconds) does not fit the C side's int64 nanoseconds.
-local MAX_TIMEOUT = 9.2e9
+-- A duration (in seconds) fits the C side's int64 nanoseconds while s * 1e9 is
+-- below 2^63 (about 9223372036.85 s, 292 years), in both bindings: adds past it
+-- fail, a timeout past it waits without a bound.
+local NS_LIMIT = 2.0 ^ 63
 
 --- Waits up to `timeout` seconds for handler calls, then runs them; returns how
--- many ran.  With no timeout (or math.huge, or any above 9.2e9 s) it waits
+-- many ran.  With no timeout (or math.huge, or any of 2^63 ns or more) it waits
 -- until a call is due; it returns 0 at once when no call is owed at all.
 function TimerQueue:run(timeout)
   local core = self.core
   if timeout ~= nil then check_delay(timeout, "timeout") end
   if core:closed() ~= 0 then return 0 end
-  if timeout == nil or timeout > MAX_TIMEOUT then
+  if timeout == nil or timeout * 1e9 >= NS_LIMIT then
     if self.owed == 0 then return 0 end
     -- 0 is a signal: loop here, in Lua, so that a hook (Ctrl-C) can act.
     local r

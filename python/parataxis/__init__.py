@@ -1,4 +1,8 @@
-"""parataxis: a thread-safe timer queue (and, later, fibers) from libparataxis.
+"""parataxis: the timer queue of libparataxis for Python (its fibers are not bound yet).
+
+TimerQueue arms one-shot and periodic timers served by one C worker thread,
+Timer groups waiters behind one expiry, HandlerQueue runs handlers on your own
+thread; every handler runs exactly once, as fn(aborted).
 
     import threading, parataxis
     done = threading.Event()
@@ -9,15 +13,11 @@
 See docs/python.md.
 """
 from ._core import HandlerQueue, Timer, TimerHandle, TimerQueue, now, version
-from ._errors import (BusyError, Cancelled, Closed, DeadlockError, Error, ForkedError,
-                      InvalidArgument, NoFiberError, NoMemory, NotOwnerError,
-                      OwnerDiedError, Timeout, WrongThreadError)
+from ._errors import Closed, Error, ForkedError, InvalidArgument, NoMemory
 
 __version__ = "0.1.0"
 
 __all__ = [
     "TimerQueue", "TimerHandle", "Timer", "HandlerQueue", "now", "version",
-    "Error", "InvalidArgument", "NoMemory", "Timeout", "Cancelled", "DeadlockError",
-    "NotOwnerError", "BusyError", "OwnerDiedError", "NoFiberError", "Closed",
-    "ForkedError", "WrongThreadError",
+    "Error", "InvalidArgument", "NoMemory", "Closed", "ForkedError",
 ]

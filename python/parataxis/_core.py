@@ -14,16 +14,16 @@ How a Python handler reaches C and comes back exactly once:
   the contextvars context copied at the add: the handler runs in it, as
   loop.call_later's callbacks do.
 - Every C call on a queue, timer or handler queue goes through the object's
-  gate (pxpy_gate in _build_ffi.py): close() shuts the gate, waits for the calls
+  gate (pxpy_gate in _pxpy.c): close() shuts the gate, waits for the calls
   under way in other threads, and only then frees the C object.  A call that
   loses the race is refused and raises Closed.
-- The C side calls the compiled extern "Python" function pxpy_handler; cffi takes
+- The C side calls the compiled extern "Python+C" function pxpy_handler; cffi takes
   the GIL for it.  Every other C call runs with the GIL released (cffi's rule), so
   px_timerq_free and px_queue_wait never block Python threads.
 - A queue without an executor, or with a concurrent.futures one, gets the C
   executor pxpy_batch: the worker's calls of one batch run (or are submitted)
   under one hold of the GIL, not one each, and the one-shot handlers among them
-  reach Python in one call, pxpy_run_keys; see _build_ffi.py.
+  reach Python in one call, pxpy_run_keys; see _pxpy.c.
 """
 from __future__ import annotations
 
@@ -66,9 +66,26 @@ _invoke = lib.pxpy_invoke
 _ELSEWHERE = tuple(c for c in (getattr(concurrent.futures, "ProcessPoolExecutor", None),
                                getattr(concurrent.futures, "InterpreterPoolExecutor", None))
                    if c is not None)
+# The largest duration, the same in the Lua binding (bindings/pxswig.c): its
+# nanoseconds, s * 1e9, must fit the C API's int64_t, so s * 1e9 < 2**63 (about
+# 9223372036.85 s, 292 years).  A deadline past the clock's range within it
+# saturates to "never", as in C.  _TOO_LONG is the least float s past it.
+_INT64_MAX = 2**63 - 1
+
+
+def _first_too_long() -> float:
+    s = 2.0**63 / 1e9
+    while s * 1e9 >= 2.0**63:
+        s = math.nextafter(s, 0.0)
+    while s * 1e9 < 2.0**63:
+        s = math.nextafter(s, math.inf)
+    return s
+
+
+_TOO_LONG = _first_too_long()
 # Deadlines are computed here, in float seconds on the clock of px_now()
 # (CLOCK_MONOTONIC), so that a handle knows its when() without a second call into
-# C; pxpy_add_at rounds them up to the nanosecond.
+# C; pxpy_add_at rounds them up to the nanosecond (and saturates, as above).
 if time.get_clock_info("monotonic").implementation == "clock_gettime(CLOCK_MONOTONIC)":
     _clock = time.monotonic
 else:                                   # pragma: no cover - not Linux
@@ -238,8 +255,8 @@ def _ns(seconds: float, what: str = "delay") -> int:
         raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
     if not (seconds >= 0 and math.isfinite(seconds)):
         raise InvalidArgument(f"{what} must be finite and >= 0, got {seconds!r}")
-    if seconds >= 4e9:                  # ~126 years: beyond what the clock holds
-        raise InvalidArgument(f"{what} too large: {seconds!r}")
+    if not seconds < _TOO_LONG:         # 2**63 ns or more: past int64_t
+        raise InvalidArgument(f"{what} too large: {seconds!r} (2**63 ns or more)")
     return int(seconds * 1e9)
 
 
@@ -331,7 +348,8 @@ class HandlerQueue:
         """Block (GIL released) until a handler waits or `timeout` s passed.
 
         Signals are handled while it waits: Ctrl-C raises KeyboardInterrupt."""
-        end = -1 if timeout is None else lib.px_now() + _ns(timeout, "timeout")
+        end = -1 if timeout is None else min(lib.px_now() + _ns(timeout, "timeout"),
+                                             _INT64_MAX)
         # Back from C at each signal (PXPY_EINTR), so the Python signal handlers
         # run here (PEP 475): the loop's next turn raises what they raise.
         while True:
@@ -541,7 +559,7 @@ class TimerQueue:
             _check_handler(fn)
         if type(delay) is not float and type(delay) is not int:
             delay = _ns(delay) / 1e9
-        elif not 0 <= delay < 4e9:
+        elif not 0 <= delay < _TOO_LONG:
             _ns(delay)                  # raises
         if self._loop is not None:
             self._check_loop()
@@ -819,7 +837,6 @@ def _close_all_at_exit() -> None:
 def _wait_deferred(timeout: float) -> None:
     # A queue closed from its own worker thread returned at once; its worker
     # still delivers the aborted calls.  Let it finish before finalization.
-    import time
     end = time.monotonic() + timeout
     while _DEFERRED and time.monotonic() < end:
         owners = {call._owner for call in list(_LIVE.values())}

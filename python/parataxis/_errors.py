@@ -1,4 +1,7 @@
-"""The exception hierarchy: one class per C error code, all under parataxis.Error."""
+"""The exception hierarchy, all under parataxis.Error: one class per C error code
+that a call of this binding can return (the timer queue, the deadline timer and
+the handler queue return only these; the fiber binding will add its own).  Any
+other code raises Error itself, with px_strerror's text."""
 from __future__ import annotations
 
 from typing import Dict, NoReturn, Type
@@ -25,34 +28,6 @@ class NoMemory(Error, MemoryError):
     code = lib.PX_ENOMEM
 
 
-class Timeout(Error, TimeoutError):
-    code = lib.PX_ETIMEDOUT
-
-
-class Cancelled(Error):
-    code = lib.PX_ECANCELED
-
-
-class DeadlockError(Error):
-    code = lib.PX_EDEADLK
-
-
-class NotOwnerError(Error, PermissionError):
-    code = lib.PX_EPERM
-
-
-class BusyError(Error):
-    code = lib.PX_EBUSY
-
-
-class OwnerDiedError(Error):
-    code = lib.PX_EOWNERDEAD
-
-
-class NoFiberError(Error, RuntimeError):
-    code = lib.PX_ENOFIBER
-
-
 class Closed(Error, RuntimeError):
     """The object was closed (or is shutting down)."""
 
@@ -65,21 +40,13 @@ class ForkedError(Closed):
     code = lib.PX_EFORKED
 
 
-class WrongThreadError(Error, RuntimeError):
-    code = lib.PX_ETHREAD
-
-
 # Shown, printed and pickled as parataxis.Closed etc., where users import them.
-for _cls in (Error, InvalidArgument, NoMemory, Timeout, Cancelled, DeadlockError,
-             NotOwnerError, BusyError, OwnerDiedError, NoFiberError, Closed, ForkedError,
-             WrongThreadError):
+for _cls in (Error, InvalidArgument, NoMemory, Closed, ForkedError):
     _cls.__module__ = "parataxis"
 del _cls
 
 _BY_CODE: Dict[int, Type[Error]] = {
-    c.code: c
-    for c in (InvalidArgument, NoMemory, Timeout, Cancelled, DeadlockError, NotOwnerError,
-              BusyError, OwnerDiedError, NoFiberError, Closed, ForkedError, WrongThreadError)
+    c.code: c for c in (InvalidArgument, NoMemory, Closed, ForkedError)
 }
 
 

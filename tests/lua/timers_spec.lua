@@ -95,6 +95,27 @@ describe("TimerQueue", function()
     assert.is_false(q:cancel(123456789))     -- unknown id
   end)
 
+  it("largest_delay_is_int64_nanoseconds", function()
+    -- One bound in both bindings (tests/python/test_timerq.py has the same
+    -- test): a duration whose nanoseconds fit the C API's int64_t is accepted
+    -- -- its deadline saturates to "never", as in C -- and one of 2^63 ns or
+    -- more (about 9223372036.85 s, 292 years) is refused.
+    local longest, too_long = 9223372036.0, 9223372037.0
+    local calls = {}
+    local function rec(aborted) calls[#calls + 1] = aborted end
+    local id = q:add(longest, rec)
+    local pid = q:add_periodic(longest, longest, rec)
+    assert.equal(2, q:pending())
+    assert.has_error(function() q:add(too_long, rec) end)
+    assert.has_error(function() q:add_periodic(too_long, 1, rec) end)
+    assert.has_error(function() q:add_periodic(0, too_long, rec) end)
+    assert.equal(2, q:pending())
+    assert.is_true(q:cancel(id))
+    assert.is_true(q:cancel(pid))
+    run_until(q, function() return #calls == 2 end)
+    assert.same({ true, true }, calls)
+  end)
+
   it("an error in a handler propagates and loses no other call", function()
     local ok_calls = 0
     q:add(0.001, function() error("boom") end)

@@ -76,7 +76,8 @@ def test_sdist_has_the_sources_and_the_licence(sdist_members):
     for rel in ["LICENSE", "pyproject.toml", "CMakeLists.txt", "docs/python.md",
                 "core/include/parataxis.h", "core/src/timerq/queue.c",
                 "python/CMakeLists.txt", "python/parataxis/__init__.py",
-                "python/parataxis/_build_ffi.py", "python/parataxis/py.typed"]:
+                "python/parataxis/_build_ffi.py", "python/parataxis/_pxpy.c",
+                "python/parataxis/_pxpy.h", "python/parataxis/py.typed"]:
         assert rel in sdist_members, rel
 
 

@@ -215,13 +215,50 @@ def test_bad_input(rec):
     assert rec.calls == [True]                 # h, aborted by close
 
 
+def test_largest_delay_is_int64_nanoseconds(rec):
+    # One bound in both bindings (tests/lua/timers_spec.lua has the same test):
+    # a duration whose nanoseconds fit the C API's int64_t is accepted -- its
+    # deadline saturates to "never", as in C -- and one of 2**63 ns or more
+    # (about 9223372036.85 s, 292 years) is refused.
+    longest, too_long = 9223372036.0, 9223372037.0
+    with parataxis.TimerQueue() as q:
+        t = parataxis.Timer(q)
+        h = q.add(longest, rec)
+        p = q.add_periodic(longest, longest, rec)
+        assert q.pending == 2
+        assert t.expires_after(longest) == 0
+        for call in (lambda: q.add(too_long, rec),
+                     lambda: q.add_periodic(too_long, 1, rec),
+                     lambda: q.add_periodic(0, too_long, rec),
+                     lambda: t.expires_after(too_long)):
+            with pytest.raises(parataxis.InvalidArgument):
+                call()
+        assert q.pending == 2
+        assert h.cancel() and p.cancel()
+        assert rec.wait_for(2) == [True, True]
+
+
 def test_error_hierarchy():
-    assert issubclass(parataxis.Timeout, TimeoutError)
-    for cls in (parataxis.Timeout, parataxis.Cancelled, parataxis.DeadlockError,
-                parataxis.OwnerDiedError, parataxis.Closed, parataxis.ForkedError):
+    assert issubclass(parataxis.InvalidArgument, ValueError)
+    assert issubclass(parataxis.NoMemory, MemoryError)
+    assert issubclass(parataxis.Closed, RuntimeError)
+    for cls in (parataxis.InvalidArgument, parataxis.NoMemory, parataxis.Closed,
+                parataxis.ForkedError):
         assert issubclass(cls, parataxis.Error)
     assert issubclass(parataxis.ForkedError, parataxis.Closed)
-    assert "cancel" in str(parataxis.Cancelled()).lower()
+    assert "closed" in str(parataxis.Closed()).lower()
+
+
+def test_only_exceptions_a_call_can_raise_are_exported():
+    # The timer queue, Timer and HandlerQueue return PX_EINVAL, PX_ENOMEM,
+    # PX_ECLOSED and PX_EFORKED; the fiber codes get classes with the fibers.
+    exported = {n for n in parataxis.__all__
+                if isinstance(getattr(parataxis, n), type)
+                and issubclass(getattr(parataxis, n), BaseException)}
+    assert exported == {"Error", "InvalidArgument", "NoMemory", "Closed", "ForkedError"}
+    for gone in ("Timeout", "Cancelled", "DeadlockError", "NotOwnerError", "BusyError",
+                 "OwnerDiedError", "NoFiberError", "WrongThreadError"):
+        assert not hasattr(parataxis, gone)
 
 
 def test_timer_waiters_fire_together(rec):

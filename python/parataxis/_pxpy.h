@@ -1,0 +1,80 @@
+/*
+** _pxpy.h -- the C half of the Python binding: what _pxpy.c gives the cffi
+** extension parataxis._parataxis, and what it takes from it.
+**
+** _build_ffi.py reads the part between the two "cdef" lines below into the cffi
+** cdef, so Python and C see one declaration of each pxpy_ name.  That part is
+** plain C that cffi's parser also reads: declarations, comments and integer
+** #defines only.
+*/
+#ifndef PXPY_H
+#define PXPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "parataxis.h"
+
+/* cdef: begin */
+
+/* The gate of a queue, timer or handler queue: every call from Python goes
+** through it, so that close() can wait for the calls under way before the free. */
+typedef struct pxpy_gate pxpy_gate;
+pxpy_gate *pxpy_gate_new(void *obj);
+void pxpy_gate_free(pxpy_gate *g);
+int pxpy_enter(pxpy_gate *g);
+void pxpy_leave(pxpy_gate *g);
+int pxpy_shut(pxpy_gate *g);
+void pxpy_gate_forked(pxpy_gate *g);
+
+/* The timer queue's and the deadline timer's calls, each inside the gate.  A
+** handler's C arg is the key (an int) under which the Python side keeps the call
+** alive: ints cross the boundary faster than ffi handles. */
+uint64_t pxpy_add_at(pxpy_gate *g, double when, uintptr_t key);
+uint64_t pxpy_add_periodic(pxpy_gate *g, int64_t first_ns, int64_t period_ns, uintptr_t key);
+int pxpy_cancel(pxpy_gate *g, uint64_t id);
+int64_t pxpy_cancel_all(pxpy_gate *g);
+int64_t pxpy_pending(pxpy_gate *g);
+int pxpy_timer_expires_after(pxpy_gate *g, int64_t delay_ns);
+int64_t pxpy_timer_expiry(pxpy_gate *g);
+int pxpy_timer_wait(pxpy_gate *g, uintptr_t key);
+int pxpy_timer_cancel(pxpy_gate *g);
+void pxpy_timer_drop(pxpy_gate *g);
+int pxpy_timer_close(pxpy_gate *g, pxpy_gate *qg);
+
+/* The handler queue's calls.  pxpy_queue_wait returns PXPY_EINTR when a signal
+** ended the wait. */
+int pxpy_queue_drain(pxpy_gate *g, size_t max);
+void pxpy_drain_stop(void);
+int pxpy_queue_fd(pxpy_gate *g);
+#define PXPY_EINTR 2
+int pxpy_queue_wait(pxpy_gate *g, int64_t deadline);
+int64_t pxpy_queue_size(pxpy_gate *g);
+int pxpy_queue_shut(pxpy_gate *g, size_t own);
+
+/* The C trampoline a concurrent.futures worker calls: fn(arg, status). */
+void pxpy_invoke(px_handler_fn fn, void *arg, int status);
+
+/* The one-shot handlers a batch collected, handed to Python in one call:
+** key[done..n) with their status. */
+typedef struct pxpy_keys {
+    uintptr_t *key;
+    int *status;
+    size_t n, done;
+} pxpy_keys;
+
+/* The executor of a queue whose handlers run on its worker or go to a
+** concurrent.futures executor: a batch at a time under one hold of the GIL. */
+typedef struct pxpy_batch pxpy_batch;
+pxpy_batch *pxpy_batch_new(px_executor inner);
+px_executor pxpy_batch_executor(pxpy_batch *b);
+void pxpy_batch_free(pxpy_batch *b);
+
+/* cdef: end */
+
+/* Python functions that C calls, compiled by cffi from the extern "Python+C"
+** declarations in _build_ffi.py (defined in _core.py with @ffi.def_extern). */
+void pxpy_handler(uintptr_t key, int status);
+void pxpy_run_keys(pxpy_keys *k);
+
+#endif
