@@ -5,7 +5,6 @@
 ** number of waiters, a fiber's end), never on sleeps; the only timeouts are
 ** the ones under test, and they are short while the holds are unbounded.
 */
-#include <stdarg.h>
 #include <string.h>
 
 #include "spec.h"
@@ -567,14 +566,6 @@ SPEC(a_fiber_id_that_held_the_lock_is_never_mistaken_for_a_new_fiber)
 
 static px_mutex *A, *B;
 static uint64_t left_id, right_id;
-static char report[8192];
-
-static void on_deadlock(void *ctx, const char *text)
-{
-    (void)ctx;
-    snprintf(report, sizeof report, "%s", text);
-}
-
 static void *left(void *arg)
 {
     (void)arg;
@@ -595,28 +586,11 @@ static void *right(void *arg)
     return NULL;
 }
 
-static void check_has(const char *fmt, ...)
-{
-    char line[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (strstr(report, line) == NULL) {
-        fprintf(stderr, "missing \"%s\" in:\n%s", line, report);
-        exit(1);
-    }
-}
-
 SPEC(deadlock_report_names_the_holders_and_prints_the_cycle)
 {
     A = px_mutex_new();
     B = px_mutex_new();
-    px_sched_opts o = { .on_deadlock = on_deadlock };
-    px_sched *s = px_sched_new(&o);
-    CHECK_EQ(px_sched_post(s, left, NULL), 0);
-    CHECK_EQ(px_sched_post(s, right, NULL), 0);
-    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    px_sched *s = run_to_deadlock((px_fiber_fn[]){ left, right, NULL });
     check_has("fiber %llu: parked on \"Mutex lock\", waits on mutex@%p held by fiber %llu",
               (unsigned long long)left_id, (void *)B, (unsigned long long)right_id);
     check_has("fiber %llu: parked on \"Mutex lock\", waits on mutex@%p held by fiber %llu",

@@ -4,7 +4,6 @@
 ** Each SPEC is one documented behaviour.  Fibers synchronize on events (the
 ** number of waiters and readers, a fiber's end), never on sleeps.
 */
-#include <stdarg.h>
 #include <string.h>
 
 #include "spec.h"
@@ -652,27 +651,6 @@ SPEC(a_fiber_that_once_held_it_is_never_mistaken_for_a_new_fiber)
 
 /* -- misuse, introspection, free, reports -------------------------------------------- */
 
-static char report[8192];
-
-static void on_deadlock(void *ctx, const char *text)
-{
-    (void)ctx;
-    snprintf(report, sizeof report, "%s", text);
-}
-
-static void check_has(const char *fmt, ...)
-{
-    char line[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (strstr(report, line) == NULL) {
-        fprintf(stderr, "missing \"%s\" in:\n%s", line, report);
-        exit(1);
-    }
-}
-
 static px_mutex *Mx;
 static uint64_t rd_id, wr_id, late_id;
 
@@ -711,12 +689,8 @@ SPEC(deadlock_report_names_readers_and_writer_and_prints_the_cycle)
 {
     L = px_rwlock_new();
     Mx = px_mutex_new();
-    px_sched_opts o = { .on_deadlock = on_deadlock };
-    px_sched *s = px_sched_new(&o);
-    CHECK_EQ(px_sched_post(s, stuck_reader, NULL), 0);
-    CHECK_EQ(px_sched_post(s, stuck_writer, NULL), 0);
-    CHECK_EQ(px_sched_post(s, stuck_late, NULL), 0);
-    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    px_sched *s = run_to_deadlock((px_fiber_fn[]){ stuck_reader, stuck_writer, stuck_late,
+                                                   NULL });
     check_has("fiber %llu: parked on \"RwLock write lock\", waits on rwlock@%p held by fiber %llu\n",
               (unsigned long long)wr_id, (void *)L, (unsigned long long)rd_id);
     check_has("fiber %llu: parked on \"RwLock read lock\", waits on rwlock@%p held by fiber %llu\n",
