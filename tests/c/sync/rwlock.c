@@ -439,38 +439,6 @@ static void *cancellable_writer(void *arg)
     return NULL;
 }
 
-static void *canceller(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_token_cancel(T), 1);
-    return NULL;
-}
-
-static void *cancel_main(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_rwlock_wrlock(L), 0);
-    px_fiber *c = px_spawn(cancellable_reader, NULL);
-    YIELD_UNTIL(px_rwlock_waiters(L) == 1);
-    px_fiber *w = px_spawn(writer, NULL);
-    YIELD_UNTIL(px_rwlock_waiters(L) == 2);
-    join(px_spawn(canceller, NULL));
-    join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
-    CHECK_EQ(px_rwlock_waiters(L), 1);
-    CHECK_EQ(px_rwlock_wrunlock(L), 0);
-    CHECK_EQ(px_rwlock_writer(L), px_fiber_id(w));
-    join(w);
-    return NULL;
-}
-
-SPEC(cancelled_reader_leaves_no_waiter)
-{
-    T = px_token_new();
-    run(cancel_main);
-    px_token_free(T);
-}
-
 static void *race_writer_main(void *arg)
 {
     (void)arg;
@@ -874,7 +842,6 @@ SPECS(any_number_of_readers_hold_it_together,
       try_forms_never_park_and_never_pass_a_queued_waiter,
       releasing_a_hold_the_caller_does_not_have_is_eperm,
       timed_out_writer_leaves_no_waiter_and_lets_the_readers_behind_it_in,
-      cancelled_reader_leaves_no_waiter,
       wrunlock_right_after_an_interrupted_writer_goes_past_it_to_the_readers,
       wrunlock_right_after_an_interrupted_reader_goes_past_it_to_the_writer,
       dead_writer_releases_its_holds_and_the_next_writer_gets_eownerdead,
