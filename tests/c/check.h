@@ -11,8 +11,10 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "parataxis.h"
@@ -119,6 +121,48 @@ static inline uint64_t rng_next(uint64_t *s)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
     return z ^ (z >> 31);
+}
+
+/* -- deadlock reports ------------------------------------------------------ */
+
+/* The last report of a scheduler whose opts.on_deadlock is on_deadlock, and how
+** many it wrote. */
+static char report[8192];
+static int reports;
+
+static inline void on_deadlock(void *ctx, const char *text)
+{
+    (void)ctx;
+    reports++;
+    snprintf(report, sizeof report, "%s", text);
+}
+
+/* Fails, showing the report, unless it holds the line fmt formats. */
+static inline void check_has(const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (strstr(report, line) == NULL) {
+        fprintf(stderr, "missing \"%s\" in:\n%s", line, report);
+        exit(1);
+    }
+}
+
+/* Runs a new scheduler, reporting to on_deadlock, on a NULL-ended list of fibers
+** that must deadlock; returns it, for the caller to look at and then free. */
+static inline px_sched *run_to_deadlock(const px_fiber_fn *fns)
+{
+    px_sched_opts o = { .on_deadlock = on_deadlock };
+    px_sched *s = px_sched_new(&o);
+    CHECK(s != NULL);
+    for (; *fns; fns++)
+        CHECK_EQ(px_sched_post(s, *fns, NULL), 0);
+    report[0] = 0;
+    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    return s;
 }
 
 #endif /* PX_TEST_CHECK_H */

@@ -10,16 +10,6 @@
 
 #include "../check.h"
 
-static char report[8192];
-static int reports;
-
-static void on_deadlock(void *ctx, const char *text)
-{
-    (void)ctx;
-    reports++;
-    snprintf(report, sizeof report, "%s", text);
-}
-
 static gate a, b;
 static uint64_t id1, id2, id3;
 
@@ -58,12 +48,7 @@ static int contains(const char *needle)
 
 static void test_cycle(void)
 {
-    px_sched_opts o = { .on_deadlock = on_deadlock };
-    px_sched *s = px_sched_new(&o);
-    CHECK_EQ(px_sched_post(s, left, NULL), 0);
-    CHECK_EQ(px_sched_post(s, right, NULL), 0);
-    CHECK_EQ(px_sched_post(s, lonely, NULL), 0);
-    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    px_sched *s = run_to_deadlock((px_fiber_fn[]){ left, right, lonely, NULL });
     CHECK_EQ(reports, 1);
     fputs(report, stdout);
     char line[256];
@@ -113,10 +98,7 @@ static void *join_main(void *arg)
 
 static void test_join_cycle(void)
 {
-    px_sched_opts o = { .on_deadlock = on_deadlock };
-    px_sched *s = px_sched_new(&o);
-    CHECK_EQ(px_sched_post(s, join_main, NULL), 0);
-    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    px_sched *s = run_to_deadlock((px_fiber_fn[]){ join_main, NULL });
     fputs(report, stdout);
     CHECK(contains("3 fiber(s) are parked"));
     CHECK(contains("parked on \"fiber join\", waits on fiber@"));

@@ -118,16 +118,6 @@ static void test_sched_run_with_a_hold(void)
 
 /* -- real deadlocks -------------------------------------------------------- */
 
-static char report[4096];
-static int reports;
-
-static void on_deadlock(void *ctx, const char *text)
-{
-    (void)ctx;
-    reports++;
-    snprintf(report, sizeof report, "%s", text);
-}
-
 static uint64_t stuck_id;
 static int stuck_count;
 

@@ -34,6 +34,7 @@ typedef struct kind {
     query_fn queued;         /* the count of waiters, where the API has one */
     query_fn holder;         /* the fiber that holds it, where the API has one */
     void (*hosted_check)(void *h);   /* after a hosted wait (or NULL) */
+    int holder_line;         /* the deadlock report names who holds what it waits on */
 } kind;
 
 /* -- the rows ------------------------------------------------------------------- */
@@ -150,40 +151,40 @@ static const kind kinds[] = {
     { "mutex", "mutex", "Mutex lock", mutex_make, mutex_arm, mutex_lock_, mutex_leave,
       mutex_release, mutex_free_,
       { mutex_lock_, mutex_trylock_, mutex_unlock_ }, { NULL },
-      { mutex_owner_, mutex_waiters_ }, mutex_waiters_, mutex_owner_, NULL },
+      { mutex_owner_, mutex_waiters_ }, mutex_waiters_, mutex_owner_, NULL, 1 },
     { "rwlock", "rwlock", "RwLock read lock", rwlock_make, rwlock_arm, rwlock_rdlock_,
       rwlock_leave, rwlock_release, rwlock_free_,
       { rwlock_rdlock_, rwlock_wrlock_, rwlock_tryrdlock_, rwlock_trywrlock_,
         rwlock_rdunlock_, rwlock_wrunlock_ }, { NULL },
-      { rwlock_readers_, rwlock_writer_, rwlock_waiters_ }, rwlock_waiters_, NULL, NULL },
+      { rwlock_readers_, rwlock_writer_, rwlock_waiters_ }, rwlock_waiters_, NULL, NULL, 1 },
     { "waitgroup", "waitgroup", "WaitGroup wait", waitgroup_make, waitgroup_arm,
       waitgroup_wait_, NULL, waitgroup_release, waitgroup_free_,
       { waitgroup_wait_ }, { waitgroup_add_, waitgroup_done_ },
-      { waitgroup_count_ }, NULL, NULL, NULL },
+      { waitgroup_count_ }, NULL, NULL, NULL, 0 },
     { "barrier", "barrier", "Barrier arrive", barrier_make, NULL, barrier_arrive_and_wait_,
       NULL, barrier_release, barrier_free_,
       { barrier_arrive_and_wait_ }, { NULL },
-      { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check },
+      { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check, 0 },
     { "once", "once", "Once init", once_make, once_arm, once_begin_, NULL, once_release,
       once_free_,
       { once_do_, once_begin_, once_end_ }, { NULL },
-      { once_done_ }, NULL, NULL, NULL },
+      { once_done_ }, NULL, NULL, NULL, 1 },
     { "sem", "semaphore", "Semaphore acquire", sem_make, NULL, sem_acquire_, NULL,
       sem_release, sem_free_,
       { sem_acquire_ }, { sem_tryacquire_, sem_release_ },
-      { sem_value_, sem_waiters_ }, sem_waiters_, NULL, sem_hosted_check },
+      { sem_value_, sem_waiters_ }, sem_waiters_, NULL, sem_hosted_check, 0 },
     { "event", "event", "Event wait", event_make, NULL, event_wait_, NULL, event_release,
       event_free_,
       { event_wait_ }, { event_set_, event_clear_ },
-      { event_is_set_ }, NULL, NULL, NULL },
+      { event_is_set_ }, NULL, NULL, NULL, 0 },
     { "chan", "channel", "Channel recv", chan1_make, NULL, chan_recv_, chan_recv_leave,
       chan_send_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
-      { chan_len_ }, NULL, NULL, chan_hosted_check },
+      { chan_len_ }, NULL, NULL, chan_hosted_check, 0 },
     { "chan", "channel", "Channel send", chan_make, NULL, chan_send_, NULL,
       chan_recv_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
-      { chan_len_, chan_cap_ }, NULL, NULL, NULL },
+      { chan_len_, chan_cap_ }, NULL, NULL, NULL, 0 },
 };
 
 /* -- the harness ------------------------------------------------------------------ */
@@ -302,89 +303,157 @@ static void *cancellable(void *arg)
 static void *timed(void *arg)
 {
     (void)arg;
+    int64_t t0 = px_now();
     CHECK_EQ(px_with_timeout(PX_MSEC(5), block_body, NULL), PX_ETIMEDOUT);
+    CHECK_GE(px_now() - t0, PX_MSEC(5));
     return NULL;
 }
 
-/* A timed-out wait and a cancelled one leave nothing queued: the release
-** goes past them to the patient waiter, and the primitive frees.  The waits
-** are not the arming fiber's (the owner of a mutex would get PX_EDEADLK), and
-** the patient one comes after the cancel (a barrier's arrivals add up). */
+/* Right after an interrupted wait returned, nothing is queued: once the arming
+** fiber lets go (with nobody waiting), the primitive frees at once.  A fresh
+** one, armed again, goes on. */
+static void free_at_once_and_renew(void)
+{
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 0);
+    if (K->holder)
+        CHECK_EQ(K->holder(H), px_self());       /* the hold stays where it was */
+    if (K->arm)
+        K->release(H);
+    CHECK_EQ(K->free(H), 0);
+    make();
+    if (K->arm)
+        K->arm(H);
+}
+
+/* A patient waiter after the interrupted one is the only one queued; the
+** release lets it through (and, where the primitive names a holder, makes it
+** the holder before it runs). */
+static void patient_gets_it(void)
+{
+    int before = entered;
+    px_fiber *w = px_spawn(waiter, NULL);
+    YIELD_UNTIL(entered == before + 1);
+    CHECK_EQ(result, 1);                         /* it waits */
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 1);
+    K->release(H);
+    if (K->holder)
+        CHECK_EQ(K->holder(H), px_fiber_id(w));
+    join(w);
+    CHECK_EQ(result, 0);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 0);
+}
+
+/* The waits are not the arming fiber's (the owner of a mutex would get
+** PX_EDEADLK), and the patient one comes after the interrupted ones (a
+** barrier's arrivals add up). */
 static void *interrupt_main(void *arg)
 {
     (void)arg;
     if (K->arm)
         K->arm(H);
     join(px_spawn(timed, NULL));
-    if (K->queued)
-        CHECK_EQ(K->queued(H), 0);
+    free_at_once_and_renew();
     px_fiber *c = px_spawn(cancellable, NULL);
     YIELD_UNTIL(entered == 1);
-    CHECK_EQ(px_token_cancel(T), 1);             /* c interrupted, not run yet */
-    px_fiber *w = px_spawn(waiter, NULL);
-    YIELD_UNTIL(entered == 2);
-    CHECK_EQ(result, 1);                         /* the patient one waits */
-    K->release(H);                               /* only w is let through */
+    CHECK_EQ(px_token_cancel(T), 1);             /* by another fiber */
     join(c);
-    join(w);
     CHECK_EQ(cancel_result, PX_ECANCELED);
-    CHECK_EQ(result, 0);
-    if (K->queued)
-        CHECK_EQ(K->queued(H), 0);
+    free_at_once_and_renew();
+    patient_gets_it();
     return NULL;
 }
 
-static void interrupted(void)
+static void interrupted(px_fiber_fn main)
 {
     make();
     T = px_token_new();
-    CHECK_EQ(px_run(interrupt_main, NULL, NULL), 0);
+    CHECK_EQ(px_run(main, NULL, NULL), 0);
     px_token_free(T);
     CHECK_EQ(K->free(H), 0);
 }
 
+static void timed_out_or_cancelled(void) { interrupted(interrupt_main); }
+
 SPEC(timed_out_or_cancelled_wait_leaves_nothing_queued)
 {
-    each_kind(interrupted);
+    each_kind(timed_out_or_cancelled);
 }
 
-/* -- the deadlock report ------------------------------------------------------------ */
-
-static char report[8192];
-
-static void on_deadlock(void *ctx, const char *text)
+static void *cancelling_thread(void *arg)
 {
-    (void)ctx;
-    snprintf(report, sizeof report, "%s", text);
+    (void)arg;
+    CHECK_EQ(px_token_cancel(T), 1);
+    return NULL;
 }
 
-/* Arms the primitive and then waits for ever on an event nobody sets. */
-static px_event *never;
+static int join_body(void *arg) { return px_join(arg, NULL); }
 
-static void *stuck_armer(void *arg)
+/* The scheduler cannot see the other thread: the arming fiber joins the waiter
+** under a (generous) timeout, whose pending deadline keeps the run from being
+** declared a deadlock while the cancel travels. */
+static void *thread_cancel_main(void *arg)
 {
     (void)arg;
     if (K->arm)
         K->arm(H);
+    px_fiber *c = px_spawn(cancellable, NULL);
+    YIELD_UNTIL(entered == 1);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, cancelling_thread, NULL) == 0);
+    CHECK_EQ(px_with_timeout(PX_TEST_TIMEOUT_NS, join_body, c), 0);
+    px_fiber_release(c);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    free_at_once_and_renew();
+    patient_gets_it();
+    return NULL;
+}
+
+static void thread_cancelled(void) { interrupted(thread_cancel_main); }
+
+SPEC(wait_cancelled_by_another_thread_leaves_nothing_queued)
+{
+    each_kind(thread_cancelled);
+}
+
+/* -- the deadlock report ------------------------------------------------------------ */
+
+/* Arms the primitive and then waits for ever on an event nobody sets. */
+static px_event *never;
+static uint64_t armer_id, waiter_id;
+
+static void *stuck_armer(void *arg)
+{
+    (void)arg;
+    armer_id = px_self();
+    K->arm(H);
     px_event_wait(never);
     return NULL;
 }
 
+static void *stuck_waiter(void *arg)
+{
+    waiter_id = px_self();
+    return waiter(arg);
+}
+
+/* The waiter's own line names its wait and the primitive (and, where the
+** primitive has one, the fiber that holds it); an armer parked elsewhere does
+** not stand in for it. */
 static void deadlock(void)
 {
     make();
     CHECK((never = px_event_new()) != NULL);
-    px_sched_opts o = { .on_deadlock = on_deadlock };
-    px_sched *s = px_sched_new(&o);
-    CHECK_EQ(px_sched_post(s, stuck_armer, NULL), 0);
-    CHECK_EQ(px_sched_post(s, waiter, NULL), 0);
-    report[0] = 0;
-    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
-    char want[64];
-    snprintf(want, sizeof want, "\"%s\"", K->wait);
-    CHECK(strstr(report, want) != NULL);
-    snprintf(want, sizeof want, "%s@%p", K->tag, H);
-    CHECK(strstr(report, want) != NULL);
+    px_fiber_fn both[] = { stuck_armer, stuck_waiter, NULL };
+    px_sched *s = run_to_deadlock(K->arm ? both : both + 1);
+    check_has("fiber %llu: parked on \"%s\", waits on %s@%p%s", (unsigned long long)waiter_id,
+              K->wait, K->tag, H, K->holder_line ? " held by fiber " : "\n");
+    if (K->holder_line)
+        check_has("waits on %s@%p held by fiber %llu\n", K->tag, H,
+                  (unsigned long long)armer_id);
     if (K->queued)
         CHECK_EQ(K->queued(H), 1);               /* off-fiber, the state is still there */
     CHECK_EQ(K->free(H), PX_EBUSY);
@@ -466,5 +535,6 @@ SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
 SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
       free_refuses_a_waited_on_primitive_with_ebusy,
       timed_out_or_cancelled_wait_leaves_nothing_queued,
+      wait_cancelled_by_another_thread_leaves_nothing_queued,
       deadlock_report_names_the_wait_and_the_primitive,
       hosted_fiber_waits_through_eyield_and_a_recall)

@@ -73,13 +73,6 @@ SPEC(an_interrupted_then_stray_woken_waiter_is_passed_by_a_release)
 
 /* -- an off-fiber grant whose wake queues behind a cancel ------------------- */
 
-static char report[2048];
-static void on_deadlock(void *ctx, const char *text)
-{
-    (void)ctx;
-    snprintf(report, sizeof report, "%s", text);
-}
-
 /* Two acquirers parked (the first in a cancel scope), the scheduler stopped
 ** with PX_EDEADLK; then, off-fiber: `stray` px_wake of the first, a cancel,
 ** a release; then the run goes on.  A unit is never lost nor doubled. */

@@ -5,7 +5,6 @@
 ** number of waiters, a fiber's end), never on sleeps; the only timeouts are
 ** the ones under test, and they are short while the holds are unbounded.
 */
-#include <stdarg.h>
 #include <string.h>
 
 #include "spec.h"
@@ -235,43 +234,7 @@ SPEC(relock_and_trylock_by_the_owner_are_edeadlk)
 
 /* -- interrupted waits -------------------------------------------------------- */
 
-static int timed_result;
-
-static void *timed_locker(void *arg)
-{
-    (void)arg;
-    int64_t t0 = px_now();
-    timed_result = px_with_timeout(PX_MSEC(20), lock_body, NULL);
-    CHECK_GE(px_now() - t0, PX_MSEC(20));
-    return NULL;
-}
-
-static void *timeout_main(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_mutex_lock(M), 0);
-    px_fiber *t = px_spawn(timed_locker, NULL);
-    YIELD_UNTIL(px_mutex_waiters(M) == 1);
-    px_fiber *w = px_spawn(lock_unlock, NULL);
-    YIELD_UNTIL(px_mutex_waiters(M) == 2);
-    join(t);                                       /* it gave up */
-    CHECK_EQ(timed_result, PX_ETIMEDOUT);
-    CHECK_EQ(px_mutex_waiters(M), 1);              /* only the patient one */
-    CHECK_EQ(px_mutex_owner(M), px_self());
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    CHECK_EQ(px_mutex_owner(M), px_fiber_id(w));   /* the next waiter gets it */
-    join(w);
-    CHECK_EQ(px_mutex_waiters(M), 0);
-    return NULL;
-}
-
-SPEC(timed_out_lock_leaves_no_waiter_and_the_next_waiter_gets_it)
-{
-    run(timeout_main);
-}
-
 static px_token *T;
-static px_fiber *C;                              /* the cancellable waiter */
 static int cancel_result;
 
 static void *cancellable_locker(void *arg)
@@ -279,88 +242,6 @@ static void *cancellable_locker(void *arg)
     (void)arg;
     cancel_result = px_with_cancel(T, lock_body, NULL);
     return NULL;
-}
-
-static void *canceller(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_token_cancel(T), 1);
-    return NULL;
-}
-
-/* The holder queues a cancellable waiter and a patient one, lets `cancel`
-** cancel the token, and checks that only the patient one is left. */
-static void cancel_scenario(void (*cancel)(void))
-{
-    CHECK_EQ(px_mutex_lock(M), 0);
-    px_fiber *c = C = px_spawn(cancellable_locker, NULL);
-    YIELD_UNTIL(px_mutex_waiters(M) == 1);
-    px_fiber *w = px_spawn(lock_unlock, NULL);
-    YIELD_UNTIL(px_mutex_waiters(M) == 2);
-    cancel();
-    join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
-    CHECK_EQ(px_mutex_waiters(M), 1);
-    CHECK_EQ(px_mutex_owner(M), px_self());
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    CHECK_EQ(px_mutex_owner(M), px_fiber_id(w));
-    join(w);
-}
-
-static void cancel_by_fiber(void) { join(px_spawn(canceller, NULL)); }
-
-static void *cancel_fiber_main(void *arg)
-{
-    (void)arg;
-    cancel_scenario(cancel_by_fiber);
-    return NULL;
-}
-
-SPEC(lock_cancelled_by_another_fiber_leaves_no_waiter)
-{
-    T = px_token_new();
-    run(cancel_fiber_main);
-    px_token_free(T);
-}
-
-static px_latch ready_to_cancel;
-
-static void *cancelling_thread(void *arg)
-{
-    (void)arg;
-    EV_WAIT(&ready_to_cancel, 1);
-    CHECK_EQ(px_token_cancel(T), 1);
-    return NULL;
-}
-
-static int join_body(void *arg) { return px_join(arg, NULL); }
-
-/* The scheduler cannot see the other thread: the holder joins the waiter
-** under a (generous) timeout, whose pending deadline keeps the run from
-** being declared a deadlock while the cancel travels. */
-static void cancel_by_thread(void)
-{
-    pthread_t t;
-    CHECK(pthread_create(&t, NULL, cancelling_thread, NULL) == 0);
-    ev_set(&ready_to_cancel);
-    CHECK_EQ(px_with_timeout(PX_TEST_TIMEOUT_NS, join_body, C), 0);
-    pthread_join(t, NULL);
-}
-
-static void *cancel_thread_main(void *arg)
-{
-    (void)arg;
-    cancel_scenario(cancel_by_thread);
-    return NULL;
-}
-
-SPEC(lock_cancelled_by_another_thread_leaves_no_waiter)
-{
-    T = px_token_new();
-    ev_init(&ready_to_cancel);
-    run(cancel_thread_main);
-    ev_destroy(&ready_to_cancel);
-    px_token_free(T);
 }
 
 static void *fired_main(void *arg)
@@ -567,14 +448,6 @@ SPEC(a_fiber_id_that_held_the_lock_is_never_mistaken_for_a_new_fiber)
 
 static px_mutex *A, *B;
 static uint64_t left_id, right_id;
-static char report[8192];
-
-static void on_deadlock(void *ctx, const char *text)
-{
-    (void)ctx;
-    snprintf(report, sizeof report, "%s", text);
-}
-
 static void *left(void *arg)
 {
     (void)arg;
@@ -595,28 +468,11 @@ static void *right(void *arg)
     return NULL;
 }
 
-static void check_has(const char *fmt, ...)
-{
-    char line[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (strstr(report, line) == NULL) {
-        fprintf(stderr, "missing \"%s\" in:\n%s", line, report);
-        exit(1);
-    }
-}
-
 SPEC(deadlock_report_names_the_holders_and_prints_the_cycle)
 {
     A = px_mutex_new();
     B = px_mutex_new();
-    px_sched_opts o = { .on_deadlock = on_deadlock };
-    px_sched *s = px_sched_new(&o);
-    CHECK_EQ(px_sched_post(s, left, NULL), 0);
-    CHECK_EQ(px_sched_post(s, right, NULL), 0);
-    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    px_sched *s = run_to_deadlock((px_fiber_fn[]){ left, right, NULL });
     check_has("fiber %llu: parked on \"Mutex lock\", waits on mutex@%p held by fiber %llu",
               (unsigned long long)left_id, (void *)B, (unsigned long long)right_id);
     check_has("fiber %llu: parked on \"Mutex lock\", waits on mutex@%p held by fiber %llu",
@@ -773,9 +629,6 @@ SPECS(no_lost_updates_with_10_fibers,
       trylock_takes_a_free_mutex_and_refuses_a_held_one,
       unlock_by_a_non_owner_or_of_a_free_mutex_is_eperm,
       relock_and_trylock_by_the_owner_are_edeadlk,
-      timed_out_lock_leaves_no_waiter_and_the_next_waiter_gets_it,
-      lock_cancelled_by_another_fiber_leaves_no_waiter,
-      lock_cancelled_by_another_thread_leaves_no_waiter,
       lock_in_a_fired_scope_fails_at_once_without_queueing,
       unlock_right_after_an_interrupt_goes_past_it_to_the_next_waiter,
       owner_death_hands_the_lock_to_the_waiter_with_eownerdead,

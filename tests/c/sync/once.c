@@ -4,7 +4,6 @@
 ** Each SPEC is one documented behaviour.  Fibers synchronize on events (the
 ** runner's progress, a fiber's end), never on sleeps.
 */
-#include <stdarg.h>
 #include <string.h>
 
 #include "spec.h"
@@ -238,27 +237,6 @@ SPEC(done_works_anywhere_and_do_without_an_action_is_einval)
     CHECK_EQ(px_once_free(o), 0);
 }
 
-static char report[8192];
-
-static void on_deadlock(void *ctx, const char *text)
-{
-    (void)ctx;
-    snprintf(report, sizeof report, "%s", text);
-}
-
-static void check_has(const char *fmt, ...)
-{
-    char line[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (strstr(report, line) == NULL) {
-        fprintf(stderr, "missing \"%s\" in:\n%s", line, report);
-        exit(1);
-    }
-}
-
 /* The action needs a mutex that a fiber waiting for the Once holds. */
 static px_mutex *Mx;
 static uint64_t runner_id, holder_id;
@@ -291,11 +269,7 @@ SPEC(deadlock_report_names_the_runner_and_prints_the_cycle)
 {
     O = px_once_new();
     Mx = px_mutex_new();
-    px_sched_opts o = { .on_deadlock = on_deadlock };
-    px_sched *s = px_sched_new(&o);
-    CHECK_EQ(px_sched_post(s, stuck_runner, NULL), 0);
-    CHECK_EQ(px_sched_post(s, stuck_holder, NULL), 0);
-    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    px_sched *s = run_to_deadlock((px_fiber_fn[]){ stuck_runner, stuck_holder, NULL });
     check_has("fiber %llu: parked on \"Once init\", waits on once@%p held by fiber %llu\n",
               (unsigned long long)holder_id, (void *)O, (unsigned long long)runner_id);
     check_has("-> once@%p (\"Once init\") held by fiber %llu", (void *)O,

@@ -4,7 +4,6 @@
 ** Each SPEC is one documented behaviour.  Fibers synchronize on events (the
 ** number of waiters and readers, a fiber's end), never on sleeps.
 */
-#include <stdarg.h>
 #include <string.h>
 
 #include "spec.h"
@@ -440,38 +439,6 @@ static void *cancellable_writer(void *arg)
     return NULL;
 }
 
-static void *canceller(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_token_cancel(T), 1);
-    return NULL;
-}
-
-static void *cancel_main(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_rwlock_wrlock(L), 0);
-    px_fiber *c = px_spawn(cancellable_reader, NULL);
-    YIELD_UNTIL(px_rwlock_waiters(L) == 1);
-    px_fiber *w = px_spawn(writer, NULL);
-    YIELD_UNTIL(px_rwlock_waiters(L) == 2);
-    join(px_spawn(canceller, NULL));
-    join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
-    CHECK_EQ(px_rwlock_waiters(L), 1);
-    CHECK_EQ(px_rwlock_wrunlock(L), 0);
-    CHECK_EQ(px_rwlock_writer(L), px_fiber_id(w));
-    join(w);
-    return NULL;
-}
-
-SPEC(cancelled_reader_leaves_no_waiter)
-{
-    T = px_token_new();
-    run(cancel_main);
-    px_token_free(T);
-}
-
 static void *race_writer_main(void *arg)
 {
     (void)arg;
@@ -652,27 +619,6 @@ SPEC(a_fiber_that_once_held_it_is_never_mistaken_for_a_new_fiber)
 
 /* -- misuse, introspection, free, reports -------------------------------------------- */
 
-static char report[8192];
-
-static void on_deadlock(void *ctx, const char *text)
-{
-    (void)ctx;
-    snprintf(report, sizeof report, "%s", text);
-}
-
-static void check_has(const char *fmt, ...)
-{
-    char line[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (strstr(report, line) == NULL) {
-        fprintf(stderr, "missing \"%s\" in:\n%s", line, report);
-        exit(1);
-    }
-}
-
 static px_mutex *Mx;
 static uint64_t rd_id, wr_id, late_id;
 
@@ -711,12 +657,8 @@ SPEC(deadlock_report_names_readers_and_writer_and_prints_the_cycle)
 {
     L = px_rwlock_new();
     Mx = px_mutex_new();
-    px_sched_opts o = { .on_deadlock = on_deadlock };
-    px_sched *s = px_sched_new(&o);
-    CHECK_EQ(px_sched_post(s, stuck_reader, NULL), 0);
-    CHECK_EQ(px_sched_post(s, stuck_writer, NULL), 0);
-    CHECK_EQ(px_sched_post(s, stuck_late, NULL), 0);
-    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    px_sched *s = run_to_deadlock((px_fiber_fn[]){ stuck_reader, stuck_writer, stuck_late,
+                                                   NULL });
     check_has("fiber %llu: parked on \"RwLock write lock\", waits on rwlock@%p held by fiber %llu\n",
               (unsigned long long)wr_id, (void *)L, (unsigned long long)rd_id);
     check_has("fiber %llu: parked on \"RwLock read lock\", waits on rwlock@%p held by fiber %llu\n",
@@ -900,7 +842,6 @@ SPECS(any_number_of_readers_hold_it_together,
       try_forms_never_park_and_never_pass_a_queued_waiter,
       releasing_a_hold_the_caller_does_not_have_is_eperm,
       timed_out_writer_leaves_no_waiter_and_lets_the_readers_behind_it_in,
-      cancelled_reader_leaves_no_waiter,
       wrunlock_right_after_an_interrupted_writer_goes_past_it_to_the_readers,
       wrunlock_right_after_an_interrupted_reader_goes_past_it_to_the_writer,
       dead_writer_releases_its_holds_and_the_next_writer_gets_eownerdead,
