@@ -65,7 +65,7 @@ int px_barrier_arrive_and_wait(px_barrier *b)
         && px__waitq_waiting(&b->waiters) + 1 >= b->parties)   /* O(parties), once a phase */
         return lead(b);
     px_park_info pi = { .reason = "Barrier arrive", .object = b, .kind = "barrier" };
-    return px__waitq_wait(&b->waiters, px__waitq_begin(b, 0, NULL), &pi);
+    return px__waitq_wait(&b->waiters, px__waitq_begin(f, b, 0, NULL), &pi);
 }
 
 uint64_t px_barrier_phase(const px_barrier *b)

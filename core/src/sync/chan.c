@@ -197,7 +197,7 @@ int px_chan_send(px_chan *ch, void *v)
         return PX_ECLOSED;
     if (offer(ch, v))
         return 0;
-    px__waiter *w = px__waitq_begin(ch, SEND, send_pass_on);
+    px__waiter *w = px__waitq_begin(f, ch, SEND, send_pass_on);
     w->value = v;                                /* for the receiver to take */
     px_park_info pi = { .reason = "Channel send", .object = ch, .kind = "channel" };
     return send_outcome(w, px__waitq_wait(&ch->senders, w, &pi));
@@ -220,7 +220,7 @@ int px_chan_recv(px_chan *ch, void **v)
         return 0;
     if (ch->closed)
         return PX_ECLOSED;
-    px__waiter *w = px__waitq_begin(ch, RECV, recv_pass_on);
+    px__waiter *w = px__waitq_begin(f, ch, RECV, recv_pass_on);
     px_park_info pi = { .reason = "Channel recv", .object = ch, .kind = "channel" };
     r = px__waitq_wait(&ch->receivers, w, &pi);
     if (r == 0)

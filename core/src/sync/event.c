@@ -61,7 +61,7 @@ int px_event_wait(px_event *e)
     if (e->set)
         return 0;
     px_park_info pi = { .reason = "Event wait", .object = e, .kind = "event" };
-    return px__waitq_wait(&e->waiters, px__waitq_begin(e, 0, NULL), &pi);
+    return px__waitq_wait(&e->waiters, px__waitq_begin(f, e, 0, NULL), &pi);
 }
 
 int px_event_free(px_event *e)

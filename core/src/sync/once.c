@@ -92,7 +92,7 @@ int px_once_begin(px_once *o)
         return PX_ETHREAD;
     px_park_info pi = { .reason = "Once init", .object = o, .kind = "once",
                         .holders = once_holders };
-    return px__waitq_wait(&o->waiters, px__waitq_begin(o, 0, NULL), &pi);
+    return px__waitq_wait(&o->waiters, px__waitq_begin(f, o, 0, NULL), &pi);
 }
 
 int px_once_end(px_once *o)

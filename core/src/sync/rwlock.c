@@ -244,7 +244,7 @@ static int park(px_rwlock *l, px_fiber *f, int op)
     rdhold *rec = NULL;
     if (op == OP_READ && (rec = record_get(l)) == NULL)
         return PX_ENOMEM;
-    px__waiter *w = px__waitq_begin(l, op, op == OP_READ ? rd_pass_on : wr_pass_on);
+    px__waiter *w = px__waitq_begin(f, l, op, op == OP_READ ? rd_pass_on : wr_pass_on);
     w->value = rec;
     px_park_info pi = { .object = l, .kind = "rwlock", .holders = rwlock_holders };
     pi.reason = op == OP_READ ? "RwLock read lock" : "RwLock write lock";

@@ -61,7 +61,7 @@ int px_sem_acquire(px_sem *sem)
         return 0;
     }
     px_park_info pi = { .reason = "Semaphore acquire", .object = sem, .kind = "semaphore" };
-    return px__waitq_wait(&sem->waiters, px__waitq_begin(sem, 0, sem_pass_on), &pi);
+    return px__waitq_wait(&sem->waiters, px__waitq_begin(f, sem, 0, sem_pass_on), &pi);
 }
 
 int px_sem_tryacquire(px_sem *sem)

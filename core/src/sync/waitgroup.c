@@ -61,7 +61,7 @@ int px_waitgroup_wait(px_waitgroup *wg)
     if (wg->count == 0)
         return 0;
     px_park_info pi = { .reason = "WaitGroup wait", .object = wg, .kind = "waitgroup" };
-    return px__waitq_wait(&wg->waiters, px__waitq_begin(wg, 0, NULL), &pi);
+    return px__waitq_wait(&wg->waiters, px__waitq_begin(f, wg, 0, NULL), &pi);
 }
 
 int64_t px_waitgroup_count(const px_waitgroup *wg)
