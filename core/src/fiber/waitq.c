@@ -134,16 +134,6 @@ int px__waitq_collect(px_fiber *f)
     return outcome(&f->wait, r);
 }
 
-/* Until every primitive enters through px__waitq_enter. */
-int px__waitq_resumed(const void *obj, int *out)
-{
-    px_fiber *f = px__fiber_here();
-    if (f == NULL || !f->hosted || f->wait.obj != obj || obj == NULL)
-        return 0;
-    *out = px__waitq_collect(f);
-    return 1;
-}
-
 void px__waitq_grant(px__waiter *w, int result)
 {
     if (w->q)

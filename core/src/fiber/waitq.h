@@ -99,8 +99,6 @@ static inline px__waiter *px__waitq_own(px_fiber *f)
     return &f->wait;
 }
 
-int px__waitq_resumed(const void *obj, int *out);
-
 /* The fiber a waiter belongs to. */
 px_fiber *px__waitq_fiber(px__waiter *w);
 
