@@ -208,14 +208,10 @@ static inline void px__waitq_hold_drop(px__hold *h)
     h->owner = NULL;
 }
 
-/* 1 when fiber f holds h and took it after all its other holds: then
-** px__waitq_hold_pop(h, f) drops it in two stores.  f may be NULL (off-fiber)
-** only for a hold whose owner is never NULL (a mutex's: a mark while free). */
-static inline int px__waitq_hold_last(const px__hold *h, const px_fiber *f)
-{
-    return h->owner == f && f->holds == h;
-}
-
+/* Drops h, held by fiber f and first of its holds (px__waitq_holds(f) == h),
+** in two stores.  An unlock tests that with px__waitq_held_by, where f may be
+** NULL (off-fiber) only for a hold whose owner is never NULL (a mutex's: a
+** mark while free). */
 static inline void px__waitq_hold_pop(px__hold *h, px_fiber *f)
 {
     f->holds = h->next;

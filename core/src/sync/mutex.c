@@ -188,7 +188,8 @@ int px_mutex_unlock(px_mutex *m)
     px_fiber *f = px__waitq_self();
     /* Held by the caller (then f is a record, not NULL), last taken of its
     ** holds, nobody waiting: pop it. */
-    if (PX_LIKELY(px__waitq_hold_last(&m->hold, f) && m->waiters.len == 0)) {
+    if (PX_LIKELY(px__waitq_held_by(&m->hold, f) && px__waitq_holds(f) == &m->hold
+                  && m->waiters.len == 0)) {
         px__waitq_hold_pop(&m->hold, f);
         m->hold.owner = MUTEX_FREE;
         return 0;
