@@ -10,11 +10,9 @@ px_fiber *px__waitq_fiber(px__waiter *w)
     return (px_fiber *)((char *)w - offsetof(px_fiber, wait));
 }
 
-px__waiter *px__waitq_begin(const void *obj, int op, void (*pass_on)(px__waiter *w))
+px__waiter *px__waitq_begin(px_fiber *f, const void *obj, int op,
+                            void (*pass_on)(px__waiter *w))
 {
-    px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return NULL;
     px__waiter *w = &f->wait;
     w->next = w->prev = NULL;
     w->q = NULL;
@@ -27,6 +25,17 @@ px__waiter *px__waitq_begin(const void *obj, int op, void (*pass_on)(px__waiter 
     w->value = NULL;
     w->n = 0;
     return w;
+}
+
+int px__waitq_foreign(const px_fiber *a, const px_fiber *b)
+{
+    return a->s != b->s;
+}
+
+uint64_t px__waitq_hold_id(const px__hold *h)
+{
+    px_fiber *f = px__waitq_holder(h);
+    return f ? f->id : 0;
 }
 
 void px__waitq_remove(px__waitq *q, px__waiter *w)
@@ -112,21 +121,17 @@ int px__waitq_wait(px__waitq *q, px__waiter *w, const px_park_info *info)
     return outcome(w, r);
 }
 
-int px__waitq_resumed(const void *obj, int *out)
+/* Step 1 found a hosted fiber calling again the operation it waits in:
+** the outcome, once the wait is over. */
+int px__waitq_collect(px_fiber *f)
 {
-    px_fiber *f = px__fiber_here();
-    if (f == NULL || !f->hosted || f->wait.obj != obj || obj == NULL)
-        return 0;
     int r = f->park_result;
     while (r == 0 && !f->wait.granted) {   /* a stray wake: wait on */
         px_park_info pi = f->park;
-        if ((r = px_park_with(&pi)) == PX_EYIELD) {
-            *out = r;
-            return 1;
-        }
+        if ((r = px_park_with(&pi)) == PX_EYIELD)
+            return r;
     }
-    *out = outcome(&f->wait, r);
-    return 1;
+    return outcome(&f->wait, r);
 }
 
 void px__waitq_grant(px__waiter *w, int result)

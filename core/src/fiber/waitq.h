@@ -1,23 +1,60 @@
 /*
-** waitq.h -- the one way the synchronization family waits: a FIFO of waiting
-** fibers, the park at the end of an operation, the hand-off that precedes the
-** wake, and the holds a fiber gives up when it ends.
+** waitq.h -- the one way the synchronization family waits, and the guide to
+** writing a primitive.  A primitive (a file of sync/) includes this header and
+** base/, nothing else of the fiber engine, and never reads a fiber's or a
+** scheduler's fields: what it needs of them is here, as px__waitq_ calls.
 **
-** An operation that cannot complete at once does, as its last step:
+** A primitive is an object with a queue (px__waitq) per kind of waiter, an
+** op code per operation (a named enum of its own: `enum sem_op { SEM_ACQUIRE }`)
+** and, if fibers can hold it, a hold (px__hold) per holder.  An operation that
+** may park has four steps, always in this order:
 **
-**     px__waiter *w = px__waitq_begin(obj, op, pass_on);   (NULL: off-fiber)
-**     return px__waitq_wait(&obj->waiters, w, &park_info);
+**     if (obj == NULL)
+**         return PX_EINVAL;
+**     px_fiber *f;
+**     int r;
+**     if (px__waitq_enter(obj, OP, &f, &r))      1. resolve the fiber, and
+**         return r;                                 collect a hosted re-call
+**     if (<it can complete at once>)             2. complete at once
+**         return <what it returns>;
+**     px_park_info pi = { .reason = "...", .object = obj, .kind = "...",
+**                         .holders = holders_fn };
+**     return px__waitq_wait(&obj->waiters,       3. queue and park, last
+**                           px__waitq_begin(f, obj, OP, pass_on), &pi);
 **
-** and the releasing side, having made the grant its own (the new owner
-** recorded, the value stored), calls px__waitq_grant(w, result), which takes w off
-** its queue and wakes the fiber.  An interrupted wait leaves its queue by
-** itself; if a grant raced the interrupt, w->pass_on(w) hands it to the next
-** waiter.  A hosted fiber that got PX_EYIELD calls the operation again once
-** resumed, and the operation first asks px__waitq_resumed for the outcome.
+** and the releasing side (4) picks the waiter that gets what is released with
+** px__waitq_first (or px__waitq_waiting, to count), makes the grant its own
+** (the hold moved to px__waitq_fiber(w), the value in w->value) and only then
+** calls px__waitq_grant(w, result), which takes w off its queue and wakes it.
+** Nothing in a step 2 or 3 may come before step 1.
+**
+** Step 1 answers for the operation when it is over before it starts: with
+** PX_ENOFIBER off-fiber, and for a hosted fiber (a greenlet, a coroutine) that
+** got PX_EYIELD from this same operation on this same object: it returns
+** without waiting and calls the operation again once resumed, and step 1 then
+** gives it the wait's outcome (parking on if the wait is not over).  The
+** waiter is the calling fiber's own (px__waitq_own), so what a primitive left
+** in it (w->value, w->n) is still there at the re-call.
+**
+** Step 3 returns w->result once granted, PX_ETIMEDOUT / PX_ECANCELED when a
+** scope interrupted the wait (w is then off its queue by itself), or
+** PX_EYIELD in a hosted fiber.  An operation with work to do after the wait
+** (give back what it reserved, take its value) does it on both the return of
+** px__waitq_wait and the collected re-call.
+**
+** A grant can race an interrupt (see "Interrupted waiters" below); then the
+** interrupted fiber calls pass_on(w) to hand what it was granted on, with
+** w->result as it was granted.  A grant that takes nothing (every waiter gets
+** the same: an event, a waitgroup) needs no pass_on: NULL.
+**
+** A primitive that fibers hold records the holder in a px__hold (the one
+** holder record: see "Holds").  A fiber that ends holding it gets ended()
+** called for it, after the hold is dropped.
 */
 #ifndef PX_WAITQ_H
 #define PX_WAITQ_H
 
+#include "base/compiler.h"
 #include "fiber/fiber.h"
 
 struct px__waitq {
@@ -25,25 +62,65 @@ struct px__waitq {
     size_t len;
 };
 
-/* The calling fiber's waiter, made ready for a wait on `obj`; NULL off-fiber. */
-px__waiter *px__waitq_begin(const void *obj, int op, void (*pass_on)(px__waiter *w));
+/* -- the wait ---------------------------------------------------------------- */
+
+/* The outcome of the hosted re-call of step 1 (out of line: it may park). */
+int px__waitq_collect(px_fiber *f);
 
 /*
-** Appends w to q and parks with `info` (its dereg and ctx are replaced).
-** Returns w->result once granted; PX_ETIMEDOUT / PX_ECANCELED when a scope
-** interrupted the wait (w is off q, a raced grant passed on); PX_EYIELD in a
-** hosted fiber that must yield.
+** Step 1: the calling fiber in *self; 1 when the operation ends here, with
+** what it returns in *out (PX_ENOFIBER off-fiber; the outcome of the wait of
+** a hosted fiber that calls operation `op` on `obj` again after PX_EYIELD),
+** else 0.  Inline: an uncontended lock is this and a few instructions more.
+*/
+static inline int px__waitq_enter(const void *obj, int op, px_fiber **self, int *out)
+{
+    px_fiber *f = px__fiber_here();
+    *self = f;
+    if (f == NULL) {
+        *out = PX_ENOFIBER;
+        return 1;
+    }
+    if (PX_LIKELY(!f->hosted) || f->wait.obj != obj || f->wait.op != op)
+        return 0;
+    *out = px__waitq_collect(f);
+    return 1;
+}
+
+/* The calling fiber, NULL off-fiber (for an operation that never parks). */
+static inline px_fiber *px__waitq_self(void)
+{
+    return px__fiber_here();
+}
+
+/* The waiter of fiber f (what step 3 queued; what a re-call collects). */
+static inline px__waiter *px__waitq_own(px_fiber *f)
+{
+    return &f->wait;
+}
+
+/* The fiber a waiter belongs to. */
+px_fiber *px__waitq_fiber(px__waiter *w);
+
+/* Step 3: the waiter of f (the caller), made ready for a wait for op on obj. */
+px__waiter *px__waitq_begin(px_fiber *f, const void *obj, int op,
+                            void (*pass_on)(px__waiter *w));
+
+/*
+** Step 3: appends w to q and parks with `info` (its dereg and ctx are
+** replaced).  Returns w->result once granted; PX_ETIMEDOUT / PX_ECANCELED when
+** a scope interrupted the wait (w is off q, a raced grant passed on); PX_EYIELD
+** in a hosted fiber that must yield.
 */
 int px__waitq_wait(px__waitq *q, px__waiter *w, const px_park_info *info);
 
-/*
-** For an operation called again by a hosted fiber after PX_EYIELD: 1 and the
-** outcome in *out when the calling fiber has a wait on `obj` to collect, else 0.
-*/
-int px__waitq_resumed(const void *obj, int *out);
-
-/* Hands the wait of w over with `result` (w leaves its queue), then wakes it. */
+/* Step 4: hands the wait of w over with `result` (w leaves its queue), then
+** wakes it. */
 void px__waitq_grant(px__waiter *w, int result);
+
+/* 1 when fibers a and b belong to different schedulers (a misuse that a
+** primitive reports as PX_ETHREAD before it parks). */
+int px__waitq_foreign(const px_fiber *a, const px_fiber *b);
 
 /*
 ** Interrupted waiters, and what a releasing side does about them (the one
@@ -68,18 +145,41 @@ px__waiter *px__waitq_first(px__waitq *q);
 size_t px__waitq_waiting(px__waitq *q);
 void px__waitq_remove(px__waitq *q, px__waiter *w);
 
-/* The fiber a waiter belongs to. */
-px_fiber *px__waitq_fiber(px__waiter *w);
-
 /*
-** Holds.  px__waitq_hold_take records that fiber f (the caller's, or a waiter's
-** through px__waitq_fiber) now holds h; px__waitq_hold_drop that it no longer does.
-** Both are inline, for every uncontended lock's path; take is O(1) and so is
-** drop in LIFO order (else it walks the owner's holds).  A hold not held has
-** h->owner NULL (its link is then stale, never read; a mutex puts a mark of
-** its own there once the hold is dropped, see mutex.c).  px__waitq_hold_link is take
-** for a hold whose ended() is set once and for all (a mutex's, from its new).
+** Holds: the one record of who holds what.  A hold's owner is the record of
+** the fiber that holds it; while nobody does it is NULL, or a mark the
+** primitive put there (PX__WAITQ_MARK(1) .. PX__WAITQ_MARK(PX__WAITQ_MARKS):
+** a mutex's "free" and "free, its owner died"), never a fiber's record.  A
+** primitive asks who holds through px__waitq_holder / _hold_id / _held_by,
+** never through the owner's fields.  The record, not the id, names the
+** holder: a record is off every hold before it is recycled
+** (px__waitq_fiber_ended).
+**
+** px__waitq_hold_take records that fiber f (the caller's, or a waiter's
+** through px__waitq_fiber) now holds h; px__waitq_hold_drop that it no longer
+** does.  Both are inline, for every uncontended lock's path; take is O(1) and
+** so is drop in LIFO order (else it walks the owner's holds).  Drop leaves
+** NULL, and is a no-op on a hold not held.  px__waitq_hold_link is take for a
+** hold whose ended() is set once and for all (a mutex's, from its new).
 */
+#define PX__WAITQ_MARKS 7
+#define PX__WAITQ_MARK(n) ((px_fiber *)(uintptr_t)(n))
+
+/* The fiber that holds h, NULL when nobody does (a mark or NULL). */
+static inline px_fiber *px__waitq_holder(const px__hold *h)
+{
+    return (uintptr_t)h->owner > PX__WAITQ_MARKS ? h->owner : NULL;
+}
+
+/* 1 when fiber f (a record, never NULL) holds h. */
+static inline int px__waitq_held_by(const px__hold *h, const px_fiber *f)
+{
+    return h->owner == f;
+}
+
+/* The id of the fiber that holds h, 0 when nobody does (reports, getters). */
+uint64_t px__waitq_hold_id(const px__hold *h);
+
 static inline void px__waitq_hold_link(px__hold *h, px_fiber *f)
 {
     h->owner = f;
@@ -88,7 +188,7 @@ static inline void px__waitq_hold_link(px__hold *h, px_fiber *f)
 }
 
 static inline void px__waitq_hold_take(px__hold *h, px_fiber *f,
-                                 void (*ended)(px__hold *h, uint64_t id, int discarding))
+                                       void (*ended)(px__hold *h, uint64_t id, int discarding))
 {
     h->ended = ended;
     px__waitq_hold_link(h, f);
@@ -98,7 +198,7 @@ static inline void px__waitq_hold_take(px__hold *h, px_fiber *f,
 ** almost always first in its owner's list. */
 static inline void px__waitq_hold_drop(px__hold *h)
 {
-    px_fiber *f = h->owner;
+    px_fiber *f = px__waitq_holder(h);
     if (f == NULL)
         return;
     px__hold **p = &f->holds;
@@ -106,6 +206,23 @@ static inline void px__waitq_hold_drop(px__hold *h)
         p = &(*p)->next;
     *p = h->next;
     h->owner = NULL;
+}
+
+/* Drops h, held by fiber f and first of its holds (px__waitq_holds(f) == h),
+** in two stores.  An unlock tests that with px__waitq_held_by, where f may be
+** NULL (off-fiber) only for a hold whose owner is never NULL (a mutex's: a
+** mark while free). */
+static inline void px__waitq_hold_pop(px__hold *h, px_fiber *f)
+{
+    f->holds = h->next;
+    h->owner = NULL;
+}
+
+/* The holds of fiber f, most recent first (through h->next), for a
+** primitive that looks for one of its own among them. */
+static inline px__hold *px__waitq_holds(const px_fiber *f)
+{
+    return f->holds;
 }
 
 #endif /* PX_WAITQ_H */

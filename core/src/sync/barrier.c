@@ -22,6 +22,8 @@
 
 #include "fiber/waitq.h"
 
+enum barrier_op { BARRIER_ARRIVE };
+
 struct px_barrier {
     size_t parties;          /* arrivals that complete a phase; >= 1 */
     uint64_t phase;          /* phases completed */
@@ -55,17 +57,15 @@ int px_barrier_arrive_and_wait(px_barrier *b)
 {
     if (b == NULL)
         return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return PX_ENOFIBER;
+    px_fiber *f;
     int r;
-    if (px__waitq_resumed(b, &r))
-        return r;                                /* the re-call after PX_EYIELD */
+    if (px__waitq_enter(b, BARRIER_ARRIVE, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+        return r;
     if (b->waiters.len + 1 >= b->parties
         && px__waitq_waiting(&b->waiters) + 1 >= b->parties)   /* O(parties), once a phase */
         return lead(b);
     px_park_info pi = { .reason = "Barrier arrive", .object = b, .kind = "barrier" };
-    return px__waitq_wait(&b->waiters, px__waitq_begin(b, 0, NULL), &pi);
+    return px__waitq_wait(&b->waiters, px__waitq_begin(f, b, BARRIER_ARRIVE, NULL), &pi);
 }
 
 uint64_t px_barrier_phase(const px_barrier *b)

@@ -33,7 +33,7 @@
 
 #include "fiber/waitq.h"
 
-enum { SEND = 1, RECV = 2 };     /* w->op */
+enum chan_op { CHAN_SEND, CHAN_RECV };
 enum { TAKEN = 1 };              /* w->n of a sender whose value was taken */
 
 struct px_chan {
@@ -155,12 +155,6 @@ static int send_outcome(const px__waiter *w, int r)
     return r;
 }
 
-/* A hosted fiber's re-call after PX_EYIELD: 1 and its outcome in *r. */
-static int resumed(px_fiber *f, const px_chan *ch, int op, int *r)
-{
-    return f->wait.obj == ch && f->wait.op == op && px__waitq_resumed(ch, r);
-}
-
 /* -- the operations ------------------------------------------------------------ */
 
 px_chan *px_chan_new(size_t capacity)
@@ -187,17 +181,15 @@ int px_chan_send(px_chan *ch, void *v)
 {
     if (ch == NULL)
         return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return PX_ENOFIBER;
+    px_fiber *f;
     int r;
-    if (resumed(f, ch, SEND, &r))
-        return send_outcome(&f->wait, r);
+    if (px__waitq_enter(ch, CHAN_SEND, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+        return f ? send_outcome(px__waitq_own(f), r) : r;
     if (ch->closed)
         return PX_ECLOSED;
     if (offer(ch, v))
         return 0;
-    px__waiter *w = px__waitq_begin(ch, SEND, send_pass_on);
+    px__waiter *w = px__waitq_begin(f, ch, CHAN_SEND, send_pass_on);
     w->value = v;                                /* for the receiver to take */
     px_park_info pi = { .reason = "Channel send", .object = ch, .kind = "channel" };
     return send_outcome(w, px__waitq_wait(&ch->senders, w, &pi));
@@ -207,20 +199,18 @@ int px_chan_recv(px_chan *ch, void **v)
 {
     if (ch == NULL || v == NULL)
         return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return PX_ENOFIBER;
+    px_fiber *f;
     int r;
-    if (resumed(f, ch, RECV, &r)) {
+    if (px__waitq_enter(ch, CHAN_RECV, &f, &r)) {   /* off-fiber; the re-call after PX_EYIELD */
         if (r == 0)
-            *v = f->wait.value;
+            *v = px__waitq_own(f)->value;
         return r;
     }
     if (take(ch, v))
         return 0;
     if (ch->closed)
         return PX_ECLOSED;
-    px__waiter *w = px__waitq_begin(ch, RECV, recv_pass_on);
+    px__waiter *w = px__waitq_begin(f, ch, CHAN_RECV, recv_pass_on);
     px_park_info pi = { .reason = "Channel recv", .object = ch, .kind = "channel" };
     r = px__waitq_wait(&ch->receivers, w, &pi);
     if (r == 0)

@@ -10,6 +10,8 @@
 
 #include "fiber/waitq.h"
 
+enum event_op { EVENT_WAIT };
+
 struct px_event {
     int set;                 /* 1 while set; then the queue is empty */
     px__waitq waiters;        /* fibers parked in px_event_wait, FIFO */
@@ -52,16 +54,14 @@ int px_event_wait(px_event *e)
 {
     if (e == NULL)
         return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return PX_ENOFIBER;
+    px_fiber *f;
     int r;
-    if (px__waitq_resumed(e, &r))
-        return r;                                /* the re-call after PX_EYIELD */
+    if (px__waitq_enter(e, EVENT_WAIT, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+        return r;
     if (e->set)
         return 0;
     px_park_info pi = { .reason = "Event wait", .object = e, .kind = "event" };
-    return px__waitq_wait(&e->waiters, px__waitq_begin(e, 0, NULL), &pi);
+    return px__waitq_wait(&e->waiters, px__waitq_begin(f, e, EVENT_WAIT, NULL), &pi);
 }
 
 int px_event_free(px_event *e)

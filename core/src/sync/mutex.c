@@ -34,13 +34,12 @@
 ** Neither mark is NULL or a fiber's record, so the uncontended lock tests one
 ** word for "free, no death to tell of", and "hold.owner is the caller's
 ** record" says the caller holds it (no separate test that the caller is a
-** fiber: off-fiber it has no record).  The marks stand only on a free mutex,
-** never on a hold on a list, so px__waitq_hold_drop never sees one (the NULL it
-** leaves lasts until release() or mutex_ended() puts a mark or a new holder
-** in).  The record, not the id, names the holder: a record is off every hold
-** before it is recycled (px__waitq_fiber_ended), and the id is read from it only to
-** report (px_mutex_owner, deadlock reports).  hold.ended is mutex_ended for
-** good, set by px_mutex_new.
+** fiber: off-fiber it has no record).  The marks are waitq's hold marks
+** (PX__WAITQ_MARK), so px__waitq_holder reads them as "nobody"; they stand
+** only on a free mutex, never on a hold on a list (the NULL that
+** px__waitq_hold_drop leaves lasts until release() or mutex_ended() puts a
+** mark or a new holder in).  hold.ended is mutex_ended for good, set by
+** px_mutex_new.
 */
 struct px_mutex {
     px__hold hold;            /* owner: see above */
@@ -49,15 +48,10 @@ struct px_mutex {
 
 _Static_assert(offsetof(struct px_mutex, hold) == 0, "a mutex is its hold");
 
-#define MUTEX_FREE ((px_fiber *)(uintptr_t)1)
-#define MUTEX_DEAD ((px_fiber *)(uintptr_t)2)
+#define MUTEX_FREE PX__WAITQ_MARK(1)
+#define MUTEX_DEAD PX__WAITQ_MARK(2)
 
-/* The holder's record, NULL while free (dead or not). */
-static px_fiber *holder(const px_mutex *m)
-{
-    px_fiber *o = m->hold.owner;
-    return o == MUTEX_FREE || o == MUTEX_DEAD || o == NULL ? NULL : o;
-}
+enum mutex_op { MUTEX_LOCK };
 
 /* Makes fiber f, which holds no hold on m, the owner of the free m; returns
 ** what its lock returns. */
@@ -100,17 +94,18 @@ static void mutex_ended(px__hold *h, uint64_t id, int discarding)
 static void mutex_pass_on(px__waiter *w)
 {
     px_mutex *m = (px_mutex *)w->obj;
-    if (holder(m) != NULL)              /* the waiter's, since the grant */
+    if (px__waitq_holder(&m->hold) != NULL)              /* the waiter's, since the grant */
         px__waitq_hold_drop(&m->hold);
     release(m, w->result);
 }
 
 static size_t mutex_holders(const void *object, uint64_t *out, size_t max)
 {
-    px_fiber *o = holder(object);
-    if (o == NULL || max == 0)
+    const px_mutex *m = object;
+    uint64_t id = px__waitq_hold_id(&m->hold);
+    if (id == 0 || max == 0)
         return 0;
-    out[0] = o->id;
+    out[0] = id;
     return 1;
 }
 
@@ -131,31 +126,28 @@ px_mutex *px_mutex_new(void)
 */
 static int PX_NOINLINE lock_slow(px_mutex *m, px_fiber *f)
 {
-    int r;
-    if (f->hosted && px__waitq_resumed(m, &r))
-        return r;                                /* the re-call after PX_EYIELD */
-    px_fiber *o = holder(m);
+    px_fiber *o = px__waitq_holder(&m->hold);
     if (o == NULL)                               /* free means nobody waits */
         return take(m, f);
     if (o == f)
         return PX_EDEADLK;
-    if (o->s != f->s)
+    if (px__waitq_foreign(o, f))
         return PX_ETHREAD;
     px_park_info pi = { .reason = "Mutex lock", .object = m, .kind = "mutex",
                         .holders = mutex_holders };
-    return px__waitq_wait(&m->waiters, px__waitq_begin(m, 0, mutex_pass_on), &pi);
+    return px__waitq_wait(&m->waiters, px__waitq_begin(f, m, MUTEX_LOCK, mutex_pass_on), &pi);
 }
 
 int px_mutex_lock(px_mutex *m)
 {
     if (m == NULL)
         return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return PX_ENOFIBER;
-    /* Free (and no death to tell of) means nobody waits.  A hosted fiber may
-    ** be calling again to collect a wait, which the slow path looks for. */
-    if (PX_LIKELY(m->hold.owner == MUTEX_FREE && !f->hosted)) {
+    px_fiber *f;
+    int r;
+    if (px__waitq_enter(m, MUTEX_LOCK, &f, &r))
+        return r;
+    /* Free (and no death to tell of) means nobody waits. */
+    if (PX_LIKELY(m->hold.owner == MUTEX_FREE)) {
         px__waitq_hold_link(&m->hold, f);
         return 0;
     }
@@ -166,10 +158,10 @@ int px_mutex_trylock(px_mutex *m)
 {
     if (m == NULL)
         return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
+    px_fiber *f = px__waitq_self();
     if (f == NULL)
         return PX_ENOFIBER;
-    px_fiber *o = holder(m);
+    px_fiber *o = px__waitq_holder(&m->hold);
     if (o == f)
         return PX_EDEADLK;
     if (o != NULL || m->waiters.len != 0)
@@ -182,7 +174,7 @@ static int PX_NOINLINE unlock_slow(px_mutex *m, px_fiber *f)
 {
     if (f == NULL)
         return PX_ENOFIBER;
-    if (m->hold.owner != f)                      /* a mark: never f */
+    if (!px__waitq_held_by(&m->hold, f))         /* a mark: never f */
         return PX_EPERM;
     px__waitq_hold_drop(&m->hold);
     release(m, 0);
@@ -193,11 +185,12 @@ int px_mutex_unlock(px_mutex *m)
 {
     if (m == NULL)
         return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
+    px_fiber *f = px__waitq_self();
     /* Held by the caller (then f is a record, not NULL), last taken of its
     ** holds, nobody waiting: pop it. */
-    if (PX_LIKELY(m->hold.owner == f && f->holds == &m->hold && m->waiters.len == 0)) {
-        f->holds = m->hold.next;
+    if (PX_LIKELY(px__waitq_held_by(&m->hold, f) && px__waitq_holds(f) == &m->hold
+                  && m->waiters.len == 0)) {
+        px__waitq_hold_pop(&m->hold, f);
         m->hold.owner = MUTEX_FREE;
         return 0;
     }
@@ -206,8 +199,7 @@ int px_mutex_unlock(px_mutex *m)
 
 uint64_t px_mutex_owner(const px_mutex *m)
 {
-    px_fiber *o = m ? holder(m) : NULL;
-    return o ? o->id : 0;
+    return m ? px__waitq_hold_id(&m->hold) : 0;
 }
 
 size_t px_mutex_waiters(const px_mutex *m)
@@ -219,7 +211,7 @@ int px_mutex_free(px_mutex *m)
 {
     if (m == NULL)
         return 0;
-    if (holder(m) != NULL || m->waiters.len != 0)
+    if (px__waitq_holder(&m->hold) != NULL || m->waiters.len != 0)
         return PX_EBUSY;
     free(m);
     return 0;

@@ -2,8 +2,8 @@
 ** once.c -- an action run exactly once among racing fibers (see parataxis.h).
 **
 ** A Once goes NEW -> RUNNING -> DONE and never back.  The first caller moves
-** it to RUNNING and becomes its runner: the runner's id is recorded and a
-** hold puts the Once on the runner's list of holds.  Callers that arrive
+** it to RUNNING and becomes its runner: a hold records the runner and puts
+** the Once on the runner's list of holds.  Callers that arrive
 ** while it runs park; finishing (px_once_end, fn returning, or the runner
 ** ending inside the action) moves it to DONE and wakes them all.  Nothing
 ** is ever run again: a failed action is still done.
@@ -16,11 +16,11 @@
 #include "fiber/waitq.h"
 
 enum { NEW, RUNNING, DONE };
+enum once_op { ONCE_BEGIN };
 
 struct px_once {
     int state;
-    uint64_t runner;         /* fiber id running the action, while RUNNING */
-    px__hold hold;            /* on the runner's list of holds */
+    px__hold hold;            /* the runner, while RUNNING; on its list of holds */
     px__waitq waiters;        /* fibers parked until DONE */
 };
 
@@ -31,7 +31,6 @@ struct px_once {
 static void finish(px_once *o, int wake)
 {
     o->state = DONE;
-    o->runner = 0;
     px__waiter *w;
     while ((w = px__waitq_first(&o->waiters)) != NULL) {
         if (!wake) {
@@ -52,9 +51,10 @@ static void once_ended(px__hold *h, uint64_t id, int discarding)
 static size_t once_holders(const void *object, uint64_t *out, size_t max)
 {
     const px_once *o = object;
-    if (o->runner == 0 || max == 0)
+    uint64_t id = px__waitq_hold_id(&o->hold);
+    if (id == 0 || max == 0)
         return 0;
-    out[0] = o->runner;
+    out[0] = id;
     return 1;
 }
 
@@ -72,37 +72,34 @@ int px_once_begin(px_once *o)
 {
     if (o == NULL)
         return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return PX_ENOFIBER;
+    px_fiber *f;
     int r;
-    if (f->hosted && px__waitq_resumed(o, &r))
+    if (px__waitq_enter(o, ONCE_BEGIN, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
         return r;
     if (o->state == DONE)
         return 0;
     if (o->state == NEW) {
         o->state = RUNNING;
-        o->runner = f->id;
         px__waitq_hold_take(&o->hold, f, once_ended);
         return 1;
     }
-    if (o->runner == f->id)
+    if (px__waitq_held_by(&o->hold, f))
         return PX_EDEADLK;   /* called again from inside its own action */
-    if (o->hold.owner->s != f->s)
+    if (px__waitq_foreign(px__waitq_holder(&o->hold), f))
         return PX_ETHREAD;
     px_park_info pi = { .reason = "Once init", .object = o, .kind = "once",
                         .holders = once_holders };
-    return px__waitq_wait(&o->waiters, px__waitq_begin(o, 0, NULL), &pi);
+    return px__waitq_wait(&o->waiters, px__waitq_begin(f, o, ONCE_BEGIN, NULL), &pi);
 }
 
 int px_once_end(px_once *o)
 {
     if (o == NULL)
         return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
+    px_fiber *f = px__waitq_self();
     if (f == NULL)
         return PX_ENOFIBER;
-    if (o->state != RUNNING || o->runner != f->id)
+    if (o->state != RUNNING || !px__waitq_held_by(&o->hold, f))
         return PX_EPERM;
     px__waitq_hold_drop(&o->hold);
     finish(o, 1);

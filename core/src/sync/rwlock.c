@@ -26,25 +26,23 @@
 
 #include "fiber/waitq.h"
 
-enum { OP_READ = 1, OP_WRITE = 2 };
+enum rwlock_op { RWLOCK_READ, RWLOCK_WRITE };
 
 typedef struct rdhold rdhold;
 struct rdhold {
     px__hold hold;            /* on the reading fiber's list of holds */
     px_rwlock *l;
-    uint64_t id;             /* the reading fiber */
     size_t count;            /* its read holds */
     rdhold *next, *prev;     /* l->readers while held; next: l->spare while not */
     rdhold *all;             /* every record the lock made, for px_rwlock_free */
 };
 
 struct px_rwlock {
-    uint64_t writer;         /* fiber id of the writer; 0: none */
-    px__hold wr_hold;         /* on the writer's list of holds */
+    px__hold wr_hold;         /* the writer, if any; on its list of holds */
     rdhold *readers;         /* one record per fiber holding read holds */
     size_t nreaders;
     rdhold *spare, *all;     /* records free for reuse; all records */
-    px__waitq waiters;        /* readers (OP_READ) and writers (OP_WRITE), FIFO */
+    px__waitq waiters;        /* readers (RWLOCK_READ) and writers (RWLOCK_WRITE), FIFO */
     unsigned char dead;      /* a writer ended holding it; no writer since */
 };
 
@@ -54,6 +52,13 @@ struct px_rwlock {
 static void rd_ended(px__hold *h, uint64_t id, int discarding);
 static void wr_ended(px__hold *h, uint64_t id, int discarding);
 
+/* A writer holds l (while nobody does, the write hold's owner is NULL, as
+** px__waitq_hold_drop leaves it). */
+static int has_writer(const px_rwlock *l)
+{
+    return px__waitq_holder(&l->wr_hold) != NULL;
+}
+
 /* -- read-hold records ---------------------------------------------------- */
 
 /* The caller's record, NULL when it holds no read hold on l. */
@@ -61,7 +66,7 @@ static rdhold *find(const px_rwlock *l, const px_fiber *f)
 {
     if (l->nreaders == 0)
         return NULL;
-    for (px__hold *h = f->holds; h; h = h->next)
+    for (px__hold *h = px__waitq_holds(f); h; h = h->next)
         if (h->ended == rd_ended && rd_of(h)->l == l)
             return rd_of(h);
     return NULL;
@@ -91,7 +96,6 @@ static void record_put(px_rwlock *l, rdhold *r)
 static void attach(px_rwlock *l, rdhold *r, px_fiber *f)
 {
     r->l = l;
-    r->id = f->id;
     r->count = 1;
     r->prev = NULL;
     r->next = l->readers;
@@ -127,7 +131,6 @@ static int take_write(px_rwlock *l, px_fiber *f)
 {
     int code = l->dead ? PX_EOWNERDEAD : 0;
     l->dead = 0;
-    l->writer = f->id;
     px__waitq_hold_take(&l->wr_hold, f, wr_ended);
     return code;
 }
@@ -137,14 +140,14 @@ static int take_write(px_rwlock *l, px_fiber *f)
 static void admit(px_rwlock *l)
 {
     px__waiter *w = px__waitq_first(&l->waiters);
-    if (w == NULL || l->writer != 0)
+    if (w == NULL || has_writer(l))
         return;
-    if (w->op == OP_WRITE) {
+    if (w->op == RWLOCK_WRITE) {
         if (l->nreaders == 0)
             px__waitq_grant(w, take_write(l, px__waitq_fiber(w)));
         return;
     }
-    for (; w && w->op == OP_READ; w = px__waitq_first(&l->waiters)) {
+    for (; w && w->op == RWLOCK_READ; w = px__waitq_first(&l->waiters)) {
         rdhold *r = w->value;      /* reserved when it queued */
         w->value = NULL;
         attach(l, r, px__waitq_fiber(w));
@@ -157,8 +160,7 @@ static void admit(px_rwlock *l)
 static void wr_ended(px__hold *h, uint64_t id, int discarding)
 {
     px_rwlock *l = lock_of_wr(h);
-    (void)id;
-    l->writer = 0;
+    (void)id;                       /* the hold is dropped: no writer */
     if (discarding)
         return;   /* every waiter is being discarded too: wake nobody */
     l->dead = 1;
@@ -192,7 +194,6 @@ static void wr_pass_on(px__waiter *w)
 {
     px_rwlock *l = (px_rwlock *)w->obj;
     px__waitq_hold_drop(&l->wr_hold);
-    l->writer = 0;
     if (w->result == PX_EOWNERDEAD)
         l->dead = 1;
     admit(l);
@@ -203,21 +204,23 @@ static void wr_pass_on(px__waiter *w)
 static size_t rwlock_holders(const void *object, uint64_t *out, size_t max)
 {
     const px_rwlock *l = object;
+    px_fiber *writer = px__waitq_holder(&l->wr_hold);
     size_t n = 0;
-    if (l->writer != 0 && n < max)
-        out[n++] = l->writer;
+    if (writer != NULL && n < max)
+        out[n++] = px__waitq_hold_id(&l->wr_hold);
     for (const rdhold *r = l->readers; r && n < max; r = r->next)
-        if (r->id != l->writer)
-            out[n++] = r->id;
+        if (px__waitq_holder(&r->hold) != writer)
+            out[n++] = px__waitq_hold_id(&r->hold);
     return n;
 }
 
 /* The lock is held by fibers of another scheduler than f's (a misuse). */
 static int foreign(const px_rwlock *l, const px_fiber *f)
 {
-    if (l->writer != 0)
-        return l->wr_hold.owner->s != f->s;
-    return l->readers && l->readers->hold.owner->s != f->s;
+    px_fiber *writer = px__waitq_holder(&l->wr_hold);
+    if (writer != NULL)
+        return px__waitq_foreign(writer, f);
+    return l->readers && px__waitq_foreign(px__waitq_holder(&l->readers->hold), f);
 }
 
 /* The wait of w ended with r: give back a record it did not use, and after
@@ -242,23 +245,15 @@ static int park(px_rwlock *l, px_fiber *f, int op)
     if (foreign(l, f))
         return PX_ETHREAD;
     rdhold *rec = NULL;
-    if (op == OP_READ && (rec = record_get(l)) == NULL)
+    if (op == RWLOCK_READ && (rec = record_get(l)) == NULL)
         return PX_ENOMEM;
-    px__waiter *w = px__waitq_begin(l, op, op == OP_READ ? rd_pass_on : wr_pass_on);
+    px__waiter *w = px__waitq_begin(f, l, op, op == RWLOCK_READ ? rd_pass_on : wr_pass_on);
     w->value = rec;
     px_park_info pi = { .object = l, .kind = "rwlock", .holders = rwlock_holders };
-    pi.reason = op == OP_READ ? "RwLock read lock" : "RwLock write lock";
+    pi.reason = op == RWLOCK_READ ? "RwLock read lock" : "RwLock write lock";
     int r = px__waitq_wait(&l->waiters, w, &pi);
     return after_wait(l, w, r);
 }
-
-/* Step 1 of every operation: the object, then the calling fiber. */
-#define RESOLVE(l, f) \
-    if ((l) == NULL) \
-        return PX_EINVAL; \
-    px_fiber *f = px__fiber_here(); \
-    if (f == NULL) \
-        return PX_ENOFIBER
 
 /* A read hold at once, if one may be had: 1 with *code set, else 0. */
 static int read_now(px_rwlock *l, px_fiber *f, int *code)
@@ -269,7 +264,7 @@ static int read_now(px_rwlock *l, px_fiber *f, int *code)
         *code = read_code(l);
         return 1;
     }
-    if (l->writer != f->id && (l->writer != 0 || l->waiters.len != 0))
+    if (!px__waitq_held_by(&l->wr_hold, f) && (has_writer(l) || l->waiters.len != 0))
         return 0;
     if ((r = record_get(l)) == NULL) {
         *code = PX_ENOMEM;
@@ -289,18 +284,24 @@ px_rwlock *px_rwlock_new(void)
 
 int px_rwlock_rdlock(px_rwlock *l)
 {
-    RESOLVE(l, f);
+    if (l == NULL)
+        return PX_EINVAL;
+    px_fiber *f;
     int r;
-    if (f->hosted && px__waitq_resumed(l, &r))
-        return after_wait(l, &f->wait, r);
+    if (px__waitq_enter(l, RWLOCK_READ, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+        return f ? after_wait(l, px__waitq_own(f), r) : r;
     if (read_now(l, f, &r))
         return r;
-    return park(l, f, OP_READ);
+    return park(l, f, RWLOCK_READ);
 }
 
 int px_rwlock_tryrdlock(px_rwlock *l)
 {
-    RESOLVE(l, f);
+    if (l == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__waitq_self();
+    if (f == NULL)
+        return PX_ENOFIBER;
     int r;
     return read_now(l, f, &r) ? r : PX_EBUSY;
 }
@@ -308,30 +309,36 @@ int px_rwlock_tryrdlock(px_rwlock *l)
 /* PX_EDEADLK when f holds l already, in either mode; else 0. */
 static int upgrade(const px_rwlock *l, const px_fiber *f)
 {
-    return l->writer == f->id || find(l, f) ? PX_EDEADLK : 0;
+    return px__waitq_held_by(&l->wr_hold, f) || find(l, f) ? PX_EDEADLK : 0;
 }
 
 static int write_free(const px_rwlock *l)
 {
-    return l->writer == 0 && l->nreaders == 0 && l->waiters.len == 0;
+    return !has_writer(l) && l->nreaders == 0 && l->waiters.len == 0;
 }
 
 int px_rwlock_wrlock(px_rwlock *l)
 {
-    RESOLVE(l, f);
+    if (l == NULL)
+        return PX_EINVAL;
+    px_fiber *f;
     int r;
-    if (f->hosted && px__waitq_resumed(l, &r))
-        return after_wait(l, &f->wait, r);
+    if (px__waitq_enter(l, RWLOCK_WRITE, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+        return f ? after_wait(l, px__waitq_own(f), r) : r;
     if ((r = upgrade(l, f)) != 0)
         return r;
     if (write_free(l))
         return take_write(l, f);
-    return park(l, f, OP_WRITE);
+    return park(l, f, RWLOCK_WRITE);
 }
 
 int px_rwlock_trywrlock(px_rwlock *l)
 {
-    RESOLVE(l, f);
+    if (l == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__waitq_self();
+    if (f == NULL)
+        return PX_ENOFIBER;
     int r = upgrade(l, f);
     if (r != 0)
         return r;
@@ -340,7 +347,11 @@ int px_rwlock_trywrlock(px_rwlock *l)
 
 int px_rwlock_rdunlock(px_rwlock *l)
 {
-    RESOLVE(l, f);
+    if (l == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__waitq_self();
+    if (f == NULL)
+        return PX_ENOFIBER;
     rdhold *r = find(l, f);
     if (r == NULL)
         return PX_EPERM;
@@ -354,11 +365,14 @@ int px_rwlock_rdunlock(px_rwlock *l)
 
 int px_rwlock_wrunlock(px_rwlock *l)
 {
-    RESOLVE(l, f);
-    if (l->writer != f->id)
+    if (l == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__waitq_self();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    if (!px__waitq_held_by(&l->wr_hold, f))
         return PX_EPERM;
-    px__waitq_hold_drop(&l->wr_hold);
-    l->writer = 0;                  /* its read holds stay: a downgrade */
+    px__waitq_hold_drop(&l->wr_hold);   /* its read holds stay: a downgrade */
     admit(l);
     return 0;
 }
@@ -370,7 +384,7 @@ size_t px_rwlock_readers(const px_rwlock *l)
 
 uint64_t px_rwlock_writer(const px_rwlock *l)
 {
-    return l ? l->writer : 0;
+    return l ? px__waitq_hold_id(&l->wr_hold) : 0;
 }
 
 size_t px_rwlock_waiters(const px_rwlock *l)
@@ -382,7 +396,7 @@ int px_rwlock_free(px_rwlock *l)
 {
     if (l == NULL)
         return 0;
-    if (l->writer != 0 || l->nreaders != 0 || l->waiters.len != 0)
+    if (has_writer(l) || l->nreaders != 0 || l->waiters.len != 0)
         return PX_EBUSY;
     while (l->all) {
         rdhold *r = l->all;

@@ -18,6 +18,8 @@
 
 #include "fiber/waitq.h"
 
+enum sem_op { SEM_ACQUIRE };
+
 struct px_sem {
     size_t value;            /* free units; 0 while fibers wait */
     px__waitq waiters;        /* fibers parked in px_sem_acquire, FIFO */
@@ -50,18 +52,16 @@ int px_sem_acquire(px_sem *sem)
 {
     if (sem == NULL)
         return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return PX_ENOFIBER;
+    px_fiber *f;
     int r;
-    if (px__waitq_resumed(sem, &r))
-        return r;                                /* the re-call after PX_EYIELD */
+    if (px__waitq_enter(sem, SEM_ACQUIRE, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+        return r;
     if (sem->value > 0) {
         sem->value--;
         return 0;
     }
     px_park_info pi = { .reason = "Semaphore acquire", .object = sem, .kind = "semaphore" };
-    return px__waitq_wait(&sem->waiters, px__waitq_begin(sem, 0, sem_pass_on), &pi);
+    return px__waitq_wait(&sem->waiters, px__waitq_begin(f, sem, SEM_ACQUIRE, sem_pass_on), &pi);
 }
 
 int px_sem_tryacquire(px_sem *sem)

@@ -12,6 +12,8 @@
 
 #include "fiber/waitq.h"
 
+enum waitgroup_op { WAITGROUP_WAIT };
+
 struct px_waitgroup {
     int64_t count;           /* jobs outstanding; never negative */
     px__waitq waiters;        /* fibers parked in px_waitgroup_wait, FIFO */
@@ -52,16 +54,14 @@ int px_waitgroup_wait(px_waitgroup *wg)
 {
     if (wg == NULL)
         return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return PX_ENOFIBER;
+    px_fiber *f;
     int r;
-    if (px__waitq_resumed(wg, &r))
-        return r;                                /* the re-call after PX_EYIELD */
+    if (px__waitq_enter(wg, WAITGROUP_WAIT, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+        return r;
     if (wg->count == 0)
         return 0;
     px_park_info pi = { .reason = "WaitGroup wait", .object = wg, .kind = "waitgroup" };
-    return px__waitq_wait(&wg->waiters, px__waitq_begin(wg, 0, NULL), &pi);
+    return px__waitq_wait(&wg->waiters, px__waitq_begin(f, wg, WAITGROUP_WAIT, NULL), &pi);
 }
 
 int64_t px_waitgroup_count(const px_waitgroup *wg)
