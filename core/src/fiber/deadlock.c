@@ -146,15 +146,16 @@ static void put_cycle(buf *b, px_sched *s, px_fiber **v, size_t n)
 int px__deadlock_report(px_sched *s)
 {
     size_t n = 0;
-    for (px_fiber *f = s->all; f; f = f->all_next)
-        n += f->state == PX_F_PARKED;
+    for (px__list *l = s->all.next; l != &s->all; l = l->next)
+        n += px__fiber_of_all(l)->state == PX_F_PARKED;
     px_fiber **v = malloc((n ? n : 1) * sizeof *v);
     buf b = { 0 };
     put(&b, "parataxis: deadlock detected: no fiber can run, no sleep or timeout is "
             "pending and nothing outside holds the scheduler, yet %zu fiber(s) are "
             "parked:\n", n);
     size_t i = 0;
-    for (px_fiber *f = s->all; f; f = f->all_next) {
+    for (px__list *l = s->all.next; l != &s->all; l = l->next) {
+        px_fiber *f = px__fiber_of_all(l);
         if (f->state != PX_F_PARKED)
             continue;
         if (i < LIST_MAX)

@@ -351,9 +351,7 @@ static void take_item(px_sched *s, px__item *it)
         }
         return;
     case PX_I_WAKE:
-        f = px__sched_lookup(s, it->id);
-        if (f && f->state == PX_F_PARKED && f->sleep_until == INT64_MAX)
-            px__fiber_unpark(s, f, 0);
+        px__fiber_wake(s, it->id);
         break;
     case PX_I_CANCEL:
         px__scope_cancel_parked(s, it->id);
@@ -383,8 +381,8 @@ static void expire(px_sched *s)
     int64_t now = px_now();
     px__tnode *n = px__tset_expire(&s->tset, now, 0);
     while (n) {
-        px__tnode *next = n->next;
-        px_fiber *f = (px_fiber *)(void *)((char *)n - offsetof(px_fiber, timer));
+        px__tnode *next = px__tset_after(n);
+        px_fiber *f = PX__CONTAINER_OF(n, px_fiber, timer);
         px__fiber_expired(s, f, now);
         n = next;
     }
@@ -517,6 +515,7 @@ px_sched *px_sched_new(const px_sched_opts *opts)
         return NULL;
     }
     pthread_mutex_init(&s->lock, NULL);
+    px__list_init(&s->all);
     px__tset_init(&s->tset, px_now());
     s->slack_ns = PX_USEC(1);
     s->next_n = 1;
@@ -594,8 +593,8 @@ void px_sched_free(px_sched *s)
     reg_remove(s);   /* from now on no wake by id reaches it */
     if (px__sched_forked(s) && (!s->forked || s->running))
         return;   /* a parent's: its lock, its stacks and its handlers are not ours */
-    while (s->all)
-        px__fiber_discard(s, s->all);
+    while (!px__list_empty(&s->all))
+        px__fiber_discard(s, px__fiber_of_all(s->all.next));
     while (s->free_recs) {
         px_fiber *f = s->free_recs;
         s->free_recs = f->next;

@@ -30,7 +30,7 @@ static void scope_open(px_fiber *f, px__scope *sc, int64_t deadline, px_token *t
     sc->heap = heap ? 1 : 0;
     sc->sched = f->s;
     sc->fiber_id = f->id;
-    sc->wnext = sc->wprev = NULL;
+    px__list_init(&sc->watch);
     if (t) {
         px__token_watch(t, sc);
         f->s->token_scopes++;

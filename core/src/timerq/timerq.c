@@ -40,7 +40,7 @@
 #include "base/bits.h"
 #include "base/deadline.h"
 #include "base/fork.h"
-#include "ring.h"
+#include "base/list.h"
 #include "timerq/timerq.h"
 #include "timerset.h"
 
@@ -109,8 +109,8 @@ struct px_timerq {
     chunk_free *cfree;           /* per chunk, its free records */
     uint64_t *has_free;          /* bit c: chunk c has a free record */
     uint32_t free_low;           /* no word of has_free below it is non-zero */
-    px__tnode aborted;            /* ring of ABORTED records whose call the worker owes */
-    px__tnode inflight;           /* ring of records handed to a handler, not yet settled */
+    px__list aborted;            /* ABORTED records whose call the worker owes */
+    px__list inflight;           /* records handed to a handler, not yet settled */
     int64_t wake_at;             /* when the sleeping worker wakes by itself, or AWAKE */
     px_executor exec;            /* exec.post == NULL: handlers run on the worker */
     int64_t slack_ns;
@@ -133,7 +133,13 @@ _Static_assert(sizeof(chunk_head) <= sizeof(px__trec), "a chunk's header fits it
 
 static px__trec *rec_of(px__tnode *n)
 {
-    return (px__trec *)n;
+    return PX__CONTAINER_OF(n, px__trec, node);
+}
+
+/* The record on a list (q->aborted, q->inflight) by its node's link. */
+static px__trec *rec_on(px__list *l)
+{
+    return PX__CONTAINER_OF(l, px__trec, node.link);
 }
 
 static chunk_head *chunk_of(const px__trec *r)
@@ -382,7 +388,7 @@ static void queue_unlock(px_timerq *q)
 static void abort_armed(px_timerq *q, px__trec *r)
 {
     rec_set_state(r, REC_ABORTED);
-    px__ring_push(&q->aborted, &r->node);
+    px__list_push(&q->aborted, &r->node.link);
 }
 
 /* Cancels a record handed to a handler that has not started: DUE -> ABORTED; or a
@@ -485,11 +491,11 @@ static size_t abort_all(px_timerq *q)
     size_t n = 0;
     px__tnode *node, *next;
     for (node = px__tset_take_all(&q->set); node != NULL; node = next, n++) {
-        next = node->next;
+        next = px__tset_after(node);
         abort_armed(q, rec_of(node));
     }
-    for (node = q->inflight.next; node != &q->inflight; node = node->next)
-        n += (size_t)abort_inflight(rec_of(node));
+    for (px__list *l = q->inflight.next; l != &q->inflight; l = l->next)
+        n += (size_t)abort_inflight(rec_on(l));
     if (n)
         wake_for_abort(q);
     return n;
@@ -561,7 +567,7 @@ static int64_t next_tick(int64_t deadline, int64_t period, int64_t now)
 */
 static int settle(px_timerq *q, px__trec *r)
 {
-    px__ring_unlink(&r->node);
+    px__list_unlink(&r->node.link);
     unsigned state = rec_state(r);
     int periodic_tick = rec_periodic(r) && (state == REC_RUNNING || state == REC_RUNNING_CANCELLED);
     if (periodic_tick && state == REC_RUNNING && !q->stopping) {
@@ -575,10 +581,10 @@ static int settle(px_timerq *q, px__trec *r)
     if (periodic_tick) {
         rec_set_state(r, REC_ABORTED);
         if (q->worker_done) {
-            px__ring_push(&q->inflight, &r->node);
+            px__list_push(&q->inflight, &r->node.link);
             return 1;
         }
-        px__ring_push(&q->aborted, &r->node);
+        px__list_push(&q->aborted, &r->node.link);
         wake_now(q);
         return 0;
     }
@@ -632,19 +638,19 @@ static void posted_call(void *arg, int status)
 static size_t take_batch(px_timerq *q, px__trec **batch)
 {
     size_t n = 0;
-    while (n < BATCH && !px__ring_empty(&q->aborted)) {
-        px__tnode *node = q->aborted.next;
-        px__ring_unlink(node);
-        px__ring_push(&q->inflight, node);
-        batch[n++] = rec_of(node);
+    while (n < BATCH && !px__list_empty(&q->aborted)) {
+        px__list *l = q->aborted.next;
+        px__list_unlink(l);
+        px__list_push(&q->inflight, l);
+        batch[n++] = rec_on(l);
     }
     if (n)
         q->aborts_seen = 1;
     px__tnode *next, *node = n < BATCH ? px__tset_expire(&q->set, px_now(), BATCH - n) : NULL;
     for (; node != NULL; node = next) {
-        next = node->next;
+        next = px__tset_after(node);
         rec_set_state(rec_of(node), REC_DUE);
-        px__ring_push(&q->inflight, node);
+        px__list_push(&q->inflight, &node->link);
         batch[n++] = rec_of(node);
     }
     if (q->exec.post != NULL)
@@ -740,8 +746,8 @@ px_timerq *px_timerq_new(const px_timerq_opts *opts)
     }
     pthread_mutex_init(&q->lock, NULL);
     px__tset_init(&q->set, px_now());
-    px__ring_init(&q->aborted);
-    px__ring_init(&q->inflight);
+    px__list_init(&q->aborted);
+    px__list_init(&q->inflight);
     q->wake_at = AWAKE;
     q->slack_ns = PX_USEC(1);
     q->abort_linger = ABORT_LINGER;
