@@ -38,6 +38,7 @@
 
 #include "parataxis.h"
 #include "base/bits.h"
+#include "base/clock.h"
 #include "base/deadline.h"
 #include "base/fork.h"
 #include "base/list.h"
@@ -427,9 +428,9 @@ static uint64_t arm(px_timerq *q, int64_t deadline, px_handler_fn fn, void *arg,
     return id;
 }
 
-/* now + delay (saturating: a huge delay never comes due), or -1 when the delay
-** is negative. */
-static int64_t deadline_after(int64_t delay_ns)
+/* The deadline of an add `delay_ns` from now (saturating: a huge delay never
+** comes due), or -1, which the add refuses, when the delay is negative. */
+static int64_t add_deadline(int64_t delay_ns)
 {
     return delay_ns < 0 ? -1 : px__deadline_after(px_now(), delay_ns);
 }
@@ -443,13 +444,13 @@ uint64_t px_timerq_add_at(px_timerq *q, int64_t deadline, px_handler_fn fn, void
 
 uint64_t px_timerq_add(px_timerq *q, int64_t delay_ns, px_handler_fn fn, void *arg)
 {
-    return px_timerq_add_at(q, deadline_after(delay_ns), fn, arg);
+    return px_timerq_add_at(q, add_deadline(delay_ns), fn, arg);
 }
 
 uint64_t px_timerq_add_periodic(px_timerq *q, int64_t first_ns, int64_t period_ns,
                                 px_handler_fn fn, void *arg)
 {
-    int64_t deadline = deadline_after(first_ns);
+    int64_t deadline = add_deadline(first_ns);
     if (!queue_usable(q) || fn == NULL || deadline < 0 || period_ns <= 0)
         return 0;
     periodic *p = malloc(sizeof *p);
@@ -551,15 +552,6 @@ static void rec_call(px__trec *r)
     }
 }
 
-/* The first tick of a periodic timer after `now`, in phase with its deadline. */
-static int64_t next_tick(int64_t deadline, int64_t period, int64_t now)
-{
-    int64_t missed = deadline < now ? (now - deadline) / period : 0;
-    if (missed >= (INT64_MAX - deadline) / period)
-        return INT64_MAX;
-    return deadline + (missed + 1) * period;
-}
-
 /*
 ** After a record's call returned (lock held): frees it, re-arms a periodic
 ** timer, or queues its final PX_ECANCELED call.  Returns 1 when that final call
@@ -572,7 +564,7 @@ static int settle(px_timerq *q, px__trec *r)
     int periodic_tick = rec_periodic(r) && (state == REC_RUNNING || state == REC_RUNNING_CANCELLED);
     if (periodic_tick && state == REC_RUNNING && !q->stopping) {
         int64_t period = ((periodic *)r->arg)->period;
-        r->node.deadline = next_tick(r->node.deadline, period, px_now());
+        r->node.deadline = px__deadline_next_tick(r->node.deadline, period, px_now());
         rec_set_state(r, REC_ARMED);
         px__tset_insert(&q->set, &r->node);
         wake_for_deadline(q, r->node.deadline);
@@ -693,7 +685,7 @@ static void sleep_until(px_timerq *q, int64_t deadline)
     if (deadline == INT64_MAX) {
         pthread_cond_wait(&q->wake, &q->lock);
     } else {
-        struct timespec ts = { .tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000 };
+        struct timespec ts = px__clock_timespec(deadline);
         pthread_cond_timedwait(&q->wake, &q->lock, &ts);
     }
     q->wake_at = AWAKE;
