@@ -4,7 +4,8 @@
 ** wait reason, the object it waits on and that object's holders, then looks for
 ** a wait-for cycle: from each fiber it follows the first holder that is itself
 ** parked, and a walk that comes back onto itself is a cycle.  Every fiber is
-** walked through once, so the search is linear however many fibers there are.
+** stamped by one walk only, and a step finds a fiber's stamp by a binary search
+** on its id, so the search takes O(n log n) steps for n parked fibers.
 */
 #include <stdarg.h>
 #include <stdio.h>

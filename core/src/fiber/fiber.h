@@ -1,7 +1,7 @@
 /*
 ** fiber.h -- the fiber engine's private records, shared by sched.c (the run
 ** loop, ids, the inbox), fiber.c (spawn, join, park, wake), scope.c, token.c,
-** trace.c and deadlock.c.  Nothing here is public: parataxis.h is the API.
+** deadlock.c and waitq.c.  Nothing here is public: parataxis.h is the API.
 */
 #ifndef PX_FIBER_H
 #define PX_FIBER_H
