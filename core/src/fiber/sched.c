@@ -94,6 +94,8 @@ int px__sched_forked(const px_sched *s)
     return s->fork_gen != px__fork_generation();
 }
 
+/* Gives `s` its serial and registers it; 0, or PX_ENOMEM when the process is
+** out of serials. */
 static int reg_add(px_sched *s)
 {
     pthread_once(&fork_watching, fork_watch);
@@ -105,7 +107,7 @@ static int reg_add(px_sched *s)
         reg_head = s;
     }
     pthread_mutex_unlock(&reg_lock);
-    return ok;
+    return ok ? 0 : PX_ENOMEM;
 }
 
 static void reg_remove(px_sched *s)
@@ -509,7 +511,7 @@ px_sched *px_sched_new(const px_sched_opts *opts)
     }
     px__fork_watch();
     s->fork_gen = px__fork_generation();
-    if (!reg_add(s)) {
+    if (reg_add(s) != 0) {
         close(s->efd);
         free(s);
         return NULL;

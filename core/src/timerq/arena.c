@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "parataxis.h"
 #include "timerq/arena.h"
 
 #define MAP_BYTES  ((size_t)2 << 20)                  /* one huge page */
@@ -51,20 +52,20 @@ static px__arena_slot *chunk_map(px__arena *a)
     return (px__arena_slot *)(void *)((char *)a->chunks[a->nchunks - 1] + PX__ARENA_CHUNK_BYTES);
 }
 
-/* Makes room for `cap` chunks in the arena's tables; 0 or -1. */
+/* Makes room for `cap` chunks in the arena's tables; 0 or PX_ENOMEM. */
 static int tables_grow(px__arena *a, uint32_t cap)
 {
     px__arena_slot **chunks = realloc(a->chunks, cap * sizeof *chunks);
     if (chunks == NULL)
-        return -1;
+        return PX_ENOMEM;
     a->chunks = chunks;
     px__arena_free *cfree = realloc(a->cfree, cap * sizeof *cfree);
     if (cfree == NULL)
-        return -1;
+        return PX_ENOMEM;
     a->cfree = cfree;
     uint64_t *has_free = realloc(a->has_free, cap / 64 * sizeof *has_free + sizeof *has_free);
     if (has_free == NULL)
-        return -1;
+        return PX_ENOMEM;
     for (uint32_t w = a->chunks_cap / 64 + (a->chunks_cap ? 1 : 0); w <= cap / 64; w++)
         has_free[w] = 0;
     a->has_free = has_free;
@@ -77,11 +78,11 @@ int px__arena_grow(px__arena *a, void *owner)
     if (a->nchunks == a->chunks_cap) {
         uint32_t cap = a->chunks_cap ? 2 * a->chunks_cap : 8;
         if (cap > (UINT32_MAX >> PX__ARENA_CHUNK_SHIFT) || tables_grow(a, cap) != 0)
-            return -1;
+            return PX_ENOMEM;
     }
     px__arena_slot *c = chunk_map(a);
     if (c == NULL)
-        return -1;
+        return PX_ENOMEM;
     px__arena_head *h = (px__arena_head *)(void *)c;
     h->owner = owner;
     h->first_index = a->nchunks << PX__ARENA_CHUNK_SHIFT;

@@ -71,8 +71,8 @@ void px__arena_init(px__arena *a);
 /* Unmaps every chunk: every record is gone. */
 void px__arena_destroy(px__arena *a);
 
-/* Adds a chunk whose records name `owner` (px__arena_owner); 0, or -1 when
-** there is no memory or no index left. */
+/* Adds a chunk whose records name `owner` (px__arena_owner); 0, or PX_ENOMEM
+** when there is no memory or no index left. */
 int px__arena_grow(px__arena *a, void *owner);
 
 static inline px__arena_head *px__arena_head_of(const void *rec)
