@@ -94,6 +94,15 @@ int px__sched_forked(const px_sched *s)
     return s->fork_gen != px__fork_generation();
 }
 
+/* What a call on `s` answers before it starts: PX_EINVAL for NULL, PX_EFORKED
+** for a scheduler of the parent of a fork, 0 to go on. */
+static int refusal(const px_sched *s)
+{
+    if (s == NULL)
+        return PX_EINVAL;
+    return px__sched_forked(s) ? PX_EFORKED : 0;
+}
+
 /* Gives `s` its serial and registers it; 0, or PX_ENOMEM when the process is
 ** out of serials. */
 static int reg_add(px_sched *s)
@@ -304,10 +313,9 @@ px_executor px_sched_executor(px_sched *s)
 
 int px_sched_hold(px_sched *s)
 {
-    if (s == NULL)
-        return PX_EINVAL;
-    if (px__sched_forked(s))
-        return PX_EFORKED;
+    int r = refusal(s);
+    if (r != 0)
+        return r;
     pthread_mutex_lock(&s->lock);
     s->holds++;
     pthread_mutex_unlock(&s->lock);
@@ -316,11 +324,9 @@ int px_sched_hold(px_sched *s)
 
 int px_sched_unhold(px_sched *s)
 {
-    if (s == NULL)
-        return PX_EINVAL;
-    if (px__sched_forked(s))
-        return PX_EFORKED;
-    int r = 0;
+    int r = refusal(s);
+    if (r != 0)
+        return r;
     pthread_mutex_lock(&s->lock);
     if (s->holds == 0)
         r = PX_EINVAL;
@@ -565,11 +571,9 @@ static int run_begin(px_sched *s)
 
 int px_sched_run(px_sched *s)
 {
-    if (s == NULL)
-        return PX_EINVAL;
-    if (px__sched_forked(s))
-        return PX_EFORKED;
-    int r = run_begin(s);
+    int r = refusal(s);
+    if (r == 0)
+        r = run_begin(s);
     if (r != 0)
         return r;
     px__trace_init();
