@@ -97,13 +97,12 @@ int64_t px__tset_next(px__tset *s);
 
 /*
 ** Removes the nodes due at `now` (deadline <= now), at most `max` of them, and
-** returns them as a list linked through `link.next`, ending in NULL (walk it with
-** px__tset_after).  With max == 0
-** there is no limit and every due node is returned.  With a limit, a call also
-** looks at no more than PX_TSET_LOOK_PER_NODE * max nodes of the wheel, so that
-** its owner holds its lock for a bounded time: it may then return fewer than
-** `max`, or none, while due nodes remain; px__tset_next says so by returning a
-** moment that has passed.
+** returns them as a list linked through `link.next`, ending in NULL (walk it
+** with px__tset_after).  With max == 0 there is no limit and every due node is
+** returned.  With a limit, a call also looks at no more than
+** PX_TSET_LOOK_PER_NODE * max nodes of the wheel, so that its owner holds its
+** lock for a bounded time: it may then return fewer than `max`, or none, while
+** due nodes remain; px__tset_next says so by returning a moment that has passed.
 **
 ** Order: nodes come out in deadline order to within a tick when expire is called
 ** on time; nodes that were overdue when their slot was reached come out in the
