@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "base/bits.h"
-#include "ring.h"
+#include "base/list.h"
 #include "timerset.h"
 
 #define TICK(t)        ((t) >> PX_TSET_TICK_SHIFT)
@@ -21,12 +21,12 @@
 /* -- lists ---------------------------------------------------------------- */
 
 /* Appends `n` to the NULL-terminated list ending at *tail. */
-static void out_append(px__tnode ***tail, px__tnode *n)
+static void out_append(px__list ***tail, px__tnode *n)
 {
     n->where = PX_TSET_OUT;
-    n->next = NULL;
-    **tail = n;
-    *tail = &n->next;
+    n->link.next = NULL;
+    **tail = &n->link;
+    *tail = &n->link.next;
 }
 
 /* -- the heap ------------------------------------------------------------- */
@@ -103,7 +103,7 @@ static void wheel_link(px__tset *s, px__tnode *n, int64_t tick)
 {
     int level = level_of(tick, s->cursor);
     unsigned slot = DIGIT(tick, level);
-    px__ring_push(&s->slot[level][slot], n);
+    px__list_push(&s->slot[level][slot], &n->link);
     n->where = (uint32_t)(level * PX_TSET_SLOTS + slot);
     s->occupied[level] |= UINT64_C(1) << slot;
 }
@@ -138,20 +138,12 @@ static int next_event(const px__tset *s, int64_t *tick, int *level, unsigned *sl
     return 0;
 }
 
-/* Moves the nodes of slot (level, slot) into the ring `ring` and returns the
+/* Moves the nodes of slot (level, slot) onto the list `ring` and returns the
 ** first of them (`ring` itself when the slot was empty). */
-static px__tnode *slot_detach(px__tset *s, int level, unsigned slot, px__tnode *ring)
+static px__list *slot_detach(px__tset *s, int level, unsigned slot, px__list *ring)
 {
-    px__tnode *head = &s->slot[level][slot];
     s->occupied[level] &= ~(UINT64_C(1) << slot);
-    px__ring_init(ring);
-    if (!px__ring_empty(head)) {
-        ring->next = head->next;
-        ring->prev = head->prev;
-        ring->next->prev = ring;
-        ring->prev->next = ring;
-        px__ring_init(head);
-    }
+    px__list_move_all(ring, &s->slot[level][slot]);
     return ring->next;
 }
 
@@ -161,11 +153,11 @@ void px__tset_init(px__tset *s, int64_t now)
 {
     for (int l = 0; l < PX_TSET_LEVELS; l++) {
         for (int j = 0; j < PX_TSET_SLOTS; j++)
-            px__ring_init(&s->slot[l][j]);
+            px__list_init(&s->slot[l][j]);
         s->occupied[l] = 0;
     }
     s->cursor = TICK(now > 0 ? now : 0);
-    px__ring_init(&s->rest);
+    px__list_init(&s->rest);
     s->heap = NULL;
     s->heap_len = s->heap_cap = 0;
     s->count = 0;
@@ -195,9 +187,9 @@ void px__tset_remove(px__tset *s, px__tnode *n)
         heap_delete(s, n->where & ~PX_TSET_IN_HEAP);
     } else {
         unsigned level = n->where / PX_TSET_SLOTS, slot = n->where % PX_TSET_SLOTS;
-        px__tnode *head = &s->slot[level][slot];
-        px__ring_unlink(n);
-        if (px__ring_empty(head))
+        px__list *head = &s->slot[level][slot];
+        px__list_unlink(&n->link);
+        if (px__list_empty(head))
             s->occupied[level] &= ~(UINT64_C(1) << slot);
     }
     n->where = PX_TSET_OUT;
@@ -213,18 +205,18 @@ static void pull_small_slot(px__tset *s)
     unsigned slot;
     if (!next_event(s, &tick, &level, &slot))
         return;
-    px__tnode *head = &s->slot[level][slot], *n = head->next;
-    for (int seen = 0; n != head; n = n->next)
+    px__list *head = &s->slot[level][slot], *l = head->next;
+    for (int seen = 0; l != head; l = l->next)
         if (++seen > PULL_MAX)
             return;
-    px__tnode ring, *next;
-    for (n = slot_detach(s, level, slot, &ring); n != &ring; n = next) {
-        next = n->next;
-        if (heap_push(s, n) != 0) {
+    px__list ring, *next;
+    for (l = slot_detach(s, level, slot, &ring); l != &ring; l = next) {
+        next = l->next;
+        if (heap_push(s, px__tset_node(l)) != 0) {
             /* No memory: put the rest back where they were; nothing is lost. */
-            for (; n != &ring; n = next) {
-                next = n->next;
-                wheel_link(s, n, tick);
+            for (; l != &ring; l = next) {
+                next = l->next;
+                wheel_link(s, px__tset_node(l), tick);
             }
             return;
         }
@@ -235,11 +227,11 @@ int64_t px__tset_next(px__tset *s)
 {
     if (s->count == 0)
         return INT64_MAX;
-    if (s->heap_len == 0 && px__ring_empty(&s->rest))
+    if (s->heap_len == 0 && px__list_empty(&s->rest))
         pull_small_slot(s);
     int64_t best = s->heap_len ? s->heap[0]->deadline : INT64_MAX;
     int64_t reached = s->cursor << PX_TSET_TICK_SHIFT;
-    if (!px__ring_empty(&s->rest))        /* a capped expire stopped in a slot */
+    if (!px__list_empty(&s->rest))        /* a capped expire stopped in a slot */
         return reached < best ? reached : best;
     int64_t tick;
     int level;
@@ -250,9 +242,9 @@ int64_t px__tset_next(px__tset *s)
 }
 
 /* Takes one node out of the set and onto the result list. */
-static void take(px__tset *s, px__tnode *n, px__tnode ***tail, size_t *room)
+static void take(px__tset *s, px__tnode *n, px__list ***tail, size_t *room)
 {
-    px__ring_unlink(n);
+    px__list_unlink(&n->link);
     s->count--;
     (*room)--;
     out_append(tail, n);
@@ -269,10 +261,10 @@ static void take(px__tset *s, px__tnode *n, px__tnode ***tail, size_t *room)
 ** tens of thousands, and a list gives each back in O(1) where a large heap would
 ** pay an O(log n) delete.
 */
-static int reach_rest(px__tset *s, int64_t now, px__tnode ***tail, size_t *room, size_t *look)
+static int reach_rest(px__tset *s, int64_t now, px__list ***tail, size_t *room, size_t *look)
 {
-    while (!px__ring_empty(&s->rest)) {
-        px__tnode *n = s->rest.next;
+    while (!px__list_empty(&s->rest)) {
+        px__tnode *n = px__tset_node(s->rest.next);
         if (*look == 0 || (n->deadline <= now && *room == 0))
             return 0;
         (*look)--;
@@ -280,7 +272,7 @@ static int reach_rest(px__tset *s, int64_t now, px__tnode ***tail, size_t *room,
             take(s, n, tail, room);
             continue;
         }
-        px__ring_unlink(n);
+        px__list_unlink(&n->link);
         if (TICK(n->deadline) <= s->cursor)
             place_near(s, n);
         else
@@ -291,7 +283,7 @@ static int reach_rest(px__tset *s, int64_t now, px__tnode ***tail, size_t *room,
 
 px__tnode *px__tset_expire(px__tset *s, int64_t now, size_t max)
 {
-    px__tnode *out = NULL, **tail = &out;
+    px__list *out = NULL, **tail = &out;
     size_t room = max ? max : SIZE_MAX;
     size_t look = max && max < SIZE_MAX / PX_TSET_LOOK_PER_NODE ? max * PX_TSET_LOOK_PER_NODE : SIZE_MAX;
     int64_t target = TICK(now > 0 ? now : 0);
@@ -316,15 +308,15 @@ px__tnode *px__tset_expire(px__tset *s, int64_t now, size_t max)
         s->cursor = tick;
         slot_detach(s, level, slot, &s->rest);
     }
-    return out;
+    return px__tset_node(out);
 }
 
 px__tnode *px__tset_take_all(px__tset *s)
 {
-    px__tnode *out = NULL, **tail = &out;
-    while (!px__ring_empty(&s->rest)) {
-        px__tnode *n = s->rest.next;
-        px__ring_unlink(n);
+    px__list *out = NULL, **tail = &out;
+    while (!px__list_empty(&s->rest)) {
+        px__tnode *n = px__tset_node(s->rest.next);
+        px__list_unlink(&n->link);
         out_append(&tail, n);
     }
     for (size_t i = 0; i < s->heap_len; i++)
@@ -333,13 +325,13 @@ px__tnode *px__tset_take_all(px__tset *s)
     for (int l = 0; l < PX_TSET_LEVELS; l++) {
         while (s->occupied[l]) {
             unsigned slot = (unsigned)px__bits_low(s->occupied[l]);
-            px__tnode ring, *n, *next;
+            px__list ring, *n, *next;
             for (n = slot_detach(s, l, slot, &ring); n != &ring; n = next) {
                 next = n->next;
-                out_append(&tail, n);
+                out_append(&tail, px__tset_node(n));
             }
         }
     }
     s->count = 0;
-    return out;
+    return px__tset_node(out);
 }

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/list.h"
+
 #define PX_TSET_TICK_SHIFT 16          /* a tick is 2^16 ns */
 #define PX_TSET_SLOT_BITS  6           /* 64 slots a level */
 #define PX_TSET_SLOTS      (1 << PX_TSET_SLOT_BITS)
@@ -29,27 +31,29 @@
 typedef struct px__tnode px__tnode;
 
 /*
-** A node of the set.  While a node is out of the set, `next` and `prev` belong to
-** its owner (a list of expired nodes, a free list).  `tag` fills what would be
-** padding and is never touched by the set: it is the owner's (the timer queue
-** keeps its record's generation and state there, atomic because the worker and a
-** cancelling thread race on the state).
+** A node of the set.  While a node is out of the set, `link` belongs to its
+** owner (a list of aborted records, the handlers in flight).  `tag` fills what
+** would be padding and is never touched by the set: it is the owner's (the timer
+** queue keeps its record's generation and state there, atomic because the worker
+** and a cancelling thread race on the state).
 */
 struct px__tnode {
-    px__tnode *next, *prev;   /* slot list links (circular, around a sentinel) */
+    px__list link;           /* in a slot's list (or, out of the set, the owner's) */
     int64_t deadline;        /* when it is due, on px_now()'s clock */
     uint32_t where;          /* PX_TSET_OUT, a heap index | PX_TSET_IN_HEAP, or a slot */
     _Atomic uint32_t tag;    /* the owner's */
 };
 
+_Static_assert(offsetof(px__tnode, link) == 0, "a node's link comes first");
+
 #define PX_TSET_OUT     UINT32_MAX
 #define PX_TSET_IN_HEAP 0x80000000u
 
 typedef struct px__tset {
-    px__tnode slot[PX_TSET_LEVELS][PX_TSET_SLOTS];   /* list sentinels */
+    px__list slot[PX_TSET_LEVELS][PX_TSET_SLOTS];    /* list sentinels */
     uint64_t occupied[PX_TSET_LEVELS];              /* bit s: slot s is not empty */
     int64_t cursor;          /* every node due in a tick <= cursor is in the heap or `rest` */
-    px__tnode rest;           /* the part of the slot being reached not yet looked at */
+    px__list rest;           /* the part of the slot being reached not yet looked at */
     px__tnode **heap;         /* min-heap on deadline */
     size_t heap_len, heap_cap;
     size_t count;            /* nodes in the set */
@@ -70,6 +74,20 @@ void px__tset_remove(px__tset *s, px__tnode *n);
 /* Returns 1 when `n` is in a set. */
 static inline int px__tset_contains(const px__tnode *n) { return n->where != PX_TSET_OUT; }
 
+/* The node whose link is `l`; NULL for NULL.  `link` comes first (asserted
+** above), so the node is at the link's address: a cast, which keeps NULL. */
+static inline px__tnode *px__tset_node(px__list *l)
+{
+    return (px__tnode *)(void *)l;
+}
+
+/* The node after `n` in a list px__tset_expire or px__tset_take_all returned,
+** or NULL at its end. */
+static inline px__tnode *px__tset_after(const px__tnode *n)
+{
+    return px__tset_node(n->link.next);
+}
+
 /*
 ** Returns when px__tset_expire should next be called: the earliest deadline, or an
 ** earlier moment at which the wheel must move nodes towards the heap.  INT64_MAX
@@ -79,12 +97,12 @@ int64_t px__tset_next(px__tset *s);
 
 /*
 ** Removes the nodes due at `now` (deadline <= now), at most `max` of them, and
-** returns them as a list linked through `next`, ending in NULL.  With max == 0
-** there is no limit and every due node is returned.  With a limit, a call also
-** looks at no more than PX_TSET_LOOK_PER_NODE * max nodes of the wheel, so that
-** its owner holds its lock for a bounded time: it may then return fewer than
-** `max`, or none, while due nodes remain; px__tset_next says so by returning a
-** moment that has passed.
+** returns them as a list linked through `link.next`, ending in NULL (walk it
+** with px__tset_after).  With max == 0 there is no limit and every due node is
+** returned.  With a limit, a call also looks at no more than
+** PX_TSET_LOOK_PER_NODE * max nodes of the wheel, so that its owner holds its
+** lock for a bounded time: it may then return fewer than `max`, or none, while
+** due nodes remain; px__tset_next says so by returning a moment that has passed.
 **
 ** Order: nodes come out in deadline order to within a tick when expire is called
 ** on time; nodes that were overdue when their slot was reached come out in the
@@ -92,7 +110,7 @@ int64_t px__tset_next(px__tset *s);
 */
 px__tnode *px__tset_expire(px__tset *s, int64_t now, size_t max);
 
-/* Removes every node and returns them as a list linked through `next`. */
+/* Removes every node and returns them as a list like px__tset_expire's. */
 px__tnode *px__tset_take_all(px__tset *s);
 
 #endif /* PX_TIMERSET_H */

@@ -75,7 +75,8 @@ int gate_take(gate *g)
         g->cap = cap;
     }
     g->waiters[g->len++] = me;
-    px_park_info pi = { "gate take", gate_dereg, g, g, "gate", gate_holders, 0 };
+    px_park_info pi = { .reason = "gate take", .dereg = gate_dereg, .ctx = g,
+                        .object = g, .kind = "gate", .holders = gate_holders };
     int r;
     do   /* any code may px_wake any id: only a hand-over ends the wait */
         r = px_park_with(&pi);

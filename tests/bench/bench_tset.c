@@ -128,7 +128,7 @@ static size_t expire_all(bench *b, int kind)
     for (int step = 1; step <= STEPS; step++) {
         int64_t now = T0 + SPAN / STEPS * step;
         if (kind == TSET) {
-            for (px__tnode *x = px__tset_expire(&b->set, now, 0); x != NULL; x = x->next)
+            for (px__tnode *x = px__tset_expire(&b->set, now, 0); x != NULL; x = px__tset_after(x))
                 got++;
         } else {
             bh_node *(*pop)(bh_heap *, int64_t) = kind == HBIN ? hb_pop_due : hq_pop_due;
@@ -210,7 +210,7 @@ static void run_burst(size_t n)
             size_t got = 0;
             int64_t t0 = clock_ns();
             for (px__tnode *x; (x = px__tset_expire(&b.set, T0 + 1000001, batched ? 256 : 0)) != NULL;)
-                for (; x != NULL; x = x->next)
+                for (; x != NULL; x = px__tset_after(x))
                     got++;
             int64_t t1 = clock_ns();
             px__tset_destroy(&b.set);

@@ -32,7 +32,7 @@ static void test_bounded_batches(void)
     for (int round = 0; total < 700; round++) {
         MODEL_CHECK(round < 100);
         size_t k = 0;
-        for (px__tnode *x = px__tset_expire(&s, now, 256); x; x = x->next)
+        for (px__tnode *x = px__tset_expire(&s, now, 256); x; x = px__tset_after(x))
             k++;
         MODEL_CHECK(k <= 256);
         MODEL_CHECK(k == (700 - total < 256 ? 700 - total : 256));

@@ -98,7 +98,7 @@ static void model_check_counts(model *m)
 static size_t model_collect(model *m, px__tnode *list, int due_only)
 {
     size_t n = 0;
-    for (px__tnode *x = list; x != NULL; x = x->next) {
+    for (px__tnode *x = list; x != NULL; x = px__tset_after(x)) {
         ptrdiff_t i = x - m->node;
         MODEL_CHECK(i >= 0 && i < MODEL_NODES);
         MODEL_CHECK(m->live[i]);                       /* once, and only if inside */

@@ -6,15 +6,19 @@
 ** in one place: a deadline `ns` after `now` saturates at INT64_MAX, which every
 ** clock reading stays below for 292 years, so it means "never".  A negative
 ** duration is the caller's to refuse (or to take as "already due") before it
-** gets here; the helpers are exact for any int64 arguments all the same.
+** gets here; the helpers are exact for any int64 arguments all the same (but
+** px__deadline_next_tick, which takes clock readings).
 **
-** These are a compare and an add each: cheap enough for the add paths.
+** These are a compare and an add each, cheap enough for the add paths (but for
+** the periodic tick, which divides once a tick).
 */
 #ifndef PX_DEADLINE_H
 #define PX_DEADLINE_H
 
 #include <stdint.h>
 #include <time.h>
+
+#include "base/clock.h"
 
 /* now + ns, saturating at INT64_MAX (and at INT64_MIN below). */
 static inline int64_t px__deadline_after(int64_t now, int64_t ns)
@@ -51,9 +55,20 @@ static inline int64_t px__deadline_between(int64_t from, int64_t to)
 ** for ppoll. */
 static inline struct timespec px__deadline_timespec(int64_t deadline, int64_t now)
 {
-    int64_t left = deadline > now ? px__deadline_between(now, deadline) : 0;
-    struct timespec ts = { (time_t)(left / 1000000000), (long)(left % 1000000000) };
-    return ts;
+    return px__clock_timespec(deadline > now ? px__deadline_between(now, deadline) : 0);
+}
+
+/*
+** The first tick of a period `period` (> 0) after `now`, in phase with
+** `deadline`; both are clock readings, not negative.  Saturates likewise: a tick
+** past INT64_MAX is never.
+*/
+static inline int64_t px__deadline_next_tick(int64_t deadline, int64_t period, int64_t now)
+{
+    int64_t missed = deadline < now ? (now - deadline) / period : 0;
+    if (missed >= (INT64_MAX - deadline) / period)
+        return INT64_MAX;
+    return deadline + (missed + 1) * period;
 }
 
 /*
@@ -61,7 +76,7 @@ static inline struct timespec px__deadline_timespec(int64_t deadline, int64_t no
 ** come, not when: past a second it is taken as a second, since "up to 292 years
 ** late" would leave a handler waiting for ever.
 */
-#define PX__DEADLINE_TOLERANCE_MAX ((int64_t)1000000000)
+#define PX__DEADLINE_TOLERANCE_MAX PX__CLOCK_NS_PER_SEC
 
 static inline int64_t px__deadline_tolerance(int64_t ns)
 {

@@ -80,12 +80,7 @@ px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_siz
             return NULL;
         }
     }
-    f->all_prev = s->all_tail;
-    if (s->all_tail)
-        s->all_tail->all_next = f;
-    else
-        s->all = f;
-    s->all_tail = f;
+    px__list_push(&s->all, &f->all_link);
     s->live++;
     px__sched_ready_push(s, f);
     PX_TRACE(f->id, "spawn", NULL);
@@ -94,14 +89,7 @@ px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_siz
 
 void px__fiber_free(px_sched *s, px_fiber *f)
 {
-    if (f->all_prev)
-        f->all_prev->all_next = f->all_next;
-    else
-        s->all = f->all_next;
-    if (f->all_next)
-        f->all_next->all_prev = f->all_prev;
-    else
-        s->all_tail = f->all_prev;
+    px__list_unlink(&f->all_link);
     rec_recycle(s, f);
 }
 
@@ -132,8 +120,9 @@ void px__fiber_end(px_sched *s, px_fiber *f)
     }
 }
 
-/* On the scheduler, after the last switch out of an ended fiber. */
-void px__fiber_reap(px_sched *s, px_fiber *f)
+/* Lets go of what a fiber has only while it can run: its context and stack,
+** or, hosted, its host's context. */
+static void release_running(px_sched *s, px_fiber *f)
 {
     if (f->hosted) {
         if (f->ops.release)
@@ -142,6 +131,12 @@ void px__fiber_reap(px_sched *s, px_fiber *f)
         px__context_destroy(&f->ctx);
         px__stack_put(s->pool, &f->stack);
     }
+}
+
+/* On the scheduler, after the last switch out of an ended fiber. */
+void px__fiber_reap(px_sched *s, px_fiber *f)
+{
+    release_running(s, f);
     if (f->released)
         px__fiber_free(s, f);
 }
@@ -154,22 +149,9 @@ void px__fiber_discard(px_sched *s, px_fiber *f)
         px__waitq_fiber_ended(f, 1);
         if (px__tset_contains(&f->timer))
             px__tset_remove(&s->tset, &f->timer);
-        if (f->hosted) {
-            if (f->ops.release)
-                f->ops.release(f->host_ctx);
-        } else {
-            px__context_destroy(&f->ctx);
-            px__stack_put(s->pool, &f->stack);
-        }
+        release_running(s, f);
     }
-    if (f->all_prev)
-        f->all_prev->all_next = f->all_next;
-    else
-        s->all = f->all_next;
-    if (f->all_next)
-        f->all_next->all_prev = f->all_prev;
-    else
-        s->all_tail = f->all_prev;
+    px__list_unlink(&f->all_link);
     free(f);
 }
 
@@ -252,7 +234,8 @@ int px_join(px_fiber *f, void **result)
         *p = me;
         me->joining = f;
     }
-    px_park_info pi = { "fiber join", join_dereg, me, f, "fiber", join_holders, 0 };
+    px_park_info pi = { .reason = "fiber join", .dereg = join_dereg, .ctx = me,
+                        .object = f, .kind = "fiber", .holders = join_holders };
     int r;
     do   /* a px_wake from elsewhere is not f's end: wait on */
         r = px_park_with(&pi);
@@ -328,7 +311,7 @@ int px_sleep_until(int64_t deadline)
         return r ? r : px_yield();
     }
     f->sleep_until = px__deadline_finite(deadline);   /* px__fiber_unpark resets it */
-    px_park_info pi = { "sleep", NULL, NULL, NULL, NULL, NULL, 0 };
+    px_park_info pi = { .reason = "sleep" };
     return px_park_with(&pi);
 }
 
@@ -424,7 +407,7 @@ int px_park_with(const px_park_info *info)
 
 int px_park(const char *reason, void (*dereg)(void *ctx), void *ctx)
 {
-    px_park_info pi = { reason, dereg, ctx, NULL, NULL, NULL, 0 };
+    px_park_info pi = { .reason = reason, .dereg = dereg, .ctx = ctx };
     return px_park_with(&pi);
 }
 
@@ -434,18 +417,24 @@ int px_park_result(void)
     return f ? f->park_result : PX_ENOFIBER;
 }
 
+/* The one rule of a wake: only a fiber parked, and not asleep, is woken.  A
+** sleep is in no primitive's queue, so a wake aimed at it is stale, like one
+** aimed at a fiber that runs or has ended. */
+int px__fiber_wake(px_sched *s, uint64_t id)
+{
+    px_fiber *f = px__sched_lookup(s, id);
+    if (f == NULL || f->state != PX_F_PARKED || f->sleep_until != INT64_MAX)
+        return 0;
+    px__fiber_unpark(s, f, 0);
+    return 1;
+}
+
 int px_wake(uint64_t id)
 {
     px_sched *s = px__sched_here();
     if (id == 0)
         return 0;
-    if (s != NULL && PX_ID_SERIAL(id) == s->serial) {
-        px_fiber *f = px__sched_lookup(s, id);
-        /* A sleep is in no primitive's queue: a wake aimed at it is stale. */
-        if (f == NULL || f->state != PX_F_PARKED || f->sleep_until != INT64_MAX)
-            return 0;
-        px__fiber_unpark(s, f, 0);
-        return 1;
-    }
+    if (s != NULL && PX_ID_SERIAL(id) == s->serial)
+        return px__fiber_wake(s, id);
     return px__sched_post_by_id(PX_I_WAKE, id);
 }

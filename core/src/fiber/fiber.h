@@ -1,7 +1,7 @@
 /*
 ** fiber.h -- the fiber engine's private records, shared by sched.c (the run
 ** loop, ids, the inbox), fiber.c (spawn, join, park, wake), scope.c, token.c,
-** trace.c and deadlock.c.  Nothing here is public: parataxis.h is the API.
+** deadlock.c and waitq.c.  Nothing here is public: parataxis.h is the API.
 */
 #ifndef PX_FIBER_H
 #define PX_FIBER_H
@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "parataxis.h"
+#include "base/list.h"
 #include "fiber/ctx/context.h"
 #include "fiber/stack.h"
 #include "timerset.h"
@@ -72,8 +73,8 @@ struct px__scope {
     px_token *token;         /* NULL: no token */
     int fired;               /* 0, PX_ETIMEDOUT or PX_ECANCELED */
     unsigned heap : 1;       /* made by a push: freed by its pop */
-    /* While open with a token: a watcher of that token (under its lock). */
-    px__scope *wnext, *wprev;
+    /* While open with a token: in that token's watchers (under its lock). */
+    px__list watch;
     px_sched *sched;
     uint64_t fiber_id;
 };
@@ -82,7 +83,7 @@ struct px_fiber {
     uint64_t id;
     px_sched *s;
     px_fiber *next;                  /* ready queue, or the record free list */
-    px_fiber *all_next, *all_prev;   /* the live fibers, in spawn (= id) order */
+    px__list all_link;               /* in s->all */
     px_fiber *joiners;               /* fibers parked in px_join on this one */
     px_fiber *join_next;             /* link in the joined fiber's joiners */
     px_fiber *joining;               /* the fiber this one joins, while it does */
@@ -123,7 +124,7 @@ struct px_sched {
     px__context ctx;          /* the scheduler's own context (its thread's) */
     px_fiber *cur;           /* running fiber */
     px_fiber *ready, *ready_tail;
-    px_fiber *all, *all_tail;
+    px__list all;            /* its fibers' records, in spawn (= id) order */
     px_fiber *free_recs;     /* recycled fiber records */
     size_t nfree;
     px__tset tset;
@@ -191,9 +192,16 @@ void px__sched_switch_to(px_fiber *f);
 int px__sched_forked(const px_sched *s);
 
 /* fiber.c */
+/* The fiber whose link in its scheduler's `all` is `l`. */
+static inline px_fiber *px__fiber_of_all(px__list *l)
+{
+    return PX__CONTAINER_OF(l, px_fiber, all_link);
+}
 px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_size);
 void px__fiber_free(px_sched *s, px_fiber *f);
 void px__fiber_unpark(px_sched *s, px_fiber *f, int code);
+/* px_wake of fiber `id` of `s`, on s's thread; 1 when it woke it. */
+int px__fiber_wake(px_sched *s, uint64_t id);
 void px__fiber_expired(px_sched *s, px_fiber *f, int64_t now);
 void px__fiber_park_finish(px_fiber *f);
 void px__fiber_discard(px_sched *s, px_fiber *f);

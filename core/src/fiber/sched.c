@@ -94,6 +94,17 @@ int px__sched_forked(const px_sched *s)
     return s->fork_gen != px__fork_generation();
 }
 
+/* What a call on `s` answers before it starts: PX_EINVAL for NULL, PX_EFORKED
+** for a scheduler of the parent of a fork, 0 to go on. */
+static int refusal(const px_sched *s)
+{
+    if (s == NULL)
+        return PX_EINVAL;
+    return px__sched_forked(s) ? PX_EFORKED : 0;
+}
+
+/* Gives `s` its serial and registers it; 0, or PX_ENOMEM when the process is
+** out of serials. */
 static int reg_add(px_sched *s)
 {
     pthread_once(&fork_watching, fork_watch);
@@ -105,7 +116,7 @@ static int reg_add(px_sched *s)
         reg_head = s;
     }
     pthread_mutex_unlock(&reg_lock);
-    return ok;
+    return ok ? 0 : PX_ENOMEM;
 }
 
 static void reg_remove(px_sched *s)
@@ -302,10 +313,9 @@ px_executor px_sched_executor(px_sched *s)
 
 int px_sched_hold(px_sched *s)
 {
-    if (s == NULL)
-        return PX_EINVAL;
-    if (px__sched_forked(s))
-        return PX_EFORKED;
+    int r = refusal(s);
+    if (r != 0)
+        return r;
     pthread_mutex_lock(&s->lock);
     s->holds++;
     pthread_mutex_unlock(&s->lock);
@@ -314,11 +324,9 @@ int px_sched_hold(px_sched *s)
 
 int px_sched_unhold(px_sched *s)
 {
-    if (s == NULL)
-        return PX_EINVAL;
-    if (px__sched_forked(s))
-        return PX_EFORKED;
-    int r = 0;
+    int r = refusal(s);
+    if (r != 0)
+        return r;
     pthread_mutex_lock(&s->lock);
     if (s->holds == 0)
         r = PX_EINVAL;
@@ -351,9 +359,7 @@ static void take_item(px_sched *s, px__item *it)
         }
         return;
     case PX_I_WAKE:
-        f = px__sched_lookup(s, it->id);
-        if (f && f->state == PX_F_PARKED && f->sleep_until == INT64_MAX)
-            px__fiber_unpark(s, f, 0);
+        px__fiber_wake(s, it->id);
         break;
     case PX_I_CANCEL:
         px__scope_cancel_parked(s, it->id);
@@ -383,8 +389,8 @@ static void expire(px_sched *s)
     int64_t now = px_now();
     px__tnode *n = px__tset_expire(&s->tset, now, 0);
     while (n) {
-        px__tnode *next = n->next;
-        px_fiber *f = (px_fiber *)(void *)((char *)n - offsetof(px_fiber, timer));
+        px__tnode *next = px__tset_after(n);
+        px_fiber *f = PX__CONTAINER_OF(n, px_fiber, timer);
         px__fiber_expired(s, f, now);
         n = next;
     }
@@ -511,12 +517,13 @@ px_sched *px_sched_new(const px_sched_opts *opts)
     }
     px__fork_watch();
     s->fork_gen = px__fork_generation();
-    if (!reg_add(s)) {
+    if (reg_add(s) != 0) {
         close(s->efd);
         free(s);
         return NULL;
     }
     pthread_mutex_init(&s->lock, NULL);
+    px__list_init(&s->all);
     px__tset_init(&s->tset, px_now());
     s->slack_ns = PX_USEC(1);
     s->next_n = 1;
@@ -564,11 +571,9 @@ static int run_begin(px_sched *s)
 
 int px_sched_run(px_sched *s)
 {
-    if (s == NULL)
-        return PX_EINVAL;
-    if (px__sched_forked(s))
-        return PX_EFORKED;
-    int r = run_begin(s);
+    int r = refusal(s);
+    if (r == 0)
+        r = run_begin(s);
     if (r != 0)
         return r;
     px__trace_init();
@@ -594,8 +599,8 @@ void px_sched_free(px_sched *s)
     reg_remove(s);   /* from now on no wake by id reaches it */
     if (px__sched_forked(s) && (!s->forked || s->running))
         return;   /* a parent's: its lock, its stacks and its handlers are not ours */
-    while (s->all)
-        px__fiber_discard(s, s->all);
+    while (!px__list_empty(&s->all))
+        px__fiber_discard(s, px__fiber_of_all(s->all.next));
     while (s->free_recs) {
         px_fiber *f = s->free_recs;
         s->free_recs = f->next;

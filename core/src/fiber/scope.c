@@ -14,7 +14,8 @@
 #include "base/deadline.h"
 #include "fiber/fiber.h"
 
-static int64_t deadline_after(int64_t ns)
+/* A scope's deadline `ns` from now, finite however large `ns` (deadline.h). */
+static int64_t scope_deadline(int64_t ns)
 {
     return px__deadline_finite(px__deadline_after(px_now(), ns));
 }
@@ -30,7 +31,7 @@ static void scope_open(px_fiber *f, px__scope *sc, int64_t deadline, px_token *t
     sc->heap = heap ? 1 : 0;
     sc->sched = f->s;
     sc->fiber_id = f->id;
-    sc->wnext = sc->wprev = NULL;
+    px__list_init(&sc->watch);
     if (t) {
         px__token_watch(t, sc);
         f->s->token_scopes++;
@@ -117,7 +118,7 @@ int px_with_timeout(int64_t ns, px_scope_fn body, void *arg)
 {
     if (body == NULL || ns < 0)
         return PX_EINVAL;
-    return with_scope(deadline_after(ns), NULL, body, arg);
+    return with_scope(scope_deadline(ns), NULL, body, arg);
 }
 
 int px_with_cancel(px_token *token, px_scope_fn body, void *arg)
@@ -145,7 +146,7 @@ static int push(int64_t deadline, px_token *t)
 
 int px_scope_push_timeout(int64_t ns)
 {
-    return ns < 0 ? PX_EINVAL : push(deadline_after(ns), NULL);
+    return ns < 0 ? PX_EINVAL : push(scope_deadline(ns), NULL);
 }
 
 int px_scope_push_deadline(int64_t deadline)

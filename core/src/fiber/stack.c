@@ -193,7 +193,7 @@ static int get_guarded(size_t size, px__stack *out) {
   return 0;
 over:
   atomic_fetch_sub(&guarded_live, 1);
-  return -1;
+  return PX_ENOMEM;
 }
 
 /* Odd-sized stack past the budget: its own mapping, a canary page below. */

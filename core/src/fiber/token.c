@@ -17,7 +17,7 @@
 struct px_token {
     atomic_int cancelled;
     pthread_mutex_t lock;
-    px__scope *watchers;
+    px__list watchers;       /* the open scopes that use it, by their `watch` */
     unsigned fork_gen;
 };
 
@@ -33,7 +33,7 @@ px_token *px_token_new(void)
         return NULL;
     atomic_init(&t->cancelled, 0);
     pthread_mutex_init(&t->lock, NULL);
-    t->watchers = NULL;
+    px__list_init(&t->watchers);
     px__fork_watch();
     t->fork_gen = px__fork_generation();
     return t;
@@ -49,7 +49,9 @@ int px_token_cancel(px_token *t)
         return 0;
     px_sched *here = px__sched_here();
     pthread_mutex_lock(&t->lock);
-    for (px__scope *sc = t->watchers; sc; sc = sc->wnext) {
+    /* Newest scope first (watch appends): the interrupted fibers queue in that order. */
+    for (px__list *l = t->watchers.prev; l != &t->watchers; l = l->prev) {
+        px__scope *sc = PX__CONTAINER_OF(l, px__scope, watch);
         if (sc->sched == here) {
             px__scope_cancel_parked(here, sc->fiber_id);
         } else {
@@ -78,11 +80,7 @@ void px_token_free(px_token *t)
 void px__token_watch(px_token *t, px__scope *sc)
 {
     pthread_mutex_lock(&t->lock);
-    sc->wprev = NULL;
-    sc->wnext = t->watchers;
-    if (t->watchers)
-        t->watchers->wprev = sc;
-    t->watchers = sc;
+    px__list_push(&t->watchers, &sc->watch);
     pthread_mutex_unlock(&t->lock);
 }
 
@@ -91,11 +89,6 @@ void px__token_unwatch(px_token *t, px__scope *sc)
     if (px__token_forked(t))
         return;   /* a scope of the forking fiber closing in the child */
     pthread_mutex_lock(&t->lock);
-    if (sc->wprev)
-        sc->wprev->wnext = sc->wnext;
-    else
-        t->watchers = sc->wnext;
-    if (sc->wnext)
-        sc->wnext->wprev = sc->wprev;
+    px__list_unlink(&sc->watch);
     pthread_mutex_unlock(&t->lock);
 }

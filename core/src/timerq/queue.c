@@ -43,6 +43,15 @@ static int forked(const px_queue *q)
     return q->fork_gen != px__fork_generation();
 }
 
+/* What a call on `q` answers before it starts: PX_EINVAL for NULL, PX_EFORKED
+** for a queue of the parent of a fork, 0 to go on. */
+static int refusal(const px_queue *q)
+{
+    if (q == NULL)
+        return PX_EINVAL;
+    return forked(q) ? PX_EFORKED : 0;
+}
+
 #define DRAIN_CHUNK 64       /* items taken per lock round while draining */
 
 px_queue *px_queue_new(void)
@@ -96,12 +105,11 @@ static void clear_ready(px_queue *q)
 
 int px_queue_post(px_queue *q, px_handler_fn fn, void *arg, int status)
 {
-    if (q == NULL || fn == NULL)
-        return PX_EINVAL;
-    if (forked(q))
-        return PX_EFORKED;
+    int rc = fn == NULL ? PX_EINVAL : refusal(q);
+    if (rc != 0)
+        return rc;
     pthread_mutex_lock(&q->lock);
-    int rc = q->len == q->cap ? grow(q) : 0;
+    rc = q->len == q->cap ? grow(q) : 0;
     if (rc == 0) {
         q->items[(q->head + q->len++) % q->cap] = (item){ fn, arg, status };
         if (q->len == 1)
@@ -140,10 +148,9 @@ static size_t pop(px_queue *q, item *out, size_t max)
 
 int px_queue_drain(px_queue *q, size_t max)
 {
-    if (q == NULL)
-        return PX_EINVAL;
-    if (forked(q))
-        return PX_EFORKED;
+    int rc = refusal(q);
+    if (rc != 0)
+        return rc;
     size_t budget = max ? max : px_queue_size(q);
     size_t done = 0;
     while (done < budget) {
@@ -161,17 +168,15 @@ int px_queue_drain(px_queue *q, size_t max)
 
 int px_queue_fd(px_queue *q)
 {
-    if (q == NULL)
-        return PX_EINVAL;
-    return forked(q) ? PX_EFORKED : q->efd;
+    int rc = refusal(q);
+    return rc != 0 ? rc : q->efd;
 }
 
 int px_queue_wait(px_queue *q, int64_t timeout_ns)
 {
-    if (q == NULL)
-        return PX_EINVAL;
-    if (forked(q))
-        return PX_EFORKED;
+    int rc = refusal(q);
+    if (rc != 0)
+        return rc;
     struct pollfd pfd = { .fd = q->efd, .events = POLLIN };
     int64_t deadline = timeout_ns < 0 ? INT64_MAX : px__deadline_after(px_now(), timeout_ns);
     for (;;) {

@@ -58,6 +58,15 @@ static int forked(const px_timer *t)
     return px__timerq_forked(t->q);
 }
 
+/* What a call on `t` answers before it starts: PX_EINVAL for NULL, PX_EFORKED
+** in the child of a fork (above), 0 to go on. */
+static int refusal(const px_timer *t)
+{
+    if (t == NULL)
+        return PX_EINVAL;
+    return forked(t) ? PX_EFORKED : 0;
+}
+
 /* The queue's one call for a batch: pass `status` to every wait. */
 static void batch_fire(void *arg, int status)
 {
@@ -101,10 +110,9 @@ px_timer *px_timer_new(px_timerq *q)
 
 int px_timer_expires_at(px_timer *t, int64_t deadline)
 {
-    if (t == NULL || deadline < 0)
-        return PX_EINVAL;
-    if (forked(t))
-        return PX_EFORKED;
+    int rc = deadline < 0 ? PX_EINVAL : refusal(t);
+    if (rc != 0)
+        return rc;
     pthread_mutex_lock(&t->lock);
     int aborted = detach_current(t);
     t->expiry = deadline;
@@ -121,10 +129,9 @@ int px_timer_expires_after(px_timer *t, int64_t delay_ns)
 
 int64_t px_timer_expiry(px_timer *t)
 {
-    if (t == NULL)
-        return PX_EINVAL;
-    if (forked(t))
-        return PX_EFORKED;
+    int rc = refusal(t);
+    if (rc != 0)
+        return rc;
     pthread_mutex_lock(&t->lock);
     int64_t expiry = t->expiry;
     pthread_mutex_unlock(&t->lock);
@@ -156,10 +163,9 @@ static batch *batch_start(px_timer *t, int *err)
 
 int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg)
 {
-    if (t == NULL || fn == NULL)
-        return PX_EINVAL;
-    if (forked(t))
-        return PX_EFORKED;   /* even when a batch of the parent's is pending */
+    int rc = fn == NULL ? PX_EINVAL : refusal(t);
+    if (rc != 0)
+        return rc;   /* PX_EFORKED even when a batch of the parent's is pending */
     wait_item *w = malloc(sizeof *w);
     if (w == NULL)
         return PX_ENOMEM;
@@ -183,10 +189,9 @@ int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg)
 
 int px_timer_cancel(px_timer *t)
 {
-    if (t == NULL)
-        return PX_EINVAL;
-    if (forked(t))
-        return PX_EFORKED;
+    int rc = refusal(t);
+    if (rc != 0)
+        return rc;
     pthread_mutex_lock(&t->lock);
     int aborted = detach_current(t);
     pthread_mutex_unlock(&t->lock);

@@ -1,7 +1,7 @@
 /*
 ** timerq.c -- the timer queue: one worker thread, exactly-once handlers.
 **
-** A timer is a 64-byte record.  Its life is a small state machine:
+** A timer is a 48-byte record.  Its life is a small state machine:
 **
 **   ARMED ---- expires ----> DUE ---- handler starts ----> RUNNING --> (free,
 **     |                       |                               |      or ARMED
@@ -24,23 +24,24 @@
 ** and the state), the handler and its argument.  A periodic timer's handler,
 ** argument and period live in a small block the argument then points to, so that
 ** one-shot timers, the common kind, do not pay for a period.  Records live in
-** 256 KiB chunks aligned to their size.  An id is the record's generation (bumped
-** at every reuse; a record whose 28-bit generation would wrap is retired, 48 bytes
-** per 268 million reuses) over its index, so ids are never reused, and a record
-** finds its queue in its chunk's header without spending a pointer on it.
+** the queue's arena (arena.h), which gives each an index and finds its queue
+** from its address.  An id is the record's generation (bumped at every reuse; a
+** record whose 28-bit generation would wrap is retired, 48 bytes per 268 million
+** reuses) over its index, so ids are never reused.
 */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
 
 #include "parataxis.h"
-#include "base/bits.h"
+#include "base/clock.h"
+#include "base/compiler.h"
 #include "base/deadline.h"
 #include "base/fork.h"
-#include "ring.h"
+#include "base/list.h"
+#include "timerq/arena.h"
 #include "timerq/timerq.h"
 #include "timerset.h"
 
@@ -76,41 +77,17 @@ typedef struct periodic {
 #define TAG_GEN_SHIFT 4
 #define GEN_MAX       (UINT32_MAX >> TAG_GEN_SHIFT)
 
-#define CHUNK_BYTES ((size_t)256 << 10)
-#define CHUNK_RECS  ((uint32_t)(CHUNK_BYTES / sizeof(px__trec)))   /* record 0 is the header */
-#define CHUNK_SHIFT 13                                            /* 2^13 >= CHUNK_RECS */
-#define FREE_WORDS  ((CHUNK_RECS + 63) / 64)
 #define BATCH       256                            /* handlers per lock round */
 #define AWAKE       INT64_MIN                      /* q->wake_at while the worker needs no wake */
 #define ABORT_LINGER PX_USEC(50)                   /* default of q->abort_linger */
-
-typedef struct chunk_head {
-    px_timerq *q;
-    uint32_t first_index;
-} chunk_head;
-
-/* The free records of a chunk: bit b of word[w] is record 64 * w + b; bit w % 64
-** of summary[w / 64] says word[w] is not zero.  Lowest-bit lookups find the first. */
-typedef struct chunk_free {
-    uint64_t summary[2];
-    uint64_t word[FREE_WORDS];
-} chunk_free;
-
-_Static_assert(FREE_WORDS <= 128, "two summary words cover a chunk's free bitmap");
-_Static_assert(CHUNK_RECS <= (1u << CHUNK_SHIFT), "a chunk's records fit its index bits");
 
 struct px_timerq {
     pthread_mutex_t lock;
     pthread_cond_t wake;         /* the worker sleeps on it */
     px__tset set;
-    px__trec **chunks;
-    uint32_t nchunks, chunks_cap;
-    uint32_t bump;               /* next never-used record of the last chunk */
-    chunk_free *cfree;           /* per chunk, its free records */
-    uint64_t *has_free;          /* bit c: chunk c has a free record */
-    uint32_t free_low;           /* no word of has_free below it is non-zero */
-    px__tnode aborted;            /* ring of ABORTED records whose call the worker owes */
-    px__tnode inflight;           /* ring of records handed to a handler, not yet settled */
+    px__arena arena;             /* the records */
+    px__list aborted;            /* ABORTED records whose call the worker owes */
+    px__list inflight;           /* records handed to a handler, not yet settled */
     int64_t wake_at;             /* when the sleeping worker wakes by itself, or AWAKE */
     px_executor exec;            /* exec.post == NULL: handlers run on the worker */
     int64_t slack_ns;
@@ -126,19 +103,19 @@ struct px_timerq {
     unsigned fork_gen;
 };
 
-_Static_assert(sizeof(px__trec) == 48, "a timer record is 48 bytes");
-_Static_assert(sizeof(chunk_head) <= sizeof(px__trec), "a chunk's header fits its record 0");
+_Static_assert(sizeof(px__trec) == PX__ARENA_REC_BYTES, "a timer record fills its arena slot");
 
 /* -- records -------------------------------------------------------------- */
 
 static px__trec *rec_of(px__tnode *n)
 {
-    return (px__trec *)n;
+    return PX__CONTAINER_OF(n, px__trec, node);
 }
 
-static chunk_head *chunk_of(const px__trec *r)
+/* The record on a list (q->aborted, q->inflight) by its node's link. */
+static px__trec *rec_on(px__list *l)
 {
-    return (chunk_head *)((uintptr_t)r & ~(uintptr_t)(CHUNK_BYTES - 1));
+    return PX__CONTAINER_OF(l, px__trec, node.link);
 }
 
 static uint32_t rec_tag(const px__trec *r)
@@ -174,134 +151,28 @@ static int rec_periodic(const px__trec *r)
 
 static uint64_t rec_id(const px__trec *r)
 {
-    const chunk_head *h = chunk_of(r);
-    uint32_t index = h->first_index + (uint32_t)(r - (const px__trec *)h);
-    return (uint64_t)(rec_tag(r) >> TAG_GEN_SHIFT) << 32 | index;
+    return (uint64_t)(rec_tag(r) >> TAG_GEN_SHIFT) << 32 | px__arena_index(r);
 }
 
 static px__trec *rec_lookup(px_timerq *q, uint64_t id)
 {
-    uint32_t index = (uint32_t)id, gen = (uint32_t)(id >> 32);
-    uint32_t chunk = index >> CHUNK_SHIFT, slot = index & ((1u << CHUNK_SHIFT) - 1);
-    if (chunk >= q->nchunks || slot == 0)
+    uint32_t gen = (uint32_t)(id >> 32);
+    px__trec *r = px__arena_at(&q->arena, (uint32_t)id);
+    if (r == NULL)
         return NULL;
-    if (chunk == q->nchunks - 1 && slot >= q->bump)
-        return NULL;
-    if (slot >= CHUNK_RECS)
-        return NULL;
-    px__trec *r = &q->chunks[chunk][slot];
     uint32_t tag = rec_tag(r);
     if (tag >> TAG_GEN_SHIFT != gen || (tag & TAG_STATE) == REC_FREE)
         return NULL;
     return r;
 }
 
-#define ARENA_BYTES ((size_t)2 << 20)                /* one huge page */
-#define ARENA_CHUNKS (ARENA_BYTES / CHUNK_BYTES)
-
-/*
-** Chunks are carved from 2 MiB arenas aligned to 2 MiB.  From the second arena on
-** (past 32,768 records) the arena asks for a transparent huge page: at a million
-** timers the records span 64 MiB, and with 4 KiB pages nearly every cancel and
-** expiry of a record in random order is a TLB miss, which under a hypervisor's
-** nested page tables costs more than the cache miss itself.  The first arena keeps
-** small pages so that a small queue stays small (untouched pages cost nothing).
-*/
-static px__trec *chunk_map(px_timerq *q)
-{
-    if (q->nchunks % ARENA_CHUNKS == 0) {
-        size_t span = 2 * ARENA_BYTES;
-        char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
-            return NULL;
-        char *a = (char *)(((uintptr_t)p + ARENA_BYTES - 1) & ~(uintptr_t)(ARENA_BYTES - 1));
-        if (a > p)
-            munmap(p, (size_t)(a - p));
-        munmap(a + ARENA_BYTES, (size_t)(p + span - (a + ARENA_BYTES)));
-#ifdef MADV_HUGEPAGE
-        if (q->nchunks > 0)
-            madvise(a, ARENA_BYTES, MADV_HUGEPAGE);
-#endif
-        return (px__trec *)a;
-    }
-    return (px__trec *)((char *)q->chunks[q->nchunks - 1] + CHUNK_BYTES);
-}
-
-static void chunks_unmap(px_timerq *q)
-{
-    for (uint32_t i = 0; i < q->nchunks; i += ARENA_CHUNKS)
-        munmap(q->chunks[i], ARENA_BYTES);
-    free(q->chunks);
-}
-
-static int chunk_add(px_timerq *q)
-{
-    if (q->nchunks == q->chunks_cap) {
-        uint32_t cap = q->chunks_cap ? 2 * q->chunks_cap : 8;
-        if (cap > (UINT32_MAX >> CHUNK_SHIFT))
-            return -1;
-        px__trec **chunks = realloc(q->chunks, cap * sizeof *chunks);
-        if (chunks == NULL)
-            return -1;
-        q->chunks = chunks;
-        chunk_free *cfree = realloc(q->cfree, cap * sizeof *cfree);
-        if (cfree == NULL)
-            return -1;
-        q->cfree = cfree;
-        uint64_t *has_free = realloc(q->has_free, cap / 64 * sizeof *has_free + sizeof *has_free);
-        if (has_free == NULL)
-            return -1;
-        for (uint32_t w = q->chunks_cap / 64 + (q->chunks_cap ? 1 : 0); w <= cap / 64; w++)
-            has_free[w] = 0;
-        q->has_free = has_free;
-        q->chunks_cap = cap;
-    }
-    px__trec *c = chunk_map(q);
-    if (c == NULL)
-        return -1;
-    chunk_head *h = (chunk_head *)c;
-    h->q = q;
-    h->first_index = q->nchunks << CHUNK_SHIFT;
-    chunk_free *f = &q->cfree[q->nchunks];
-    f->summary[0] = f->summary[1] = 0;
-    for (unsigned w = 0; w < FREE_WORDS; w++)
-        f->word[w] = 0;
-    q->chunks[q->nchunks++] = c;
-    q->bump = 1;
-    return 0;
-}
-
-/*
-** Hands out the free record of lowest index, else a never-used one.  In address
-** order, not last-freed first: after cancels in random order a free list would
-** hand back records scattered over the chunks, a cache and TLB miss per add and
-** per expiry; the lowest first keeps a run of adds on consecutive lines.
-*/
+/* Hands out the free record of lowest index (arena.h says why), else a
+** never-used one, whose generation starts at 1. */
 static px__trec *rec_alloc(px_timerq *q)
 {
-    uint32_t words = (q->nchunks + 63) / 64;
-    for (uint32_t w = q->free_low; w < words; w++) {
-        if (q->has_free[w] == 0)
-            continue;
-        q->free_low = w;
-        uint32_t c = w * 64 + (uint32_t)px__bits_low(q->has_free[w]);
-        chunk_free *f = &q->cfree[c];
-        unsigned half = f->summary[0] == 0;
-        unsigned i = half * 64 + (unsigned)px__bits_low(f->summary[half]);
-        unsigned b = (unsigned)px__bits_low(f->word[i]);
-        f->word[i] &= f->word[i] - 1;
-        if (f->word[i] == 0) {
-            f->summary[half] &= ~(UINT64_C(1) << (i % 64));
-            if ((f->summary[0] | f->summary[1]) == 0)
-                q->has_free[w] &= ~(UINT64_C(1) << (c % 64));
-        }
-        return &q->chunks[c][i * 64 + b];
-    }
-    q->free_low = words;
-    if ((q->nchunks == 0 || q->bump == CHUNK_RECS) && chunk_add(q) != 0)
-        return NULL;
-    px__trec *r = &q->chunks[q->nchunks - 1][q->bump++];
-    atomic_init(&r->node.tag, 1u << TAG_GEN_SHIFT | REC_FREE);
+    px__trec *r = px__arena_reuse(&q->arena);
+    if (r == NULL && (r = px__arena_fresh(&q->arena, q)) != NULL)
+        atomic_init(&r->node.tag, 1u << TAG_GEN_SHIFT | REC_FREE);
     return r;
 }
 
@@ -313,16 +184,8 @@ static void rec_free(px_timerq *q, px__trec *r)
     r->fn = NULL;
     r->arg = NULL;
     atomic_store_explicit(&r->node.tag, (gen + 1) << TAG_GEN_SHIFT | REC_FREE, memory_order_relaxed);
-    if (gen == GEN_MAX)              /* a wrapped generation is retired for good */
-        return;
-    chunk_head *h = chunk_of(r);
-    uint32_t c = h->first_index >> CHUNK_SHIFT, slot = (uint32_t)(r - (px__trec *)h);
-    chunk_free *f = &q->cfree[c];
-    f->word[slot / 64] |= UINT64_C(1) << (slot % 64);
-    f->summary[slot / 4096] |= UINT64_C(1) << (slot / 64 % 64);
-    q->has_free[c / 64] |= UINT64_C(1) << (c % 64);
-    if (c / 64 < q->free_low)
-        q->free_low = c / 64;
+    if (gen != GEN_MAX)              /* a wrapped generation is retired for good */
+        px__arena_put(&q->arena, r);
 }
 
 /* -- waking the worker ---------------------------------------------------- */
@@ -382,7 +245,7 @@ static void queue_unlock(px_timerq *q)
 static void abort_armed(px_timerq *q, px__trec *r)
 {
     rec_set_state(r, REC_ABORTED);
-    px__ring_push(&q->aborted, &r->node);
+    px__list_push(&q->aborted, &r->node.link);
 }
 
 /* Cancels a record handed to a handler that has not started: DUE -> ABORTED; or a
@@ -421,9 +284,9 @@ static uint64_t arm(px_timerq *q, int64_t deadline, px_handler_fn fn, void *arg,
     return id;
 }
 
-/* now + delay (saturating: a huge delay never comes due), or -1 when the delay
-** is negative. */
-static int64_t deadline_after(int64_t delay_ns)
+/* The deadline of an add `delay_ns` from now (saturating: a huge delay never
+** comes due), or -1, which the add refuses, when the delay is negative. */
+static int64_t add_deadline(int64_t delay_ns)
 {
     return delay_ns < 0 ? -1 : px__deadline_after(px_now(), delay_ns);
 }
@@ -437,13 +300,13 @@ uint64_t px_timerq_add_at(px_timerq *q, int64_t deadline, px_handler_fn fn, void
 
 uint64_t px_timerq_add(px_timerq *q, int64_t delay_ns, px_handler_fn fn, void *arg)
 {
-    return px_timerq_add_at(q, deadline_after(delay_ns), fn, arg);
+    return px_timerq_add_at(q, add_deadline(delay_ns), fn, arg);
 }
 
 uint64_t px_timerq_add_periodic(px_timerq *q, int64_t first_ns, int64_t period_ns,
                                 px_handler_fn fn, void *arg)
 {
-    int64_t deadline = deadline_after(first_ns);
+    int64_t deadline = add_deadline(first_ns);
     if (!queue_usable(q) || fn == NULL || deadline < 0 || period_ns <= 0)
         return 0;
     periodic *p = malloc(sizeof *p);
@@ -485,11 +348,11 @@ static size_t abort_all(px_timerq *q)
     size_t n = 0;
     px__tnode *node, *next;
     for (node = px__tset_take_all(&q->set); node != NULL; node = next, n++) {
-        next = node->next;
+        next = px__tset_after(node);
         abort_armed(q, rec_of(node));
     }
-    for (node = q->inflight.next; node != &q->inflight; node = node->next)
-        n += (size_t)abort_inflight(rec_of(node));
+    for (px__list *l = q->inflight.next; l != &q->inflight; l = l->next)
+        n += (size_t)abort_inflight(rec_on(l));
     if (n)
         wake_for_abort(q);
     return n;
@@ -545,15 +408,6 @@ static void rec_call(px__trec *r)
     }
 }
 
-/* The first tick of a periodic timer after `now`, in phase with its deadline. */
-static int64_t next_tick(int64_t deadline, int64_t period, int64_t now)
-{
-    int64_t missed = deadline < now ? (now - deadline) / period : 0;
-    if (missed >= (INT64_MAX - deadline) / period)
-        return INT64_MAX;
-    return deadline + (missed + 1) * period;
-}
-
 /*
 ** After a record's call returned (lock held): frees it, re-arms a periodic
 ** timer, or queues its final PX_ECANCELED call.  Returns 1 when that final call
@@ -561,12 +415,12 @@ static int64_t next_tick(int64_t deadline, int64_t period, int64_t now)
 */
 static int settle(px_timerq *q, px__trec *r)
 {
-    px__ring_unlink(&r->node);
+    px__list_unlink(&r->node.link);
     unsigned state = rec_state(r);
     int periodic_tick = rec_periodic(r) && (state == REC_RUNNING || state == REC_RUNNING_CANCELLED);
     if (periodic_tick && state == REC_RUNNING && !q->stopping) {
         int64_t period = ((periodic *)r->arg)->period;
-        r->node.deadline = next_tick(r->node.deadline, period, px_now());
+        r->node.deadline = px__deadline_next_tick(r->node.deadline, period, px_now());
         rec_set_state(r, REC_ARMED);
         px__tset_insert(&q->set, &r->node);
         wake_for_deadline(q, r->node.deadline);
@@ -575,10 +429,10 @@ static int settle(px_timerq *q, px__trec *r)
     if (periodic_tick) {
         rec_set_state(r, REC_ABORTED);
         if (q->worker_done) {
-            px__ring_push(&q->inflight, &r->node);
+            px__list_push(&q->inflight, &r->node.link);
             return 1;
         }
-        px__ring_push(&q->aborted, &r->node);
+        px__list_push(&q->aborted, &r->node.link);
         wake_now(q);
         return 0;
     }
@@ -590,13 +444,13 @@ static int settle(px_timerq *q, px__trec *r)
 static void queue_release(px_timerq *q)
 {
     px__tset_destroy(&q->set);
-    chunks_unmap(q);
-    free(q->cfree);
-    free(q->has_free);
+    px__arena_destroy(&q->arena);
     free(q);
 }
 
-static void queue_destroy(px_timerq *q)
+/* Out of line: the last unref is rare, and inlined into the worker's loop it
+** would crowd the delivery path's registers. */
+static PX_NOINLINE void queue_destroy(px_timerq *q)
 {
     pthread_mutex_destroy(&q->lock);
     pthread_cond_destroy(&q->wake);
@@ -615,7 +469,7 @@ static void queue_unref(px_timerq *q)
 static void posted_call(void *arg, int status)
 {
     px__trec *r = arg;
-    px_timerq *q = chunk_of(r)->q;
+    px_timerq *q = px__arena_owner(r);
     int again;
     if (status != 0)
         rec_swap_state(r, REC_DUE, REC_ABORTED);
@@ -632,19 +486,19 @@ static void posted_call(void *arg, int status)
 static size_t take_batch(px_timerq *q, px__trec **batch)
 {
     size_t n = 0;
-    while (n < BATCH && !px__ring_empty(&q->aborted)) {
-        px__tnode *node = q->aborted.next;
-        px__ring_unlink(node);
-        px__ring_push(&q->inflight, node);
-        batch[n++] = rec_of(node);
+    while (n < BATCH && !px__list_empty(&q->aborted)) {
+        px__list *l = q->aborted.next;
+        px__list_unlink(l);
+        px__list_push(&q->inflight, l);
+        batch[n++] = rec_on(l);
     }
     if (n)
         q->aborts_seen = 1;
     px__tnode *next, *node = n < BATCH ? px__tset_expire(&q->set, px_now(), BATCH - n) : NULL;
     for (; node != NULL; node = next) {
-        next = node->next;
+        next = px__tset_after(node);
         rec_set_state(rec_of(node), REC_DUE);
-        px__ring_push(&q->inflight, node);
+        px__list_push(&q->inflight, &node->link);
         batch[n++] = rec_of(node);
     }
     if (q->exec.post != NULL)
@@ -687,7 +541,7 @@ static void sleep_until(px_timerq *q, int64_t deadline)
     if (deadline == INT64_MAX) {
         pthread_cond_wait(&q->wake, &q->lock);
     } else {
-        struct timespec ts = { .tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000 };
+        struct timespec ts = px__clock_timespec(deadline);
         pthread_cond_timedwait(&q->wake, &q->lock, &ts);
     }
     q->wake_at = AWAKE;
@@ -740,8 +594,9 @@ px_timerq *px_timerq_new(const px_timerq_opts *opts)
     }
     pthread_mutex_init(&q->lock, NULL);
     px__tset_init(&q->set, px_now());
-    px__ring_init(&q->aborted);
-    px__ring_init(&q->inflight);
+    px__arena_init(&q->arena);
+    px__list_init(&q->aborted);
+    px__list_init(&q->inflight);
     q->wake_at = AWAKE;
     q->slack_ns = PX_USEC(1);
     q->abort_linger = ABORT_LINGER;

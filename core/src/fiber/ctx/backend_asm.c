@@ -1,5 +1,5 @@
 /* The C half of the asm backend: the first frame of a new context, laid out
- * exactly as px__ctx_swap (context_<arch>.S) pops it. */
+ * exactly as px__ctx_swap (backend_<arch>.S) pops it. */
 #include <stdint.h>
 #include <string.h>
 
@@ -14,8 +14,9 @@ void px__ctx_prepare(px__context *c, void *stack_lo, size_t size) {
   uintptr_t top = ((uintptr_t)stack_lo + size) & ~(uintptr_t)15;
   uint64_t *f;
 #if defined(__x86_64__)
-  /* fpctl, r15, r14, r13, r12 = c, rbx, rbp = 0, ret = trampoline, then a
-   * 0 return address; rsp is 16-aligned when the trampoline runs. */
+  /* fpctl, r15, r14, r13, r12 = c, rbx, rbp = 0, the resume address (popped
+   * and jumped to) = trampoline, then a 0 return address; rsp is 16-aligned
+   * when the trampoline runs. */
   f = (uint64_t *)(top - 16 - 64);
   memset(f, 0, 80);
   px__ctx_fpctl(&f[0]);

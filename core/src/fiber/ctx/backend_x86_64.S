@@ -36,7 +36,8 @@ px__ctx_swap:
         .cfi_endproc
         .size   px__ctx_swap, .-px__ctx_swap
 
-/* First code on a new stack, reached by px__ctx_swap's ret; r12 = context.
+/* First code on a new stack, reached by px__ctx_swap's pop + jmp (its address
+ * is where the swap pops the resume address); r12 = context.
  * rbp is 0 and the fake return address above is 0, ending backtraces. */
         .globl  px__ctx_trampoline
         .hidden px__ctx_trampoline

@@ -1,0 +1,96 @@
+/*
+** arena.c -- where the record arena's chunks come from (arena.h has the rest).
+**
+** Chunks are carved from 2 MiB arenas aligned to 2 MiB.  From the second arena on
+** (past 32,768 records) the arena asks for a transparent huge page: at a million
+** timers the records span 64 MiB, and with 4 KiB pages nearly every cancel and
+** expiry of a record in random order is a TLB miss, which under a hypervisor's
+** nested page tables costs more than the cache miss itself.  The first arena keeps
+** small pages so that a small queue stays small (untouched pages cost nothing).
+*/
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "parataxis.h"
+#include "timerq/arena.h"
+
+#define MAP_BYTES  ((size_t)2 << 20)                  /* one huge page */
+#define MAP_CHUNKS (MAP_BYTES / PX__ARENA_CHUNK_BYTES)
+
+void px__arena_init(px__arena *a)
+{
+    *a = (px__arena){ 0 };
+}
+
+void px__arena_destroy(px__arena *a)
+{
+    for (uint32_t i = 0; i < a->nchunks; i += MAP_CHUNKS)
+        munmap(a->chunks[i], MAP_BYTES);
+    free(a->chunks);
+    free(a->cfree);
+    free(a->has_free);
+}
+
+/* The room of the next chunk: the rest of the last 2 MiB mapping, or a new one. */
+static px__arena_slot *chunk_map(px__arena *a)
+{
+    if (a->nchunks % MAP_CHUNKS == 0) {
+        size_t span = 2 * MAP_BYTES;
+        char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        char *m = (char *)(((uintptr_t)p + MAP_BYTES - 1) & ~(uintptr_t)(MAP_BYTES - 1));
+        if (m > p)
+            munmap(p, (size_t)(m - p));
+        munmap(m + MAP_BYTES, (size_t)(p + span - (m + MAP_BYTES)));
+#ifdef MADV_HUGEPAGE
+        if (a->nchunks > 0)
+            madvise(m, MAP_BYTES, MADV_HUGEPAGE);
+#endif
+        return (px__arena_slot *)(void *)m;
+    }
+    return (px__arena_slot *)(void *)((char *)a->chunks[a->nchunks - 1] + PX__ARENA_CHUNK_BYTES);
+}
+
+/* Makes room for `cap` chunks in the arena's tables; 0 or PX_ENOMEM. */
+static int tables_grow(px__arena *a, uint32_t cap)
+{
+    px__arena_slot **chunks = realloc(a->chunks, cap * sizeof *chunks);
+    if (chunks == NULL)
+        return PX_ENOMEM;
+    a->chunks = chunks;
+    px__arena_free *cfree = realloc(a->cfree, cap * sizeof *cfree);
+    if (cfree == NULL)
+        return PX_ENOMEM;
+    a->cfree = cfree;
+    uint64_t *has_free = realloc(a->has_free, cap / 64 * sizeof *has_free + sizeof *has_free);
+    if (has_free == NULL)
+        return PX_ENOMEM;
+    for (uint32_t w = a->chunks_cap / 64 + (a->chunks_cap ? 1 : 0); w <= cap / 64; w++)
+        has_free[w] = 0;
+    a->has_free = has_free;
+    a->chunks_cap = cap;
+    return 0;
+}
+
+int px__arena_grow(px__arena *a, void *owner)
+{
+    if (a->nchunks == a->chunks_cap) {
+        uint32_t cap = a->chunks_cap ? 2 * a->chunks_cap : 8;
+        if (cap > (UINT32_MAX >> PX__ARENA_CHUNK_SHIFT) || tables_grow(a, cap) != 0)
+            return PX_ENOMEM;
+    }
+    px__arena_slot *c = chunk_map(a);
+    if (c == NULL)
+        return PX_ENOMEM;
+    px__arena_head *h = (px__arena_head *)(void *)c;
+    h->owner = owner;
+    h->first_index = a->nchunks << PX__ARENA_CHUNK_SHIFT;
+    px__arena_free *f = &a->cfree[a->nchunks];
+    f->summary[0] = f->summary[1] = 0;
+    for (unsigned w = 0; w < PX__ARENA_FREE_WORDS; w++)
+        f->word[w] = 0;
+    a->chunks[a->nchunks++] = c;
+    a->bump = 1;
+    return 0;
+}
