@@ -12,28 +12,28 @@
 #include "parataxis.h"
 #include "fiber/stack.h"
 
-#define DEFAULT_SIZE (64 * 1024)
-#define CANARY_WORDS 8                 /* 64 bytes just below a slab stack */
-#define CANARY 0x7061726174617869ull   /* "parataxi" */
-#define KEEP_WARM 64                   /* pooled stacks whose memory we keep */
+#define DEFAULT_SIZE  (64 * 1024)
+#define CANARY_WORDS  8                     /* 64 bytes just below a slab stack */
+#define CANARY        0x7061726174617869ull /* "parataxi" */
+#define KEEP_WARM     64                    /* pooled stacks whose memory we keep */
 #define ALTSTACK_SIZE (64 * 1024)
-#define SLAB_BYTES (16u << 20)         /* ~16 MiB of stacks per slab mapping */
-#define GUARD_BYTES (64 * 1024)        /* at least: a frame up to this cannot jump it */
-#define SLAB_MIN 16                    /* stacks per slab, however large they are */
+#define SLAB_BYTES    (16u << 20) /* ~16 MiB of stacks per slab mapping */
+#define GUARD_BYTES   (64 * 1024) /* at least: a frame up to this cannot jump it */
+#define SLAB_MIN      16          /* stacks per slab, however large they are */
 /* Larger stacks are refused: below it, rounding, the guard and a slab of
  * SLAB_MIN stacks all fit in a size_t; no address space holds one anyway. */
 #define SIZE_LIMIT (SIZE_MAX / (2 * SLAB_MIN))
 
 struct px__stack_pool {
-  size_t size;            /* default stack size, page multiple */
-  px__stack *free;         /* recycled default-size stacks, a stack (LIFO) */
-  size_t nfree, cap;
-  void **slabs;           /* slab mappings, unmapped at pool_free */
-  size_t nslabs, slabcap;
-  size_t slab_bytes;
+    size_t size;     /* default stack size, page multiple */
+    px__stack *free; /* recycled default-size stacks, a stack (LIFO) */
+    size_t nfree, cap;
+    void **slabs; /* slab mappings, unmapped at pool_free */
+    size_t nslabs, slabcap;
+    size_t slab_bytes;
 };
 
-static size_t page, guard;   /* guard: GUARD_BYTES rounded up to pages */
+static size_t page, guard; /* guard: GUARD_BYTES rounded up to pages */
 static pthread_once_t page_once = PTHREAD_ONCE_INIT;
 static long guard_budget = 10000;
 static atomic_long guarded_live;
@@ -45,169 +45,190 @@ static _Thread_local const void *run_guard_lo, *run_guard_hi;
 static _Thread_local void *alt_mem;
 static _Thread_local int alt_users;
 
-static size_t round_page(size_t n) { return (n + page - 1) & ~(page - 1); }
+static size_t round_page(size_t n)
+{
+    return (n + page - 1) & ~(page - 1);
+}
 
 /* Async-signal-safe: write(2) only. */
-void px__stack_overflowed(uint64_t fiber_id) {
-  char buf[80], num[24];
-  size_t n = 0, k = 0;
-  const char *a = "parataxis: fiber ", *b = " overflowed its stack\n";
-  do num[k++] = (char)('0' + fiber_id % 10); while ((fiber_id /= 10) && k < sizeof num);
-  while (*a) buf[n++] = *a++;
-  while (k) buf[n++] = num[--k];
-  while (*b) buf[n++] = *b++;
-  ssize_t w = write(2, buf, n);
-  (void)w;
-  abort();
+void px__stack_overflowed(uint64_t fiber_id)
+{
+    char buf[80], num[24];
+    size_t n = 0, k = 0;
+    const char *a = "parataxis: fiber ", *b = " overflowed its stack\n";
+    do
+        num[k++] = (char)('0' + fiber_id % 10);
+    while ((fiber_id /= 10) && k < sizeof num);
+    while (*a)
+        buf[n++] = *a++;
+    while (k)
+        buf[n++] = num[--k];
+    while (*b)
+        buf[n++] = *b++;
+    ssize_t w = write(2, buf, n);
+    (void)w;
+    abort();
 }
 
-static void on_segv(int sig, siginfo_t *si, void *uc) {
-  const char *addr = si->si_addr;
-  if (run_guard_lo && addr >= (const char *)run_guard_lo && addr < (const char *)run_guard_hi)
-    px__stack_overflowed(run_id);
-  /* Not ours: the previous handler, or the default action on return. */
-  if (old_segv.sa_flags & SA_SIGINFO) {
-    old_segv.sa_sigaction(sig, si, uc);
-  } else if (old_segv.sa_handler == SIG_DFL || old_segv.sa_handler == SIG_IGN) {
-    signal(sig, SIG_DFL);   /* the fault recurs on return and kills us */
-  } else {
-    old_segv.sa_handler(sig);
-  }
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+    const char *addr = si->si_addr;
+    if (run_guard_lo && addr >= (const char *)run_guard_lo && addr < (const char *)run_guard_hi)
+        px__stack_overflowed(run_id);
+    /* Not ours: the previous handler, or the default action on return. */
+    if (old_segv.sa_flags & SA_SIGINFO) {
+        old_segv.sa_sigaction(sig, si, uc);
+    } else if (old_segv.sa_handler == SIG_DFL || old_segv.sa_handler == SIG_IGN) {
+        signal(sig, SIG_DFL); /* the fault recurs on return and kills us */
+    } else {
+        old_segv.sa_handler(sig);
+    }
 }
 
-static void page_init(void) {
-  page = (size_t)sysconf(_SC_PAGESIZE);
-  guard = GUARD_BYTES < page ? page : round_page(GUARD_BYTES);
+static void page_init(void)
+{
+    page = (size_t)sysconf(_SC_PAGESIZE);
+    guard = GUARD_BYTES < page ? page : round_page(GUARD_BYTES);
 }
 
-static void init_once(void) {
-  struct sigaction sa;
-  const char *env = getenv("PARATAXIS_GUARDED_STACKS");
-  pthread_once(&page_once, page_init);
-  if (env && *env)
-    guard_budget = strtol(env, NULL, 10);
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = on_segv;
-  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGSEGV, &sa, &old_segv);
+static void init_once(void)
+{
+    struct sigaction sa;
+    const char *env = getenv("PARATAXIS_GUARDED_STACKS");
+    pthread_once(&page_once, page_init);
+    if (env && *env)
+        guard_budget = strtol(env, NULL, 10);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &old_segv);
 }
 
 /* A guard hit runs the handler with no stack left: give the thread an
  * alternate one unless it has one already. */
-static void altstack_acquire(void) {
-  stack_t ss, old;
-  if (alt_users++ > 0 || sigaltstack(NULL, &old) != 0 || !(old.ss_flags & SS_DISABLE))
-    return;
-  alt_mem = mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (alt_mem == MAP_FAILED) {
+static void altstack_acquire(void)
+{
+    stack_t ss, old;
+    if (alt_users++ > 0 || sigaltstack(NULL, &old) != 0 || !(old.ss_flags & SS_DISABLE))
+        return;
+    alt_mem = mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (alt_mem == MAP_FAILED) {
+        alt_mem = NULL;
+        return;
+    }
+    ss.ss_sp = alt_mem;
+    ss.ss_size = ALTSTACK_SIZE;
+    ss.ss_flags = 0;
+    sigaltstack(&ss, NULL);
+}
+
+static void altstack_release(void)
+{
+    stack_t ss;
+    if (--alt_users > 0 || !alt_mem)
+        return;
+    memset(&ss, 0, sizeof ss);
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&ss, NULL);
+    munmap(alt_mem, ALTSTACK_SIZE);
     alt_mem = NULL;
-    return;
-  }
-  ss.ss_sp = alt_mem;
-  ss.ss_size = ALTSTACK_SIZE;
-  ss.ss_flags = 0;
-  sigaltstack(&ss, NULL);
 }
 
-static void altstack_release(void) {
-  stack_t ss;
-  if (--alt_users > 0 || !alt_mem)
-    return;
-  memset(&ss, 0, sizeof ss);
-  ss.ss_flags = SS_DISABLE;
-  sigaltstack(&ss, NULL);
-  munmap(alt_mem, ALTSTACK_SIZE);
-  alt_mem = NULL;
+px__stack_pool *px__stack_pool_new(size_t default_size)
+{
+    px__stack_pool *p;
+    pthread_once(&once, init_once);
+    if (default_size > SIZE_LIMIT)
+        return NULL;
+    p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->size = round_page(default_size ? default_size : DEFAULT_SIZE);
+    p->slab_bytes =
+        SLAB_BYTES / p->size < SLAB_MIN ? SLAB_MIN * p->size : SLAB_BYTES / p->size * p->size;
+    altstack_acquire();
+    return p;
 }
 
-px__stack_pool *px__stack_pool_new(size_t default_size) {
-  px__stack_pool *p;
-  pthread_once(&once, init_once);
-  if (default_size > SIZE_LIMIT)
-    return NULL;
-  p = calloc(1, sizeof *p);
-  if (!p)
-    return NULL;
-  p->size = round_page(default_size ? default_size : DEFAULT_SIZE);
-  p->slab_bytes = SLAB_BYTES / p->size < SLAB_MIN ? SLAB_MIN * p->size
-                                                  : SLAB_BYTES / p->size * p->size;
-  altstack_acquire();
-  return p;
+static void *map(size_t n)
+{
+    void *m = mmap(NULL, n, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
 }
 
-static void *map(size_t n) {
-  void *m = mmap(NULL, n, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  return m == MAP_FAILED ? NULL : m;
-}
-
-int px__stack_mappable(size_t size) {
-  void *m;
-  pthread_once(&page_once, page_init);
-  if (size > SIZE_LIMIT)
-    return 0;
-  size = round_page(size) + guard;
-  m = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (m == MAP_FAILED)
-    return 0;
-  munmap(m, size);
-  return 1;
-}
-
-static void canary_set(px__stack *s) {
-  uint64_t *c = (uint64_t *)s->lo - CANARY_WORDS;
-  for (int i = 0; i < CANARY_WORDS; i++)
-    c[i] = CANARY;
-}
-
-int px__stack_intact(const px__stack *s) {
-  const uint64_t *c = (const uint64_t *)s->lo - CANARY_WORDS;
-  if (s->guarded)
+int px__stack_mappable(size_t size)
+{
+    void *m;
+    pthread_once(&page_once, page_init);
+    if (size > SIZE_LIMIT)
+        return 0;
+    size = round_page(size) + guard;
+    m = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return 0;
+    munmap(m, size);
     return 1;
-  for (int i = 0; i < CANARY_WORDS; i++)
-    if (c[i] != CANARY)
-      return 0;
-  return 1;
+}
+
+static void canary_set(px__stack *s)
+{
+    uint64_t *c = (uint64_t *)s->lo - CANARY_WORDS;
+    for (int i = 0; i < CANARY_WORDS; i++)
+        c[i] = CANARY;
+}
+
+int px__stack_intact(const px__stack *s)
+{
+    const uint64_t *c = (const uint64_t *)s->lo - CANARY_WORDS;
+    if (s->guarded)
+        return 1;
+    for (int i = 0; i < CANARY_WORDS; i++)
+        if (c[i] != CANARY)
+            return 0;
+    return 1;
 }
 
 /* Own mapping, guard below: within the budget, and while the kernel still
  * lets mprotect split mappings. */
-static int get_guarded(size_t size, px__stack *out) {
-  char *m;
-  if (atomic_fetch_add(&guarded_live, 1) >= guard_budget)
-    goto over;
-  m = map(size + guard);
-  if (!m)
-    goto over;
-  if (mprotect(m, guard, PROT_NONE) != 0) {
-    munmap(m, size + guard);
-    goto over;
-  }
-  memset(out, 0, sizeof *out);
-  out->lo = m + guard;
-  out->size = size;
-  out->guarded = 1;
-  out->map = m;
-  out->map_size = size + guard;
-  return 0;
+static int get_guarded(size_t size, px__stack *out)
+{
+    char *m;
+    if (atomic_fetch_add(&guarded_live, 1) >= guard_budget)
+        goto over;
+    m = map(size + guard);
+    if (!m)
+        goto over;
+    if (mprotect(m, guard, PROT_NONE) != 0) {
+        munmap(m, size + guard);
+        goto over;
+    }
+    memset(out, 0, sizeof *out);
+    out->lo = m + guard;
+    out->size = size;
+    out->guarded = 1;
+    out->map = m;
+    out->map_size = size + guard;
+    return 0;
 over:
-  atomic_fetch_sub(&guarded_live, 1);
-  return PX_ENOMEM;
+    atomic_fetch_sub(&guarded_live, 1);
+    return PX_ENOMEM;
 }
 
 /* Odd-sized stack past the budget: its own mapping, a canary page below. */
-static int get_single(size_t size, px__stack *out) {
-  char *m = map(size + page);
-  if (!m)
-    return PX_ENOMEM;
-  memset(out, 0, sizeof *out);
-  out->lo = m + page;
-  out->size = size;
-  out->map = m;
-  out->map_size = size + page;
-  canary_set(out);
-  return 0;
+static int get_single(size_t size, px__stack *out)
+{
+    char *m = map(size + page);
+    if (!m)
+        return PX_ENOMEM;
+    memset(out, 0, sizeof *out);
+    out->lo = m + page;
+    out->size = size;
+    out->map = m;
+    out->map_size = size + page;
+    canary_set(out);
+    return 0;
 }
 
 /* A slab: [guard][canary page][slot 0]...[slot n-1].  Slot i's canary is the
@@ -216,117 +237,128 @@ static int get_single(size_t size, px__stack *out) {
  * slots below its own into the guard, which the SIGSEGV handler knows as its
  * (every slab stack's map is its slab).  One guard per slab, not per stack:
  * each would cost a mapping, and a million stacks would need two million. */
-static size_t slab_total(const px__stack_pool *p) { return guard + page + p->slab_bytes; }
-
-static int add_slab(px__stack_pool *p) {
-  size_t n = p->slab_bytes / p->size, total = slab_total(p);
-  char *m;
-  if (p->nslabs == p->slabcap) {
-    size_t cap = p->slabcap ? 2 * p->slabcap : 16;
-    void **s = realloc(p->slabs, cap * sizeof *s);
-    if (!s)
-      return PX_ENOMEM;
-    p->slabs = s;
-    p->slabcap = cap;
-  }
-  if (p->nfree + n > p->cap) {
-    size_t cap = p->cap ? 2 * p->cap : 64;
-    while (cap < p->nfree + n) cap *= 2;
-    px__stack *f = realloc(p->free, cap * sizeof *f);
-    if (!f)
-      return PX_ENOMEM;
-    p->free = f;
-    p->cap = cap;
-  }
-  m = map(total);
-  if (!m)
-    return PX_ENOMEM;
-  mprotect(m, guard, PROT_NONE);   /* best effort: a slab is one split */
-  p->slabs[p->nslabs++] = m;
-  for (size_t i = n; i-- > 0;) {   /* lowest slot handed out first */
-    px__stack *s = &p->free[p->nfree++];
-    memset(s, 0, sizeof *s);
-    s->lo = m + guard + page + i * p->size;
-    s->size = p->size - CANARY_WORDS * sizeof(uint64_t);
-    s->slab = 1;
-    s->map = m;
-  }
-  return 0;
+static size_t slab_total(const px__stack_pool *p)
+{
+    return guard + page + p->slab_bytes;
 }
 
-int px__stack_get(px__stack_pool *p, size_t size, px__stack *out) {
-  if (size > SIZE_LIMIT)
-    return PX_ENOMEM;   /* would wrap below; no address space holds it */
-  size = size ? round_page(size) : p->size;
-  if (size != p->size)
-    return get_guarded(size, out) == 0 ? 0 : get_single(size, out);
-  if (p->nfree == 0 && get_guarded(size, out) == 0)
+static int add_slab(px__stack_pool *p)
+{
+    size_t n = p->slab_bytes / p->size, total = slab_total(p);
+    char *m;
+    if (p->nslabs == p->slabcap) {
+        size_t cap = p->slabcap ? 2 * p->slabcap : 16;
+        void **s = realloc(p->slabs, cap * sizeof *s);
+        if (!s)
+            return PX_ENOMEM;
+        p->slabs = s;
+        p->slabcap = cap;
+    }
+    if (p->nfree + n > p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 64;
+        while (cap < p->nfree + n)
+            cap *= 2;
+        px__stack *f = realloc(p->free, cap * sizeof *f);
+        if (!f)
+            return PX_ENOMEM;
+        p->free = f;
+        p->cap = cap;
+    }
+    m = map(total);
+    if (!m)
+        return PX_ENOMEM;
+    mprotect(m, guard, PROT_NONE); /* best effort: a slab is one split */
+    p->slabs[p->nslabs++] = m;
+    for (size_t i = n; i-- > 0;) { /* lowest slot handed out first */
+        px__stack *s = &p->free[p->nfree++];
+        memset(s, 0, sizeof *s);
+        s->lo = m + guard + page + i * p->size;
+        s->size = p->size - CANARY_WORDS * sizeof(uint64_t);
+        s->slab = 1;
+        s->map = m;
+    }
     return 0;
-  if (p->nfree == 0 && add_slab(p) != 0)
-    return PX_ENOMEM;
-  *out = p->free[--p->nfree];
-  if (out->slab)
-    canary_set(out);
-  return 0;
 }
 
-static void release(px__stack *s) {
-  munmap(s->map, s->map_size);
-  if (s->guarded)
-    atomic_fetch_sub(&guarded_live, 1);
+int px__stack_get(px__stack_pool *p, size_t size, px__stack *out)
+{
+    if (size > SIZE_LIMIT)
+        return PX_ENOMEM; /* would wrap below; no address space holds it */
+    size = size ? round_page(size) : p->size;
+    if (size != p->size)
+        return get_guarded(size, out) == 0 ? 0 : get_single(size, out);
+    if (p->nfree == 0 && get_guarded(size, out) == 0)
+        return 0;
+    if (p->nfree == 0 && add_slab(p) != 0)
+        return PX_ENOMEM;
+    *out = p->free[--p->nfree];
+    if (out->slab)
+        canary_set(out);
+    return 0;
+}
+
+static void release(px__stack *s)
+{
+    munmap(s->map, s->map_size);
+    if (s->guarded)
+        atomic_fetch_sub(&guarded_live, 1);
 }
 
 /* Past the warm cap, give the pages back but keep the mapping.  A slab
  * slot keeps its top page: it holds the next slot's canary. */
-static void cool(px__stack *s) {
-  uintptr_t lo = (uintptr_t)s->lo, hi = lo + s->size;
-  hi = s->slab ? (hi & ~(uintptr_t)(page - 1)) - page : hi;
-  if (hi > lo)
-    madvise((void *)lo, hi - lo, MADV_DONTNEED);
+static void cool(px__stack *s)
+{
+    uintptr_t lo = (uintptr_t)s->lo, hi = lo + s->size;
+    hi = s->slab ? (hi & ~(uintptr_t)(page - 1)) - page : hi;
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
-void px__stack_put(px__stack_pool *p, px__stack *s) {
-  int ours = s->slab || (s->guarded && s->size == p->size);
-  if (!ours) {
-    release(s);
-    return;
-  }
-  if (p->nfree == p->cap) {
-    size_t cap = p->cap ? 2 * p->cap : 64;
-    px__stack *f = realloc(p->free, cap * sizeof *f);
-    if (!f) {
-      if (!s->slab)
+void px__stack_put(px__stack_pool *p, px__stack *s)
+{
+    int ours = s->slab || (s->guarded && s->size == p->size);
+    if (!ours) {
         release(s);
-      return;   /* a slab slot is then lost until pool_free: harmless */
+        return;
     }
-    p->free = f;
-    p->cap = cap;
-  }
-  if (p->nfree >= KEEP_WARM)
-    cool(s);
-  p->free[p->nfree++] = *s;
+    if (p->nfree == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 64;
+        px__stack *f = realloc(p->free, cap * sizeof *f);
+        if (!f) {
+            if (!s->slab)
+                release(s);
+            return; /* a slab slot is then lost until pool_free: harmless */
+        }
+        p->free = f;
+        p->cap = cap;
+    }
+    if (p->nfree >= KEEP_WARM)
+        cool(s);
+    p->free[p->nfree++] = *s;
 }
 
-void px__stack_pool_free(px__stack_pool *p) {
-  if (!p)
-    return;
-  for (size_t i = 0; i < p->nfree; i++)
-    if (!p->free[i].slab)
-      release(&p->free[i]);
-  for (size_t i = 0; i < p->nslabs; i++)
-    munmap(p->slabs[i], slab_total(p));
-  free(p->free);
-  free(p->slabs);
-  free(p);
-  altstack_release();
+void px__stack_pool_free(px__stack_pool *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->nfree; i++)
+        if (!p->free[i].slab)
+            release(&p->free[i]);
+    for (size_t i = 0; i < p->nslabs; i++)
+        munmap(p->slabs[i], slab_total(p));
+    free(p->free);
+    free(p->slabs);
+    free(p);
+    altstack_release();
 }
 
-void px__stack_running(uint64_t fiber_id, const px__stack *s) {
-  run_id = fiber_id;
-  if (s && (s->guarded || s->slab)) {   /* its own guard, or its slab's */
-    run_guard_lo = s->map;
-    run_guard_hi = (const char *)s->map + guard;
-  } else {
-    run_guard_lo = run_guard_hi = NULL;
-  }
+void px__stack_running(uint64_t fiber_id, const px__stack *s)
+{
+    run_id = fiber_id;
+    if (s && (s->guarded || s->slab)) { /* its own guard, or its slab's */
+        run_guard_lo = s->map;
+        run_guard_hi = (const char *)s->map + guard;
+    } else {
+        run_guard_lo = run_guard_hi = NULL;
+    }
 }

@@ -18,15 +18,15 @@
 #include <stdint.h>
 
 typedef struct px__stack {
-  void *lo;                 /* usable stack: [lo, lo + size) */
-  size_t size;
-  unsigned guarded : 1;     /* own mapping with a guard page below lo */
-  unsigned slab : 1;        /* carved from a slab: canary only */
-  void *map;                /* private: the mapping (guarded / odd-sized) */
-  size_t map_size;
+    void *lo; /* usable stack: [lo, lo + size) */
+    size_t size;
+    unsigned guarded : 1; /* own mapping with a guard page below lo */
+    unsigned slab : 1;    /* carved from a slab: canary only */
+    void *map;            /* private: the mapping (guarded / odd-sized) */
+    size_t map_size;
 } px__stack;
 
-typedef struct px__stack_pool px__stack_pool;   /* one per thread; not thread-safe */
+typedef struct px__stack_pool px__stack_pool; /* one per thread; not thread-safe */
 
 /* default_size 0 = 64 KiB; rounded up to pages.  NULL when out of memory or
  * when default_size is absurd (beyond SIZE_MAX / 32: see px__stack_mappable).

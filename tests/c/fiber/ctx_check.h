@@ -3,6 +3,11 @@
 #define CTX_CHECK_H
 #include <stdio.h>
 #include <stdlib.h>
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", \
-  __FILE__, __LINE__, #c); abort(); } } while (0)
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);                  \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
 #endif

@@ -10,12 +10,13 @@ static long recurse_until(uintptr_t stop);
 static long (*volatile recurse_next)(uintptr_t) = recurse_until;
 
 /* Recurse until a frame lies below stop (0: forever); returns the depth. */
-static long recurse_until(uintptr_t stop) {
-  volatile char buf[256];
-  for (int i = 0; i < 256; i++)   /* every byte: a canary cannot be skipped */
-    buf[i] = (char)(i & 1);
-  if (stop && (uintptr_t)buf < stop)
-    return buf[1];
-  return recurse_next(stop) + buf[1];
+static long recurse_until(uintptr_t stop)
+{
+    volatile char buf[256];
+    for (int i = 0; i < 256; i++) /* every byte: a canary cannot be skipped */
+        buf[i] = (char)(i & 1);
+    if (stop && (uintptr_t)buf < stop)
+        return buf[1];
+    return recurse_next(stop) + buf[1];
 }
 #endif

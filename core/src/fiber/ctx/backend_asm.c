@@ -8,29 +8,33 @@
 void px__ctx_trampoline(void);
 void px__ctx_fpctl(void *out8);
 
-const char *px__ctx_backend(void) { return "asm"; }
+const char *px__ctx_backend(void)
+{
+    return "asm";
+}
 
-void px__ctx_prepare(px__context *c, void *stack_lo, size_t size) {
-  uintptr_t top = ((uintptr_t)stack_lo + size) & ~(uintptr_t)15;
-  uint64_t *f;
+void px__ctx_prepare(px__context *c, void *stack_lo, size_t size)
+{
+    uintptr_t top = ((uintptr_t)stack_lo + size) & ~(uintptr_t)15;
+    uint64_t *f;
 #if defined(__x86_64__)
-  /* fpctl, r15, r14, r13, r12 = c, rbx, rbp = 0, the resume address (popped
+    /* fpctl, r15, r14, r13, r12 = c, rbx, rbp = 0, the resume address (popped
    * and jumped to) = trampoline, then a 0 return address; rsp is 16-aligned
    * when the trampoline runs. */
-  f = (uint64_t *)(top - 16 - 64);
-  memset(f, 0, 80);
-  px__ctx_fpctl(&f[0]);
-  f[4] = (uint64_t)(uintptr_t)c;
-  f[7] = (uint64_t)(uintptr_t)px__ctx_trampoline;
+    f = (uint64_t *)(top - 16 - 64);
+    memset(f, 0, 80);
+    px__ctx_fpctl(&f[0]);
+    f[4] = (uint64_t)(uintptr_t)c;
+    f[7] = (uint64_t)(uintptr_t)px__ctx_trampoline;
 #elif defined(__aarch64__)
-  /* x19 = c ... x29 = 0, x30 = trampoline, d8-d15, fpcr. */
-  f = (uint64_t *)(top - 176);
-  memset(f, 0, 176);
-  f[0] = (uint64_t)(uintptr_t)c;
-  f[11] = (uint64_t)(uintptr_t)px__ctx_trampoline;
-  px__ctx_fpctl(&f[20]);
+    /* x19 = c ... x29 = 0, x30 = trampoline, d8-d15, fpcr. */
+    f = (uint64_t *)(top - 176);
+    memset(f, 0, 176);
+    f[0] = (uint64_t)(uintptr_t)c;
+    f[11] = (uint64_t)(uintptr_t)px__ctx_trampoline;
+    px__ctx_fpctl(&f[20]);
 #else
 #error "no asm context backend for this architecture; use PARATAXIS_CONTEXT=ucontext"
 #endif
-  c->sp = f;
+    c->sp = f;
 }

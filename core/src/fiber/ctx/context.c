@@ -28,25 +28,26 @@
  * from ASan the bounds of the stack it came from and stores them there. */
 static _Thread_local px__context *asan_from;
 
-static void asan_start(px__context *from, px__context *to, int final) {
-  asan_from = from;
-  __sanitizer_start_switch_fiber(final ? NULL : &from->asan_fake,
-                                 to->stack_lo, to->stack_size);
+static void asan_start(px__context *from, px__context *to, int final)
+{
+    asan_from = from;
+    __sanitizer_start_switch_fiber(final ? NULL : &from->asan_fake, to->stack_lo, to->stack_size);
 }
 
-static void asan_finish(void *fake) {
-  px__context *from = asan_from;
-  const void *lo;
-  size_t size;
-  __sanitizer_finish_switch_fiber(fake, &lo, &size);
-  if (from && !from->stack_lo) {   /* a thread context: bounds learnt here */
-    from->stack_lo = lo;
-    from->stack_size = size;
-  }
+static void asan_finish(void *fake)
+{
+    px__context *from = asan_from;
+    const void *lo;
+    size_t size;
+    __sanitizer_finish_switch_fiber(fake, &lo, &size);
+    if (from && !from->stack_lo) { /* a thread context: bounds learnt here */
+        from->stack_lo = lo;
+        from->stack_size = size;
+    }
 }
 #else
 #define asan_start(from, to, final) ((void)0)
-#define asan_finish(fake) ((void)0)
+#define asan_finish(fake)           ((void)0)
 #endif
 
 #ifdef PX_TSAN
@@ -56,87 +57,95 @@ static void asan_finish(void *fake) {
  * resumed by a final switch destroys the finished one. */
 static _Thread_local px__context *tsan_dead;
 
-static void tsan_to(px__context *to, px__context *dying) {
-  if (!to->tsan_fiber && !(to->tsan_fiber = __tsan_create_fiber(0)))
-    abort();   /* no way to report PX_ENOMEM from a switch */
-  tsan_dead = dying;
-  __tsan_switch_to_fiber(to->tsan_fiber, 0);
+static void tsan_to(px__context *to, px__context *dying)
+{
+    if (!to->tsan_fiber && !(to->tsan_fiber = __tsan_create_fiber(0)))
+        abort(); /* no way to report PX_ENOMEM from a switch */
+    tsan_dead = dying;
+    __tsan_switch_to_fiber(to->tsan_fiber, 0);
 }
 
-static void tsan_reap(void) {
-  if (tsan_dead) {
-    __tsan_destroy_fiber(tsan_dead->tsan_fiber);
-    tsan_dead->tsan_fiber = NULL;
-    tsan_dead = NULL;
-  }
+static void tsan_reap(void)
+{
+    if (tsan_dead) {
+        __tsan_destroy_fiber(tsan_dead->tsan_fiber);
+        tsan_dead->tsan_fiber = NULL;
+        tsan_dead = NULL;
+    }
 }
 #else
 #define tsan_to(to, dying) ((void)0)
-#define tsan_reap() ((void)0)
+#define tsan_reap()        ((void)0)
 #endif
 
-void px__ctx_entry(px__context *c) {
-  asan_finish(NULL);
-  tsan_reap();
-  c->entry(c->arg);
-  abort();   /* entry must not return: nothing to return to */
+void px__ctx_entry(px__context *c)
+{
+    asan_finish(NULL);
+    tsan_reap();
+    c->entry(c->arg);
+    abort(); /* entry must not return: nothing to return to */
 }
 
-void px__context_init_thread(px__context *c) {
-  c->sp = NULL;
-  c->entry = NULL;
-  c->arg = NULL;
-  c->stack_lo = NULL;
-  c->stack_size = 0;
-  c->asan_fake = NULL;
+void px__context_init_thread(px__context *c)
+{
+    c->sp = NULL;
+    c->entry = NULL;
+    c->arg = NULL;
+    c->stack_lo = NULL;
+    c->stack_size = 0;
+    c->asan_fake = NULL;
 #ifdef PX_TSAN
-  c->tsan_fiber = __tsan_get_current_fiber();
+    c->tsan_fiber = __tsan_get_current_fiber();
 #else
-  c->tsan_fiber = NULL;
+    c->tsan_fiber = NULL;
 #endif
-  c->tsan_owned = 0;
+    c->tsan_owned = 0;
 }
 
-int px__context_make(px__context *c, void *stack_lo, size_t size,
-                    void (*entry)(void *arg), void *arg) {
-  px__context_init_thread(c);
-  c->entry = entry;
-  c->arg = arg;
-  c->stack_lo = stack_lo;
-  c->stack_size = size;
+int px__context_make(px__context *c, void *stack_lo, size_t size, void (*entry)(void *arg),
+                     void *arg)
+{
+    px__context_init_thread(c);
+    c->entry = entry;
+    c->arg = arg;
+    c->stack_lo = stack_lo;
+    c->stack_size = size;
 #ifdef PX_TSAN
-  c->tsan_fiber = NULL;   /* created at its first run */
-  c->tsan_owned = 1;
+    c->tsan_fiber = NULL; /* created at its first run */
+    c->tsan_owned = 1;
 #endif
 #ifdef PX_ASAN
-  /* A recycled stack keeps the redzones of the frames that last ran on it
+    /* A recycled stack keeps the redzones of the frames that last ran on it
    * (a fiber freed while parked never unwound them): clear them. */
-  __asan_unpoison_memory_region(stack_lo, size);
+    __asan_unpoison_memory_region(stack_lo, size);
 #endif
-  px__ctx_prepare(c, stack_lo, size);
-  return 0;
+    px__ctx_prepare(c, stack_lo, size);
+    return 0;
 }
 
-void px__context_switch(px__context *from, px__context *to) {
-  asan_start(from, to, 0);
-  tsan_to(to, NULL);
-  px__ctx_swap(&from->sp, to->sp);
-  asan_finish(from->asan_fake);
-  tsan_reap();
+void px__context_switch(px__context *from, px__context *to)
+{
+    asan_start(from, to, 0);
+    tsan_to(to, NULL);
+    px__ctx_swap(&from->sp, to->sp);
+    asan_finish(from->asan_fake);
+    tsan_reap();
 }
 
-void px__context_switch_final(px__context *from, px__context *to) {
-  asan_start(from, to, 1);
-  tsan_to(to, from->tsan_owned ? from : NULL);
-  px__ctx_swap(&from->sp, to->sp);
-  abort();   /* a finished context is never resumed */
+void px__context_switch_final(px__context *from, px__context *to)
+{
+    asan_start(from, to, 1);
+    tsan_to(to, from->tsan_owned ? from : NULL);
+    px__ctx_swap(&from->sp, to->sp);
+    abort(); /* a finished context is never resumed */
 }
 
-void px__context_destroy(px__context *c) {
+void px__context_destroy(px__context *c)
+{
 #ifdef PX_TSAN
-  if (c->tsan_owned && c->tsan_fiber)
-    __tsan_destroy_fiber(c->tsan_fiber);
+    if (c->tsan_owned && c->tsan_fiber)
+        __tsan_destroy_fiber(c->tsan_fiber);
 #endif
-  c->tsan_fiber = NULL;
-  c->tsan_owned = 0;
+    c->tsan_fiber = NULL;
+    c->tsan_owned = 0;
 }

@@ -13,22 +13,22 @@
 
 typedef struct px__context px__context;
 struct px__context {
-  void *sp;                   /* backend: saved stack pointer / ucontext_t * */
-  void (*entry)(void *arg);   /* run once on the new stack; never returns */
-  void *arg;
-  const void *stack_lo;       /* stack bounds, for ASan (thread: learnt lazily) */
-  size_t stack_size;
-  void *asan_fake;            /* ASan fake stack saved while suspended */
-  void *tsan_fiber;           /* TSan fiber handle */
-  int tsan_owned;             /* created by us, so destroyed by us */
+    void *sp;                 /* backend: saved stack pointer / ucontext_t * */
+    void (*entry)(void *arg); /* run once on the new stack; never returns */
+    void *arg;
+    const void *stack_lo; /* stack bounds, for ASan (thread: learnt lazily) */
+    size_t stack_size;
+    void *asan_fake;  /* ASan fake stack saved while suspended */
+    void *tsan_fiber; /* TSan fiber handle */
+    int tsan_owned;   /* created by us, so destroyed by us */
 };
 
 /* The calling thread's own context, to switch back to. */
 void px__context_init_thread(px__context *c);
 /* A new context that will run entry(arg) on [stack_lo, stack_lo + size).
  * 0 or PX_ENOMEM. */
-int px__context_make(px__context *c, void *stack_lo, size_t size,
-                    void (*entry)(void *arg), void *arg);
+int px__context_make(px__context *c, void *stack_lo, size_t size, void (*entry)(void *arg),
+                     void *arg);
 /* Save the running context into from and resume to. */
 void px__context_switch(px__context *from, px__context *to);
 /* The last switch out of a finished context: it is never resumed. */
