@@ -1,9 +1,10 @@
 # Parataxis -- the two commands a new user runs:
 #
-#   make demo     build the library and watch it work from C and Python (and Lua)
-#   make check    every test: the layer rules of core/src, C (plain, ASan+UBSan, TSan, ucontext fallback,
-#                 AArch64 under qemu, fuzz),
-#                 install tree, Python, Lua
+#   make demo     build the library and watch it work from C, Python and Lua
+#   make check    every test: the layer rules of core/src (tests/layers.sh), the
+#                 C reference generated from the header (docs/gen_capi.py), C
+#                 (plain, ASan+UBSan, TSan, ucontext fallback, AArch64 under qemu,
+#                 fuzz), install tree, Python, Lua
 #
 # Both install missing Debian and PyPI packages first (.ci/deps).  Other targets:
 # make build, make bench (benchmarks, not tests), make clean.
