@@ -31,8 +31,10 @@ python-install: deps
 	$(PYTHON) -m pip install -q -C cmake.define.PARATAXIS_WERROR=ON .
 
 demo: build python-install
-	@echo "== C =="
+	@echo "== C: timers =="
 	@./build/timer_demo
+	@echo "== C: fibers (spawn, join, scopes, and a deadlock report) =="
+	@./build/fiber_demo
 	@echo "== Python =="
 	@$(PYTHON) docs/examples/timer_demo.py
 	@if [ -f docs/examples/timer_demo.lua ]; then echo "== Lua =="; \
