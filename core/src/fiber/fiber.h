@@ -37,7 +37,7 @@ typedef struct px__hold px__hold;
 ** woken, and calls it again to collect the outcome).
 */
 struct px__waiter {
-    px__waiter *next, *prev;  /* in q, FIFO */
+    px__list link;            /* in q, FIFO; on none while q is NULL */
     px__waitq *q;             /* the queue it is on; NULL once off it */
     const void *obj;         /* the object of the wait under way or uncollected */
     void (*pass_on)(px__waiter *w);  /* interrupted after a grant: hand it on */

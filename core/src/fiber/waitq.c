@@ -1,20 +1,18 @@
 /*
 ** waitq.c -- queues of waiting fibers, hand-off and holds (see waitq.h).
 */
-#include <stddef.h>
-
 #include "fiber/waitq.h"
 
 px_fiber *px__waitq_fiber(px__waiter *w)
 {
-    return (px_fiber *)((char *)w - offsetof(px_fiber, wait));
+    return PX__CONTAINER_OF(w, px_fiber, wait);
 }
 
 px__waiter *px__waitq_begin(px_fiber *f, const void *obj, int op,
                             void (*pass_on)(px__waiter *w))
 {
     px__waiter *w = &f->wait;
-    w->next = w->prev = NULL;
+    px__list_init(&w->link);
     w->q = NULL;
     w->obj = obj;
     w->pass_on = pass_on;
@@ -38,17 +36,14 @@ uint64_t px__waitq_hold_id(const px__hold *h)
     return f ? f->id : 0;
 }
 
+static px__waiter *waiter_of(px__list *l)
+{
+    return PX__CONTAINER_OF(l, px__waiter, link);
+}
+
 void px__waitq_remove(px__waitq *q, px__waiter *w)
 {
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        q->head = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    else
-        q->tail = w->prev;
-    w->next = w->prev = NULL;
+    px__list_unlink(&w->link);
     w->q = NULL;
     q->len--;
 }
@@ -60,31 +55,28 @@ int px__waitq_interrupted(const px__waiter *w)
 
 px__waiter *px__waitq_first(px__waitq *q)
 {
-    px__waiter *w;
-    while ((w = q->head) != NULL && px__waitq_interrupted(w))
+    while (!px__list_empty(&q->list)) {
+        px__waiter *w = waiter_of(q->list.next);
+        if (!px__waitq_interrupted(w))
+            return w;
         px__waitq_remove(q, w);   /* its dereg finds it off q: nothing to do */
-    return w;
+    }
+    return NULL;
 }
 
 size_t px__waitq_waiting(px__waitq *q)
 {
-    for (px__waiter *w = q->head, *next; w; w = next) {
-        next = w->next;
-        if (px__waitq_interrupted(w))
-            px__waitq_remove(q, w);
+    for (px__list *l = q->list.next, *next; l != &q->list; l = next) {
+        next = l->next;
+        if (px__waitq_interrupted(waiter_of(l)))
+            px__waitq_remove(q, waiter_of(l));
     }
     return q->len;
 }
 
 static void waitq_append(px__waitq *q, px__waiter *w)
 {
-    w->next = NULL;
-    w->prev = q->tail;
-    if (q->tail)
-        q->tail->next = w;
-    else
-        q->head = w;
-    q->tail = w;
+    px__list_push(&q->list, &w->link);
     w->q = q;
     q->len++;
 }

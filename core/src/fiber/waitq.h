@@ -55,12 +55,22 @@
 #define PX_WAITQ_H
 
 #include "base/compiler.h"
+#include "base/list.h"
 #include "fiber/fiber.h"
 
+/* A FIFO of waiters around a sentinel (base/list.h): a primitive makes each
+** of its queues with px__waitq_init before first use (a zeroed one is not
+** empty), and never copies one, since its waiters point at its sentinel. */
 struct px__waitq {
-    px__waiter *head, *tail;
+    px__list list;            /* the waiters, through px__waiter.link, oldest first */
     size_t len;
 };
+
+static inline void px__waitq_init(px__waitq *q)
+{
+    px__list_init(&q->list);
+    q->len = 0;
+}
 
 /* -- the wait ---------------------------------------------------------------- */
 

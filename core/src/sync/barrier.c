@@ -37,8 +37,10 @@ px_barrier *px_barrier_new(size_t parties)
         return NULL;
     }
     px_barrier *b = calloc(1, sizeof *b);   /* errno is ENOMEM on failure */
-    if (b)
+    if (b) {
         b->parties = parties;
+        px__waitq_init(&b->waiters);
+    }
     return b;
 }
 

@@ -174,6 +174,8 @@ px_chan *px_chan_new(size_t capacity)
         errno = ENOMEM;
         return NULL;
     }
+    px__waitq_init(&ch->senders);
+    px__waitq_init(&ch->receivers);
     return ch;
 }
 

@@ -19,7 +19,10 @@ struct px_event {
 
 px_event *px_event_new(void)
 {
-    return calloc(1, sizeof(px_event));   /* errno is ENOMEM on failure */
+    px_event *e = calloc(1, sizeof *e);   /* errno is ENOMEM on failure */
+    if (e)
+        px__waitq_init(&e->waiters);
+    return e;
 }
 
 int px_event_set(px_event *e)

@@ -115,6 +115,7 @@ px_mutex *px_mutex_new(void)
     if (m) {
         m->hold.owner = MUTEX_FREE;
         m->hold.ended = mutex_ended;
+        px__waitq_init(&m->waiters);
     }
     return m;
 }

@@ -33,21 +33,23 @@ struct rdhold {
     px__hold hold;            /* on the reading fiber's list of holds */
     px_rwlock *l;
     size_t count;            /* its read holds */
-    rdhold *next, *prev;     /* l->readers while held; next: l->spare while not */
+    px__list link;            /* in l->readers while held, else in l->spare */
     rdhold *all;             /* every record the lock made, for px_rwlock_free */
 };
 
 struct px_rwlock {
     px__hold wr_hold;         /* the writer, if any; on its list of holds */
-    rdhold *readers;         /* one record per fiber holding read holds */
+    px__list readers;         /* one record per fiber holding read holds, newest last */
     size_t nreaders;
-    rdhold *spare, *all;     /* records free for reuse; all records */
+    px__list spare;           /* records free for reuse, the last put back last */
+    rdhold *all;             /* all records */
     px__waitq waiters;        /* readers (RWLOCK_READ) and writers (RWLOCK_WRITE), FIFO */
     unsigned char dead;      /* a writer ended holding it; no writer since */
 };
 
-#define rd_of(h) ((rdhold *)(void *)(h))   /* hold is the first member */
-#define lock_of_wr(h) ((px_rwlock *)(void *)((char *)(h) - offsetof(px_rwlock, wr_hold)))
+#define rd_of(h) PX__CONTAINER_OF(h, rdhold, hold)
+#define rd_of_link(n) PX__CONTAINER_OF(n, rdhold, link)
+#define lock_of_wr(h) PX__CONTAINER_OF(h, px_rwlock, wr_hold)
 
 static void rd_ended(px__hold *h, uint64_t id, int discarding);
 static void wr_ended(px__hold *h, uint64_t id, int discarding);
@@ -72,11 +74,13 @@ static rdhold *find(const px_rwlock *l, const px_fiber *f)
     return NULL;
 }
 
+/* The record put back last, or a new one. */
 static rdhold *record_get(px_rwlock *l)
 {
-    rdhold *r = l->spare;
-    if (r) {
-        l->spare = r->next;
+    rdhold *r;
+    if (!px__list_empty(&l->spare)) {
+        r = rd_of_link(l->spare.prev);
+        px__list_unlink(&r->link);
         return r;
     }
     if ((r = calloc(1, sizeof *r)) == NULL)
@@ -88,8 +92,7 @@ static rdhold *record_get(px_rwlock *l)
 
 static void record_put(px_rwlock *l, rdhold *r)
 {
-    r->next = l->spare;
-    l->spare = r;
+    px__list_push(&l->spare, &r->link);
 }
 
 /* Fiber f now holds one read hold, through record r. */
@@ -97,23 +100,14 @@ static void attach(px_rwlock *l, rdhold *r, px_fiber *f)
 {
     r->l = l;
     r->count = 1;
-    r->prev = NULL;
-    r->next = l->readers;
-    if (l->readers)
-        l->readers->prev = r;
-    l->readers = r;
+    px__list_push(&l->readers, &r->link);
     l->nreaders++;
     px__waitq_hold_take(&r->hold, f, rd_ended);
 }
 
 static void detach(px_rwlock *l, rdhold *r)
 {
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        l->readers = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
+    px__list_unlink(&r->link);
     l->nreaders--;
     px__waitq_hold_drop(&r->hold);   /* a no-op when the fiber's end dropped it */
     record_put(l, r);
@@ -208,9 +202,12 @@ static size_t rwlock_holders(const void *object, uint64_t *out, size_t max)
     size_t n = 0;
     if (writer != NULL && n < max)
         out[n++] = px__waitq_hold_id(&l->wr_hold);
-    for (const rdhold *r = l->readers; r && n < max; r = r->next)
+    /* Newest reader first. */
+    for (const px__list *k = l->readers.prev; k != &l->readers && n < max; k = k->prev) {
+        const rdhold *r = rd_of_link(k);
         if (px__waitq_holder(&r->hold) != writer)
             out[n++] = px__waitq_hold_id(&r->hold);
+    }
     return n;
 }
 
@@ -220,7 +217,8 @@ static int foreign(const px_rwlock *l, const px_fiber *f)
     px_fiber *writer = px__waitq_holder(&l->wr_hold);
     if (writer != NULL)
         return px__waitq_foreign(writer, f);
-    return l->readers && px__waitq_foreign(px__waitq_holder(&l->readers->hold), f);
+    return !px__list_empty(&l->readers)
+           && px__waitq_foreign(px__waitq_holder(&rd_of_link(l->readers.prev)->hold), f);
 }
 
 /* The wait of w ended with r: give back a record it did not use, and after
@@ -279,7 +277,13 @@ static int read_now(px_rwlock *l, px_fiber *f, int *code)
 
 px_rwlock *px_rwlock_new(void)
 {
-    return calloc(1, sizeof(px_rwlock));   /* errno is ENOMEM on failure */
+    px_rwlock *l = calloc(1, sizeof *l);   /* errno is ENOMEM on failure */
+    if (l) {
+        px__list_init(&l->readers);
+        px__list_init(&l->spare);
+        px__waitq_init(&l->waiters);
+    }
+    return l;
 }
 
 int px_rwlock_rdlock(px_rwlock *l)

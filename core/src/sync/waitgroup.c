@@ -21,7 +21,10 @@ struct px_waitgroup {
 
 px_waitgroup *px_waitgroup_new(void)
 {
-    return calloc(1, sizeof(px_waitgroup));   /* errno is ENOMEM on failure */
+    px_waitgroup *wg = calloc(1, sizeof *wg);   /* errno is ENOMEM on failure */
+    if (wg)
+        px__waitq_init(&wg->waiters);
+    return wg;
 }
 
 /* Zero reached: every waiter leaves with 0. */
