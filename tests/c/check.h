@@ -123,6 +123,45 @@ static inline uint64_t rng_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* -- a handler that records its calls ------------------------------------ */
+
+/* What one handler argument saw: how many calls, the status and thread of the last. */
+typedef struct call_rec {
+    int calls, status;
+    pthread_t thread;
+} call_rec;
+
+/* Set once per record_call, whichever call_rec it was for (ev_init it first). */
+static px_latch calls_made;
+
+/* A px_handler_fn whose arg is a call_rec. */
+static inline void record_call(void *arg, int status)
+{
+    call_rec *c = arg;
+    c->calls++;
+    c->status = status;
+    c->thread = pthread_self();
+    ev_set(&calls_made);
+}
+
+/* A latch that keeps the status of the call that last set it. */
+typedef struct status_latch {
+    px_latch latch;
+    int status;              /* 1 until the first call */
+} status_latch;
+
+static inline void status_latch_init(status_latch *l)
+{
+    ev_init(&l->latch);
+    l->status = 1;
+}
+
+static inline void status_latch_set(status_latch *l, int status)
+{
+    l->status = status;
+    ev_set(&l->latch);
+}
+
 /* -- deadlock reports ------------------------------------------------------ */
 
 /* The last report of a scheduler whose opts.on_deadlock is on_deadlock, and how
