@@ -18,6 +18,15 @@
 typedef int (*call_fn)(void *h);
 typedef long long (*query_fn)(void *h);
 
+/* For the lock-like rows: what follows when the arming fiber ends holding it. */
+typedef struct death {
+    int waiters;             /* how many wait for it as it ends (0: not lock-like) */
+    int first, next;         /* the first wait's result after the death, and every later one's */
+    call_fn try_wait;        /* the try form of the wait, which says the same (or NULL) */
+    query_fn state;          /* after a death with nobody waiting, it reads `value` */
+    long long value;
+} death;
+
 typedef struct kind {
     const char *area;        /* the ctest prefix */
     const char *tag;         /* the primitive as the deadlock report names it */
@@ -35,6 +44,7 @@ typedef struct kind {
     query_fn holder;         /* the fiber that holds it, where the API has one */
     void (*hosted_check)(void *h);   /* after a hosted wait (or NULL) */
     int holder_line;         /* the deadlock report names who holds what it waits on */
+    death death;
 } kind;
 
 /* -- the rows ------------------------------------------------------------------- */
@@ -151,40 +161,43 @@ static const kind kinds[] = {
     { "mutex", "mutex", "Mutex lock", mutex_make, mutex_arm, mutex_lock_, mutex_leave,
       mutex_release, mutex_free_,
       { mutex_lock_, mutex_trylock_, mutex_unlock_ }, { NULL },
-      { mutex_owner_, mutex_waiters_ }, mutex_waiters_, mutex_owner_, NULL, 1 },
+      { mutex_owner_, mutex_waiters_ }, mutex_waiters_, mutex_owner_, NULL, 1,
+      { 2, PX_EOWNERDEAD, 0, mutex_trylock_, mutex_owner_, 0 } },
     { "rwlock", "rwlock", "RwLock read lock", rwlock_make, rwlock_arm, rwlock_rdlock_,
       rwlock_leave, rwlock_release, rwlock_free_,
       { rwlock_rdlock_, rwlock_wrlock_, rwlock_tryrdlock_, rwlock_trywrlock_,
         rwlock_rdunlock_, rwlock_wrunlock_ }, { NULL },
-      { rwlock_readers_, rwlock_writer_, rwlock_waiters_ }, rwlock_waiters_, NULL, NULL, 1 },
+      { rwlock_readers_, rwlock_writer_, rwlock_waiters_ }, rwlock_waiters_, NULL, NULL, 1,
+      { 1, PX_EOWNERDEAD, PX_EOWNERDEAD, rwlock_tryrdlock_, rwlock_writer_, 0 } },
     { "waitgroup", "waitgroup", "WaitGroup wait", waitgroup_make, waitgroup_arm,
       waitgroup_wait_, NULL, waitgroup_release, waitgroup_free_,
       { waitgroup_wait_ }, { waitgroup_add_, waitgroup_done_ },
-      { waitgroup_count_ }, NULL, NULL, NULL, 0 },
+      { waitgroup_count_ }, NULL, NULL, NULL, 0, { 0 } },
     { "barrier", "barrier", "Barrier arrive", barrier_make, NULL, barrier_arrive_and_wait_,
       NULL, barrier_release, barrier_free_,
       { barrier_arrive_and_wait_ }, { NULL },
-      { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check, 0 },
+      { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check, 0, { 0 } },
     { "once", "once", "Once init", once_make, once_arm, once_begin_, NULL, once_release,
       once_free_,
       { once_do_, once_begin_, once_end_ }, { NULL },
-      { once_done_ }, NULL, NULL, NULL, 1 },
+      { once_done_ }, NULL, NULL, NULL, 1,
+      { 2, 0, 0, NULL, once_done_, 1 } },
     { "sem", "semaphore", "Semaphore acquire", sem_make, NULL, sem_acquire_, NULL,
       sem_release, sem_free_,
       { sem_acquire_ }, { sem_tryacquire_, sem_release_ },
-      { sem_value_, sem_waiters_ }, sem_waiters_, NULL, sem_hosted_check, 0 },
+      { sem_value_, sem_waiters_ }, sem_waiters_, NULL, sem_hosted_check, 0, { 0 } },
     { "event", "event", "Event wait", event_make, NULL, event_wait_, NULL, event_release,
       event_free_,
       { event_wait_ }, { event_set_, event_clear_ },
-      { event_is_set_ }, NULL, NULL, NULL, 0 },
+      { event_is_set_ }, NULL, NULL, NULL, 0, { 0 } },
     { "chan", "channel", "Channel recv", chan1_make, NULL, chan_recv_, chan_recv_leave,
       chan_send_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
-      { chan_len_ }, NULL, NULL, chan_hosted_check, 0 },
+      { chan_len_ }, NULL, NULL, chan_hosted_check, 0, { 0 } },
     { "chan", "channel", "Channel send", chan_make, NULL, chan_send_, NULL,
       chan_recv_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
-      { chan_len_, chan_cap_ }, NULL, NULL, NULL, 0 },
+      { chan_len_, chan_cap_ }, NULL, NULL, NULL, 0, { 0 } },
 };
 
 /* -- the harness ------------------------------------------------------------------ */
@@ -419,6 +432,102 @@ SPEC(wait_cancelled_by_another_thread_leaves_nothing_queued)
     each_kind(thread_cancelled);
 }
 
+/* -- owner death (the lock-like rows) --------------------------------------------- */
+
+static int armed, death_results[2];
+
+/* Arms the primitive and ends holding it once `arg` waiters have come. */
+static void *arm_and_end(void *arg)
+{
+    int n = (int)N(arg);
+    K->arm(H);
+    armed = 1;
+    YIELD_UNTIL(entered == n && (K->queued == NULL || K->queued(H) == n));
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(death_results[i], 1);           /* they all still wait */
+    return NULL;
+}
+
+/* Waits and, holding it whatever the wait said, leaves. */
+static void *death_waiter(void *arg)
+{
+    int i = entered++;
+    (void)arg;
+    death_results[i] = K->block(H);
+    if ((death_results[i] == 0 || death_results[i] == PX_EOWNERDEAD) && K->leave)
+        K->leave(H);
+    return NULL;
+}
+
+/* Calls `wait` on this fiber twice, as a waiter would: first after a death,
+** then again. */
+static void call_after_death(call_fn wait)
+{
+    CHECK_EQ(wait(H), K->death.first);
+    if (K->leave)
+        K->leave(H);
+    CHECK_EQ(wait(H), K->death.next);
+    if (K->leave)
+        K->leave(H);
+}
+
+static void *death_handoff_main(void *arg)
+{
+    (void)arg;
+    int n = K->death.waiters;
+    armed = 0;
+    death_results[0] = death_results[1] = 1;
+    px_fiber *d = px_spawn(arm_and_end, V(n)), *w[2];
+    YIELD_UNTIL(armed);
+    for (int i = 0; i < n; i++)
+        CHECK((w[i] = px_spawn(death_waiter, NULL)) != NULL);
+    join(d);                                     /* d ended holding it */
+    for (int i = 0; i < n; i++)
+        join(w[i]);
+    CHECK_EQ(death_results[0], K->death.first);  /* handed over at the death */
+    for (int i = 1; i < n; i++)
+        CHECK_EQ(death_results[i], K->death.next);
+    CHECK_EQ(K->block(H), K->death.next);
+    if (K->leave)
+        K->leave(H);
+    return NULL;
+}
+
+static void *death_later_main(void *arg)
+{
+    (void)arg;
+    join(px_spawn(arm_and_end, V(0)));
+    CHECK_EQ(K->death.state(H), K->death.value); /* released as it ended */
+    call_after_death(K->block);
+    return NULL;
+}
+
+static void *death_later_try_main(void *arg)
+{
+    (void)arg;
+    join(px_spawn(arm_and_end, V(0)));
+    call_after_death(K->death.try_wait);
+    return NULL;
+}
+
+static void owner_death(void)
+{
+    if (K->death.waiters == 0)
+        return;
+    px_fiber_fn mains[] = { death_handoff_main, death_later_main, death_later_try_main };
+    for (int i = 0; i < (K->death.try_wait ? 3 : 2); i++) {
+        make();
+        entered = 0;
+        CHECK_EQ(px_run(mains[i], NULL, NULL), 0);
+        CHECK_EQ(K->free(H), 0);
+    }
+}
+
+SPEC(owner_death_hands_it_over_with_eownerdead_and_says_so_to_later_waits) /* for: mutex rwlock once */
+{
+    each_kind(owner_death);
+}
+
 /* -- the deadlock report ------------------------------------------------------------ */
 
 /* Arms the primitive and then waits for ever on an event nobody sets. */
@@ -537,4 +646,5 @@ SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
       timed_out_or_cancelled_wait_leaves_nothing_queued,
       wait_cancelled_by_another_thread_leaves_nothing_queued,
       deadlock_report_names_the_wait_and_the_primitive,
-      hosted_fiber_waits_through_eyield_and_a_recall)
+      hosted_fiber_waits_through_eyield_and_a_recall,
+      owner_death_hands_it_over_with_eownerdead_and_says_so_to_later_waits)
