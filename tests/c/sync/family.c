@@ -54,6 +54,7 @@ typedef struct kind {
     int holder_line;         /* the deadlock report names who holds what it waits on */
     death death;
     step off[5];             /* calls that need no fiber, in order (the waits stay refused) */
+    step wake_all;           /* one call that lets every waiter through (or none) */
 } kind;
 
 /* -- the rows ------------------------------------------------------------------- */
@@ -173,46 +174,46 @@ static const kind kinds[] = {
       mutex_release, mutex_free_,
       { mutex_lock_, mutex_trylock_, mutex_unlock_ }, { NULL },
       { mutex_owner_, mutex_waiters_ }, mutex_waiters_, mutex_owner_, NULL, 1,
-      { 2, PX_EOWNERDEAD, 0, mutex_trylock_, mutex_owner_, 0 }, { { 0 } } },
+      { 2, PX_EOWNERDEAD, 0, mutex_trylock_, mutex_owner_, 0 }, { { 0 } }, { 0 } },
     { "rwlock", "rwlock", "RwLock read lock", rwlock_make, rwlock_arm, rwlock_rdlock_,
       rwlock_leave, rwlock_release, rwlock_free_,
       { rwlock_rdlock_, rwlock_wrlock_, rwlock_tryrdlock_, rwlock_trywrlock_,
         rwlock_rdunlock_, rwlock_wrunlock_ }, { NULL },
       { rwlock_readers_, rwlock_writer_, rwlock_waiters_ }, rwlock_waiters_, NULL, NULL, 1,
-      { 1, PX_EOWNERDEAD, PX_EOWNERDEAD, rwlock_tryrdlock_, rwlock_writer_, 0 }, { { 0 } } },
+      { 1, PX_EOWNERDEAD, PX_EOWNERDEAD, rwlock_tryrdlock_, rwlock_writer_, 0 }, { { 0 } }, { 0 } },
     { "waitgroup", "waitgroup", "WaitGroup wait", waitgroup_make, waitgroup_arm,
       waitgroup_wait_, NULL, waitgroup_release, waitgroup_free_,
       { waitgroup_wait_ }, { waitgroup_add_, waitgroup_done_ },
       { waitgroup_count_ }, NULL, NULL, NULL, 0, { 0 },
       { { waitgroup_add2_, 0, 2 }, { waitgroup_done_, 0, 1 }, { waitgroup_add0_, 0, 1 },
-        { waitgroup_done_, 0, 0 } } },
+        { waitgroup_done_, 0, 0 } }, { waitgroup_done_, 0, 0 } },
     { "barrier", "barrier", "Barrier arrive", barrier_make, NULL, barrier_arrive_and_wait_,
       NULL, barrier_release, barrier_free_,
       { barrier_arrive_and_wait_ }, { NULL },
-      { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check, 0, { 0 }, { { 0 } } },
+      { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check, 0, { 0 }, { { 0 } }, { 0 } },
     { "once", "once", "Once init", once_make, once_arm, once_begin_, NULL, once_release,
       once_free_,
       { once_do_, once_begin_, once_end_ }, { NULL },
       { once_done_ }, NULL, NULL, NULL, 1,
-      { 2, 0, 0, NULL, once_done_, 1 }, { { 0 } } },
+      { 2, 0, 0, NULL, once_done_, 1 }, { { 0 } }, { 0 } },
     { "sem", "semaphore", "Semaphore acquire", sem_make, NULL, sem_acquire_, NULL,
       sem_release, sem_free_,
       { sem_acquire_ }, { sem_tryacquire_, sem_release_ },
       { sem_value_, sem_waiters_ }, sem_waiters_, NULL, sem_hosted_check, 0, { 0 },
-      { { sem_tryacquire_, PX_EBUSY, 0 }, { sem_release_, 0, 1 }, { sem_tryacquire_, 0, 0 } } },
+      { { sem_tryacquire_, PX_EBUSY, 0 }, { sem_release_, 0, 1 }, { sem_tryacquire_, 0, 0 } }, { 0 } },
     { "event", "event", "Event wait", event_make, NULL, event_wait_, NULL, event_release,
       event_free_,
       { event_wait_ }, { event_set_, event_clear_ },
       { event_is_set_ }, NULL, NULL, NULL, 0, { 0 },
-      { { event_set_, 0, 1 }, { event_clear_, 0, 0 } } },
+      { { event_set_, 0, 1 }, { event_clear_, 0, 0 } }, { event_set_, 8, 1 } },
     { "chan", "channel", "Channel recv", chan1_make, NULL, chan_recv_, chan_recv_leave,
       chan_send_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
-      { chan_len_ }, NULL, NULL, chan_hosted_check, 0, { 0 }, { { 0 } } },
+      { chan_len_ }, NULL, NULL, chan_hosted_check, 0, { 0 }, { { 0 } }, { 0 } },
     { "chan", "channel", "Channel send", chan_make, NULL, chan_send_, NULL,
       chan_recv_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
-      { chan_len_, chan_cap_ }, NULL, NULL, NULL, 0, { 0 }, { { 0 } } },
+      { chan_len_, chan_cap_ }, NULL, NULL, NULL, 0, { 0 }, { { 0 } }, { 0 } },
 };
 
 /* -- the harness ------------------------------------------------------------------ */
@@ -467,6 +468,55 @@ SPEC(wait_cancelled_by_another_thread_leaves_nothing_queued)
     each_kind(thread_cancelled);
 }
 
+/* -- one call wakes them all ------------------------------------------------------ */
+
+static int woken, results[8];
+
+static void *one_of_many(void *arg)
+{
+    int i = entered++;
+    (void)arg;
+    results[i] = K->block(H);
+    woken++;
+    return NULL;
+}
+
+/* Eight waiters park; the one call lets them all through, and says so. */
+static void *wake_all_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f[8];
+    if (K->arm)
+        K->arm(H);
+    for (int i = 0; i < 8; i++)
+        CHECK((f[i] = px_spawn(one_of_many, NULL)) != NULL);
+    YIELD_UNTIL(entered == 8);
+    CHECK_EQ(woken, 0);
+    CHECK_EQ(K->wake_all.call(H), K->wake_all.result);
+    CHECK_EQ(K->queries[0](H), K->wake_all.value);
+    for (int i = 0; i < 8; i++)
+        join(f[i]);
+    CHECK_EQ(woken, 8);
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ(results[i], 0);
+    return NULL;
+}
+
+static void wake_all(void)
+{
+    if (K->wake_all.call == NULL)
+        return;
+    make();
+    woken = 0;
+    CHECK_EQ(px_run(wake_all_main, NULL, NULL), 0);
+    CHECK_EQ(K->free(H), 0);                     /* nobody left queued */
+}
+
+SPEC(one_call_wakes_every_waiter) /* for: event waitgroup */
+{
+    each_kind(wake_all);
+}
+
 /* -- owner death (the lock-like rows) --------------------------------------------- */
 
 static int armed, death_results[2];
@@ -677,6 +727,7 @@ SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
 }
 
 SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
+      one_call_wakes_every_waiter,
       calls_that_need_no_fiber_work_off_fiber_and_waits_stay_enofiber,
       free_refuses_a_waited_on_primitive_with_ebusy,
       timed_out_or_cancelled_wait_leaves_nothing_queued,

@@ -166,29 +166,6 @@ SPEC(wait_in_a_fired_scope_fails_at_once_without_queueing)
     px_token_free(T);
 }
 
-static void *many_main(void *arg)
-{
-    (void)arg;
-    px_fiber *f[8];
-    CHECK_EQ(px_waitgroup_add(WG, 1), 0);
-    for (int i = 0; i < 8; i++)
-        CHECK((f[i] = px_spawn(waiter, (void *)(uintptr_t)i)) != NULL);
-    YIELD_UNTIL(entered == 8);
-    CHECK_EQ(woken, 0);
-    CHECK_EQ(px_waitgroup_done(WG), 0);          /* one step to zero wakes all */
-    for (int i = 0; i < 8; i++)
-        join(f[i]);
-    CHECK_EQ(woken, 8);
-    for (int i = 0; i < 8; i++)
-        CHECK_EQ(results[i], 0);
-    return NULL;
-}
-
-SPEC(reaching_zero_wakes_every_waiter)
-{
-    run(many_main);
-}
-
 static void *rise_main(void *arg)
 {
     (void)arg;
@@ -214,5 +191,4 @@ SPECS(wait_at_zero_returns_at_once,
       going_below_zero_is_einval_and_leaves_the_count_unchanged,
       cancelled_wait_leaves_nothing_queued,
       wait_in_a_fired_scope_fails_at_once_without_queueing,
-      reaching_zero_wakes_every_waiter,
       a_waiter_released_at_zero_returns_even_if_the_count_rises_again)
