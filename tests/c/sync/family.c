@@ -431,6 +431,42 @@ SPEC(timed_out_or_cancelled_wait_leaves_nothing_queued)
     each_kind(timed_out_or_cancelled);
 }
 
+/* Cancel, then release at once: the interrupted waiter is leaving but has
+** not run yet, and the release goes past it to the patient one (a mutex's
+** ownership, a semaphore's unit: not back to the count). */
+static void *race_main(void *arg)
+{
+    (void)arg;
+    if (K->arm)
+        K->arm(H);
+    px_fiber *c = px_spawn(cancellable, NULL);
+    YIELD_UNTIL(K->queued(H) == 1);
+    px_fiber *w = px_spawn(waiter, NULL);
+    YIELD_UNTIL(K->queued(H) == 2);
+    CHECK_EQ(px_token_cancel(T), 1);
+    K->release(H);
+    if (K->holder)
+        CHECK_EQ(K->holder(H), px_fiber_id(w));
+    else
+        CHECK_EQ(K->queries[0](H), 0);
+    CHECK_EQ(K->queued(H), 0);
+    join(c);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    join(w);
+    CHECK_EQ(result, 0);
+    if (K->holder)
+        CHECK_EQ(K->holder(H), 0);
+    CHECK_EQ(K->queued(H), 0);
+    return NULL;
+}
+
+static void cancel_then_release(void) { interrupted(race_main); }
+
+SPEC(release_right_after_an_interrupt_goes_past_it_to_the_next_waiter) /* for: mutex sem */
+{
+    each_kind(cancel_then_release);
+}
+
 static void *cancelling_thread(void *arg)
 {
     (void)arg;
@@ -727,6 +763,7 @@ SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
 }
 
 SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
+      release_right_after_an_interrupt_goes_past_it_to_the_next_waiter,
       one_call_wakes_every_waiter,
       calls_that_need_no_fiber_work_off_fiber_and_waits_stay_enofiber,
       free_refuses_a_waited_on_primitive_with_ebusy,

@@ -32,16 +32,6 @@ static void *lock_unlock(void *arg)
 
 static int lock_body(void *arg) { (void)arg; return px_mutex_lock(M); }
 
-static int patient_result;
-
-static void *patient_locker(void *arg)
-{
-    (void)arg;
-    patient_result = px_mutex_lock(M);
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    return NULL;
-}
-
 /* -- mutual exclusion and hand-off ------------------------------------------ */
 
 static long counter;
@@ -267,36 +257,6 @@ SPEC(lock_in_a_fired_scope_fails_at_once_without_queueing)
 {
     T = px_token_new();
     run(fired_main);
-    px_token_free(T);
-}
-
-static void *race_main(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_mutex_lock(M), 0);
-    px_fiber *c = px_spawn(cancellable_locker, NULL);
-    YIELD_UNTIL(px_mutex_waiters(M) == 1);
-    px_fiber *w = px_spawn(patient_locker, NULL);
-    YIELD_UNTIL(px_mutex_waiters(M) == 2);
-    /* Cancel (c is interrupted, but has not run its deregistration), then
-    ** unlock at once: c is leaving, so the lock goes past it to w. */
-    CHECK_EQ(px_token_cancel(T), 1);
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    CHECK_EQ(px_mutex_owner(M), px_fiber_id(w));
-    CHECK_EQ(px_mutex_waiters(M), 0);
-    join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
-    join(w);
-    CHECK_EQ(patient_result, 0);
-    CHECK_EQ(px_mutex_owner(M), 0);
-    CHECK_EQ(px_mutex_waiters(M), 0);
-    return NULL;
-}
-
-SPEC(unlock_right_after_an_interrupt_goes_past_it_to_the_next_waiter)
-{
-    T = px_token_new();
-    run(race_main);
     px_token_free(T);
 }
 
@@ -587,7 +547,6 @@ SPECS(no_lost_updates_with_10_fibers,
       unlock_by_a_non_owner_or_of_a_free_mutex_is_eperm,
       relock_and_trylock_by_the_owner_are_edeadlk,
       lock_in_a_fired_scope_fails_at_once_without_queueing,
-      unlock_right_after_an_interrupt_goes_past_it_to_the_next_waiter,
       eownerdead_goes_past_an_interrupted_waiter_to_the_next,
       a_fiber_id_that_held_the_lock_is_never_mistaken_for_a_new_fiber,
       deadlock_report_names_the_holders_and_prints_the_cycle,

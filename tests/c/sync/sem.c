@@ -187,33 +187,6 @@ SPEC(timed_out_acquire_leaves_no_waiter_and_takes_nothing)
     run(0, timeout_main);
 }
 
-static void *cancel_race_main(void *arg)
-{
-    (void)arg;
-    px_fiber *c = px_spawn(cancellable, NULL);
-    YIELD_UNTIL(px_sem_waiters(S) == 1);
-    px_fiber *w = px_spawn(acquirer, (void *)0);
-    YIELD_UNTIL(px_sem_waiters(S) == 2);
-    /* c is interrupted but has not run yet; the release right after must
-    ** not be lost on it: it goes on to w. */
-    CHECK_EQ(px_token_cancel(T), 1);
-    CHECK_EQ(px_sem_release(S), 0);
-    CHECK_EQ(px_sem_waiters(S), 0);
-    CHECK_EQ(px_sem_value(S), 0);
-    join(c);
-    join(w);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
-    CHECK_EQ(results[0], 0);
-    return NULL;
-}
-
-SPEC(cancelled_acquire_lets_a_racing_release_go_to_the_next_waiter)
-{
-    T = px_token_new();
-    run(0, cancel_race_main);
-    px_token_free(T);
-}
-
 /*
 ** A grant that really races the interrupt: the release is made while the
 ** scheduler is not running, so its wake waits in the scheduler's inbox
@@ -263,6 +236,5 @@ SPECS(acquire_takes_a_free_unit_at_once_and_tryacquire_refuses_when_none,
       release_hands_the_unit_to_the_first_waiter_and_tryacquire_never_steals_it,
       release_past_the_largest_count_is_einval,
       timed_out_acquire_leaves_no_waiter_and_takes_nothing,
-      cancelled_acquire_lets_a_racing_release_go_to_the_next_waiter,
       interrupted_acquire_passes_a_raced_unit_to_the_next_waiter,
       interrupted_acquire_passes_a_raced_unit_back_to_the_count)
