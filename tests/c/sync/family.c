@@ -259,6 +259,16 @@ static void make(void)
     CHECK(H != NULL);
 }
 
+/* On a fiber: arms H (where the row arms it) and spawns fn. */
+static px_fiber *arm_then_spawn(px_fiber_fn fn)
+{
+    if (K->arm)
+        K->arm(H);
+    px_fiber *f = px_spawn(fn, NULL);
+    CHECK(f != NULL);
+    return f;
+}
+
 /* -- misuse ----------------------------------------------------------------------- */
 
 static void off_fiber(void)
@@ -308,10 +318,7 @@ SPEC(calls_that_need_no_fiber_work_off_fiber_and_waits_stay_enofiber) /* for: wa
 static void *busy_main(void *arg)
 {
     (void)arg;
-    if (K->arm)
-        K->arm(H);
-    px_fiber *w = px_spawn(waiter, NULL);
-    CHECK(w != NULL);
+    px_fiber *w = arm_then_spawn(waiter);
     YIELD_UNTIL(entered == 1);
     if (K->queued)
         CHECK_EQ(K->queued(H), 1);
@@ -437,9 +444,7 @@ SPEC(timed_out_or_cancelled_wait_leaves_nothing_queued)
 static void *race_main(void *arg)
 {
     (void)arg;
-    if (K->arm)
-        K->arm(H);
-    px_fiber *c = px_spawn(cancellable, NULL);
+    px_fiber *c = arm_then_spawn(cancellable);
     YIELD_UNTIL(K->queued(H) == 1);
     px_fiber *w = px_spawn(waiter, NULL);
     YIELD_UNTIL(K->queued(H) == 2);
@@ -482,9 +487,7 @@ static int join_body(void *arg) { return px_join(arg, NULL); }
 static void *thread_cancel_main(void *arg)
 {
     (void)arg;
-    if (K->arm)
-        K->arm(H);
-    px_fiber *c = px_spawn(cancellable, NULL);
+    px_fiber *c = arm_then_spawn(cancellable);
     YIELD_UNTIL(entered == 1);
     pthread_t t;
     CHECK(pthread_create(&t, NULL, cancelling_thread, NULL) == 0);
