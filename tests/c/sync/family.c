@@ -55,6 +55,7 @@ typedef struct kind {
     death death;
     step off[5];             /* calls that need no fiber, in order (the waits stay refused) */
     step wake_all;           /* one call that lets every waiter through (or none) */
+    call_fn tries[3], untries[3];    /* the try forms of a lock, and what undoes each */
 } kind;
 
 /* -- the rows ------------------------------------------------------------------- */
@@ -174,46 +175,53 @@ static const kind kinds[] = {
       mutex_release, mutex_free_,
       { mutex_lock_, mutex_trylock_, mutex_unlock_ }, { NULL },
       { mutex_owner_, mutex_waiters_ }, mutex_waiters_, mutex_owner_, NULL, 1,
-      { 2, PX_EOWNERDEAD, 0, mutex_trylock_, mutex_owner_, 0 }, { { 0 } }, { 0 } },
+      { 2, PX_EOWNERDEAD, 0, mutex_trylock_, mutex_owner_, 0 }, { { 0 } }, { 0 },
+      { mutex_trylock_ }, { mutex_unlock_ } },
     { "rwlock", "rwlock", "RwLock read lock", rwlock_make, rwlock_arm, rwlock_rdlock_,
       rwlock_leave, rwlock_release, rwlock_free_,
       { rwlock_rdlock_, rwlock_wrlock_, rwlock_tryrdlock_, rwlock_trywrlock_,
         rwlock_rdunlock_, rwlock_wrunlock_ }, { NULL },
       { rwlock_readers_, rwlock_writer_, rwlock_waiters_ }, rwlock_waiters_, NULL, NULL, 1,
-      { 1, PX_EOWNERDEAD, PX_EOWNERDEAD, rwlock_tryrdlock_, rwlock_writer_, 0 }, { { 0 } }, { 0 } },
+      { 1, PX_EOWNERDEAD, PX_EOWNERDEAD, rwlock_tryrdlock_, rwlock_writer_, 0 }, { { 0 } }, { 0 },
+      { rwlock_tryrdlock_, rwlock_trywrlock_ }, { rwlock_rdunlock_, rwlock_wrunlock_ } },
     { "waitgroup", "waitgroup", "WaitGroup wait", waitgroup_make, waitgroup_arm,
       waitgroup_wait_, NULL, waitgroup_release, waitgroup_free_,
       { waitgroup_wait_ }, { waitgroup_add_, waitgroup_done_ },
       { waitgroup_count_ }, NULL, NULL, NULL, 0, { 0 },
       { { waitgroup_add2_, 0, 2 }, { waitgroup_done_, 0, 1 }, { waitgroup_add0_, 0, 1 },
-        { waitgroup_done_, 0, 0 } }, { waitgroup_done_, 0, 0 } },
+        { waitgroup_done_, 0, 0 } }, { waitgroup_done_, 0, 0 }, { NULL }, { NULL } },
     { "barrier", "barrier", "Barrier arrive", barrier_make, NULL, barrier_arrive_and_wait_,
       NULL, barrier_release, barrier_free_,
       { barrier_arrive_and_wait_ }, { NULL },
-      { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check, 0, { 0 }, { { 0 } }, { 0 } },
+      { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check, 0,
+      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL } },
     { "once", "once", "Once init", once_make, once_arm, once_begin_, NULL, once_release,
       once_free_,
       { once_do_, once_begin_, once_end_ }, { NULL },
       { once_done_ }, NULL, NULL, NULL, 1,
-      { 2, 0, 0, NULL, once_done_, 1 }, { { 0 } }, { 0 } },
+      { 2, 0, 0, NULL, once_done_, 1 }, { { 0 } }, { 0 }, { NULL }, { NULL } },
     { "sem", "semaphore", "Semaphore acquire", sem_make, NULL, sem_acquire_, NULL,
       sem_release, sem_free_,
       { sem_acquire_ }, { sem_tryacquire_, sem_release_ },
       { sem_value_, sem_waiters_ }, sem_waiters_, NULL, sem_hosted_check, 0, { 0 },
-      { { sem_tryacquire_, PX_EBUSY, 0 }, { sem_release_, 0, 1 }, { sem_tryacquire_, 0, 0 } }, { 0 } },
+      { { sem_tryacquire_, PX_EBUSY, 0 }, { sem_release_, 0, 1 }, { sem_tryacquire_, 0, 0 } },
+      { 0 }, { NULL }, { NULL } },
     { "event", "event", "Event wait", event_make, NULL, event_wait_, NULL, event_release,
       event_free_,
       { event_wait_ }, { event_set_, event_clear_ },
       { event_is_set_ }, NULL, NULL, NULL, 0, { 0 },
-      { { event_set_, 0, 1 }, { event_clear_, 0, 0 } }, { event_set_, 8, 1 } },
+      { { event_set_, 0, 1 }, { event_clear_, 0, 0 } },
+      { event_set_, 8, 1 }, { NULL }, { NULL } },
     { "chan", "channel", "Channel recv", chan1_make, NULL, chan_recv_, chan_recv_leave,
       chan_send_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
-      { chan_len_ }, NULL, NULL, chan_hosted_check, 0, { 0 }, { { 0 } }, { 0 } },
+      { chan_len_ }, NULL, NULL, chan_hosted_check, 0,
+      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL } },
     { "chan", "channel", "Channel send", chan_make, NULL, chan_send_, NULL,
       chan_recv_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
-      { chan_len_, chan_cap_ }, NULL, NULL, NULL, 0, { 0 }, { { 0 } }, { 0 } },
+      { chan_len_, chan_cap_ }, NULL, NULL, NULL, 0,
+      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL } },
 };
 
 /* -- the harness ------------------------------------------------------------------ */
@@ -257,6 +265,22 @@ static void make(void)
 {
     H = K->make();
     CHECK(H != NULL);
+}
+
+/* A fresh H, main run on it, and H freed: nobody is left queued. */
+static void run_fresh(px_fiber_fn main)
+{
+    make();
+    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    CHECK_EQ(K->free(H), 0);
+}
+
+/* On the arming fiber: lets the waiter w through, which gets 0. */
+static void release_to(px_fiber *w)
+{
+    K->release(H);
+    join(w);
+    CHECK_EQ(result, 0);
 }
 
 /* On a fiber: arms H (where the row arms it) and spawns fn. */
@@ -313,6 +337,55 @@ SPEC(calls_that_need_no_fiber_work_off_fiber_and_waits_stay_enofiber) /* for: wa
     each_kind(off_fiber_steps);
 }
 
+/* -- the try forms of a lock ------------------------------------------------------ */
+
+static int tried[3];
+
+static void *try_all(void *arg)
+{
+    (void)arg;
+    for (int i = 0; K->tries[i]; i++)
+        tried[i] = K->tries[i](H);
+    return NULL;
+}
+
+/* Every try form is refused, by another fiber, without parking. */
+static void check_refused(void)
+{
+    join(px_spawn(try_all, NULL));
+    for (int i = 0; K->tries[i]; i++)
+        CHECK_EQ(tried[i], PX_EBUSY);
+}
+
+/* A free one is taken (and held by the caller); a held one is refused, and
+** so it stays while a waiter is queued: the try forms never park. */
+static void *tries_main(void *arg)
+{
+    (void)arg;
+    for (int i = 0; K->tries[i]; i++) {
+        CHECK_EQ(K->tries[i](H), 0);
+        if (K->holder)
+            CHECK_EQ(K->holder(H), px_self());
+        CHECK_EQ(K->untries[i](H), 0);
+    }
+    K->arm(H);
+    check_refused();
+    CHECK_EQ(K->queued(H), 0);
+    px_fiber *w = px_spawn(waiter, NULL);
+    YIELD_UNTIL(entered == 1);
+    check_refused();
+    CHECK_EQ(K->queued(H), 1);                   /* the waiter only */
+    release_to(w);
+    return NULL;
+}
+
+static void try_forms(void) { run_fresh(tries_main); }
+
+SPEC(try_forms_take_a_free_one_and_refuse_a_held_one_without_parking) /* for: mutex rwlock */
+{
+    each_kind(try_forms);
+}
+
 /* -- free while a fiber waits --------------------------------------------------- */
 
 static void *busy_main(void *arg)
@@ -323,18 +396,11 @@ static void *busy_main(void *arg)
     if (K->queued)
         CHECK_EQ(K->queued(H), 1);
     CHECK_EQ(K->free(H), PX_EBUSY);              /* nothing freed */
-    K->release(H);
-    join(w);
-    CHECK_EQ(result, 0);
+    release_to(w);
     return NULL;
 }
 
-static void free_busy(void)
-{
-    make();
-    CHECK_EQ(px_run(busy_main, NULL, NULL), 0);
-    CHECK_EQ(K->free(H), 0);                     /* nobody left queued */
-}
+static void free_busy(void) { run_fresh(busy_main); }
 
 SPEC(free_refuses_a_waited_on_primitive_with_ebusy)
 {
@@ -545,10 +611,8 @@ static void wake_all(void)
 {
     if (K->wake_all.call == NULL)
         return;
-    make();
     woken = 0;
-    CHECK_EQ(px_run(wake_all_main, NULL, NULL), 0);
-    CHECK_EQ(K->free(H), 0);                     /* nobody left queued */
+    run_fresh(wake_all_main);
 }
 
 SPEC(one_call_wakes_every_waiter) /* for: event waitgroup */
@@ -640,14 +704,12 @@ static void owner_death(void)
         return;
     px_fiber_fn mains[] = { death_handoff_main, death_later_main, death_later_try_main };
     for (int i = 0; i < (K->death.try_wait ? 3 : 2); i++) {
-        make();
         entered = 0;
-        CHECK_EQ(px_run(mains[i], NULL, NULL), 0);
-        CHECK_EQ(K->free(H), 0);
+        run_fresh(mains[i]);
     }
 }
 
-SPEC(owner_death_hands_it_over_with_eownerdead_and_says_so_to_later_waits) /* for: mutex rwlock once */
+SPEC(owner_death_hands_it_over_with_eownerdead_and_tells_later_waits) /* for: mutex rwlock once */
 {
     each_kind(owner_death);
 }
@@ -766,6 +828,7 @@ SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
 }
 
 SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
+      try_forms_take_a_free_one_and_refuse_a_held_one_without_parking,
       release_right_after_an_interrupt_goes_past_it_to_the_next_waiter,
       one_call_wakes_every_waiter,
       calls_that_need_no_fiber_work_off_fiber_and_waits_stay_enofiber,
@@ -774,4 +837,4 @@ SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
       wait_cancelled_by_another_thread_leaves_nothing_queued,
       deadlock_report_names_the_wait_and_the_primitive,
       hosted_fiber_waits_through_eyield_and_a_recall,
-      owner_death_hands_it_over_with_eownerdead_and_says_so_to_later_waits)
+      owner_death_hands_it_over_with_eownerdead_and_tells_later_waits)

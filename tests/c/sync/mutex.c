@@ -158,24 +158,6 @@ SPEC(trylock_never_steals_from_a_queued_waiter)
     run(no_steal_main);
 }
 
-static void *trylock_main(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_mutex_trylock(M), 0);
-    CHECK_EQ(px_mutex_owner(M), px_self());
-    px_fiber *t = px_spawn(trier, NULL);
-    join(t);
-    CHECK_EQ(tried, PX_EBUSY);
-    CHECK_EQ(px_mutex_waiters(M), 0);   /* trylock never parks */
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    return NULL;
-}
-
-SPEC(trylock_takes_a_free_mutex_and_refuses_a_held_one)
-{
-    run(trylock_main);
-}
-
 static int unlocked;
 
 static void *foreign_unlocker(void *arg)
@@ -543,7 +525,6 @@ SPECS(no_lost_updates_with_10_fibers,
       hands_off_in_fifo_order,
       unlock_makes_the_first_waiter_owner_before_it_wakes,
       trylock_never_steals_from_a_queued_waiter,
-      trylock_takes_a_free_mutex_and_refuses_a_held_one,
       unlock_by_a_non_owner_or_of_a_free_mutex_is_eperm,
       relock_and_trylock_by_the_owner_are_edeadlk,
       lock_in_a_fired_scope_fails_at_once_without_queueing,
