@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,26 @@ static inline int ev_wait_n(px_latch *e, int n)
 }
 
 #define EV_WAIT(e, n) CHECK(ev_wait_n((e), (n)))
+
+/* A latch set by the n-th of the calls it counts, from any thread. */
+typedef struct countdown {
+    atomic_int count;
+    int n;
+    px_latch latch;
+} countdown;
+
+static inline void countdown_init(countdown *c, int n)
+{
+    atomic_store(&c->count, 0);
+    c->n = n;
+    ev_init(&c->latch);
+}
+
+static inline void countdown_hit(countdown *c)
+{
+    if (atomic_fetch_add(&c->count, 1) + 1 == c->n)
+        ev_set(&c->latch);
+}
 
 /* A real sleep, for handlers that must outlast a period; never for synchronizing. */
 static inline void sleep_ns(int64_t ns)
