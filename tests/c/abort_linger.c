@@ -9,45 +9,29 @@
 
 enum { N = 200 };
 
-typedef struct call {
-    int calls, status;
-    pthread_t thread;
-} call;
-
-static px_latch aborted;
-
-static void on_call(void *arg, int status)
-{
-    call *c = arg;
-    c->calls++;
-    c->status = status;
-    c->thread = pthread_self();
-    ev_set(&aborted);
-}
-
-static void burst(px_timerq *q, call *c, int n, int base)
+static void burst(px_timerq *q, call_rec *c, int n, int base)
 {
     uint64_t id[N];
     for (int i = 0; i < n; i++)
-        CHECK((id[i] = px_timerq_add(q, PX_SEC(10), on_call, &c[i])) != 0);
+        CHECK((id[i] = px_timerq_add(q, PX_SEC(10), record_call, &c[i])) != 0);
     for (int i = 0; i < n; i++)
         CHECK_EQ(px_timerq_cancel(q, id[i]), 1);
-    EV_WAIT(&aborted, base + n);
+    EV_WAIT(&calls_made, base + n);
 }
 
 static void run(int64_t linger_ns)
 {
-    static call c[N + 1];
+    static call_rec c[N + 1];
     for (int i = 0; i <= N; i++)
-        c[i] = (call){ 0, 1, pthread_self() };
+        c[i] = (call_rec){ 0, 1, pthread_self() };
     px_timerq_opts o = { .abort_linger_ns = linger_ns };
     px_timerq *q = px_timerq_new(&o);
     CHECK(q != NULL);
-    int base = ev_count(&aborted);
+    int base = ev_count(&calls_made);
     burst(q, c, N, base);
     burst(q, c + N, 1, base + N);          /* one more, after the burst was delivered */
     px_timerq_free(q);
-    CHECK_EQ(ev_count(&aborted), base + N + 1);
+    CHECK_EQ(ev_count(&calls_made), base + N + 1);
     for (int i = 0; i <= N; i++) {
         CHECK_EQ(c[i].calls, 1);
         CHECK_EQ(c[i].status, PX_ECANCELED);
@@ -57,7 +41,7 @@ static void run(int64_t linger_ns)
 
 int main(void)
 {
-    ev_init(&aborted);
+    ev_init(&calls_made);
     run(0);                  /* the default, 50 us */
     run(-1);                 /* also the default */
     run(PX_MSEC(2));

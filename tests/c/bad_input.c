@@ -8,14 +8,12 @@
 
 #include "check.h"
 
-static px_latch called;
-static int last_status = 1;
+static status_latch called;
 
 static void on_timer(void *arg, int status)
 {
     (void)arg;
-    last_status = status;
-    ev_set(&called);
+    status_latch_set(&called, status);
 }
 
 static void test_adds(px_timerq *q)
@@ -48,18 +46,18 @@ static void test_ids(px_timerq *q)
 
     uint64_t fired = px_timerq_add(q, 0, on_timer, NULL);       /* stale after firing */
     CHECK(fired != 0);
-    EV_WAIT(&called, 1);
-    CHECK_EQ(last_status, 0);
+    EV_WAIT(&called.latch, 1);
+    CHECK_EQ(called.status, 0);
     CHECK_EQ(px_timerq_cancel(q, fired), 0);                   /* cancel after fire */
 
     uint64_t cancelled = px_timerq_add(q, PX_SEC(10), on_timer, NULL);
     CHECK(cancelled != 0 && cancelled != fired);
     CHECK_EQ(px_timerq_cancel(q, cancelled), 1);
-    EV_WAIT(&called, 2);
-    CHECK_EQ(last_status, PX_ECANCELED);
+    EV_WAIT(&called.latch, 2);
+    CHECK_EQ(called.status, PX_ECANCELED);
     CHECK_EQ(px_timerq_cancel(q, cancelled), 0);               /* stale after cancel */
     CHECK_EQ(px_timerq_cancel(q, fired), 0);
-    CHECK_EQ(ev_count(&called), 2);
+    CHECK_EQ(ev_count(&called.latch), 2);
 }
 
 static void test_strings(void)
@@ -96,14 +94,14 @@ static void test_strings(void)
 
 int main(void)
 {
-    ev_init(&called);
+    status_latch_init(&called);
     px_timerq *q = px_timerq_new(NULL);
     CHECK(q != NULL);
     test_adds(q);
     test_ids(q);
     test_strings();
     px_timerq_free(q);
-    CHECK_EQ(ev_count(&called), 2);   /* no rejected timer was ever called */
+    CHECK_EQ(ev_count(&called.latch), 2);   /* no rejected timer was ever called */
     puts("ok");
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,26 @@ static inline int ev_wait_n(px_latch *e, int n)
 
 #define EV_WAIT(e, n) CHECK(ev_wait_n((e), (n)))
 
+/* A latch set by the n-th of the calls it counts, from any thread. */
+typedef struct countdown {
+    atomic_int count;
+    int n;
+    px_latch latch;
+} countdown;
+
+static inline void countdown_init(countdown *c, int n)
+{
+    atomic_store(&c->count, 0);
+    c->n = n;
+    ev_init(&c->latch);
+}
+
+static inline void countdown_hit(countdown *c)
+{
+    if (atomic_fetch_add(&c->count, 1) + 1 == c->n)
+        ev_set(&c->latch);
+}
+
 /* A real sleep, for handlers that must outlast a period; never for synchronizing. */
 static inline void sleep_ns(int64_t ns)
 {
@@ -121,6 +142,45 @@ static inline uint64_t rng_next(uint64_t *s)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
     return z ^ (z >> 31);
+}
+
+/* -- a handler that records its calls ------------------------------------ */
+
+/* What one handler argument saw: how many calls, the status and thread of the last. */
+typedef struct call_rec {
+    int calls, status;
+    pthread_t thread;
+} call_rec;
+
+/* Set once per record_call, whichever call_rec it was for (ev_init it first). */
+static px_latch calls_made;
+
+/* A px_handler_fn whose arg is a call_rec. */
+static inline void record_call(void *arg, int status)
+{
+    call_rec *c = arg;
+    c->calls++;
+    c->status = status;
+    c->thread = pthread_self();
+    ev_set(&calls_made);
+}
+
+/* A latch that keeps the status of the call that last set it. */
+typedef struct status_latch {
+    px_latch latch;
+    int status;              /* 1 until the first call */
+} status_latch;
+
+static inline void status_latch_init(status_latch *l)
+{
+    ev_init(&l->latch);
+    l->status = 1;
+}
+
+static inline void status_latch_set(status_latch *l, int status)
+{
+    l->status = status;
+    ev_set(&l->latch);
 }
 
 /* -- deadlock reports ------------------------------------------------------ */

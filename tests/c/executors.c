@@ -13,22 +13,6 @@
 
 #include "check.h"
 
-typedef struct call {
-    int status, calls;
-    pthread_t thread;
-} call;
-
-static px_latch called;
-
-static void on_call(void *arg, int status)
-{
-    call *c = arg;
-    c->status = status;
-    c->calls++;
-    c->thread = pthread_self();
-    ev_set(&called);
-}
-
 static int fd_readable(int fd)
 {
     struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -51,12 +35,12 @@ static void await_size(px_queue *pq, size_t n)
 
 static void test_default_worker(void)
 {
-    call c = { 0 };
-    int base = ev_count(&called);
+    call_rec c = { 0 };
+    int base = ev_count(&calls_made);
     px_timerq *q = px_timerq_new(NULL);
     CHECK(q != NULL);
-    CHECK(px_timerq_add(q, 0, on_call, &c) != 0);
-    EV_WAIT(&called, base + 1);
+    CHECK(px_timerq_add(q, 0, record_call, &c) != 0);
+    EV_WAIT(&calls_made, base + 1);
     CHECK(!pthread_equal(c.thread, pthread_self()));
     px_timerq_free(q);
     CHECK_EQ(c.calls, 1);
@@ -65,7 +49,7 @@ static void test_default_worker(void)
 static void test_queue(void)
 {
     enum { N = 5 };
-    call c[N] = { { 0 } };
+    call_rec c[N] = { { 0 } };
     px_queue *pq = px_queue_new();
     CHECK(pq != NULL);
     int fd = px_queue_fd(pq);
@@ -77,7 +61,7 @@ static void test_queue(void)
     px_timerq *q = px_timerq_new(&o);
     CHECK(q != NULL);
     for (int i = 0; i < N; i++)
-        CHECK(px_timerq_add(q, PX_USEC(100 * i), on_call, &c[i]) != 0);
+        CHECK(px_timerq_add(q, PX_USEC(100 * i), record_call, &c[i]) != 0);
     await_size(pq, N);
     CHECK(fd_readable(fd));
     CHECK_EQ(px_queue_wait(pq, 0), 1);
@@ -96,8 +80,8 @@ static void test_queue(void)
     }
 
     /* Cancel wins while the expired handler waits in the queue. */
-    call late = { 0 };
-    uint64_t id = px_timerq_add(q, 0, on_call, &late);
+    call_rec late = { 0 };
+    uint64_t id = px_timerq_add(q, 0, record_call, &late);
     CHECK(id != 0);
     await_size(pq, 1);
     CHECK_EQ(px_timerq_cancel(q, id), 1);
@@ -109,12 +93,12 @@ static void test_queue(void)
     CHECK(pthread_equal(late.thread, pthread_self()));
 
     /* Handlers already posted outlive the timer queue; px_queue_free runs them. */
-    call left[3] = { { 0 } };
+    call_rec left[3] = { { 0 } };
     for (int i = 0; i < 3; i++)
-        CHECK(px_timerq_add(q, 0, on_call, &left[i]) != 0);
+        CHECK(px_timerq_add(q, 0, record_call, &left[i]) != 0);
     await_size(pq, 3);
     px_timerq_free(q);
-    CHECK(px_queue_post(pq, on_call, &left[2], 7) == 0);   /* a direct post, too */
+    CHECK(px_queue_post(pq, record_call, &left[2], 7) == 0);   /* a direct post, too */
     CHECK_EQ(left[0].calls + left[1].calls + left[2].calls, 0);
     px_queue_free(pq);
     CHECK_EQ(left[0].calls, 1);
@@ -123,7 +107,7 @@ static void test_queue(void)
     CHECK_EQ(left[2].status, 7);
     CHECK(left[0].status == 0 || left[0].status == PX_ECANCELED);
 
-    CHECK_EQ(px_queue_post(NULL, on_call, NULL, 0), PX_EINVAL);
+    CHECK_EQ(px_queue_post(NULL, record_call, NULL, 0), PX_EINVAL);
     CHECK_EQ(px_queue_drain(NULL, 0), PX_EINVAL);
     CHECK_EQ(px_queue_fd(NULL), PX_EINVAL);
     CHECK_EQ(px_queue_wait(NULL, 0), PX_EINVAL);
@@ -142,18 +126,18 @@ static int refuse(void *ctx, px_handler_fn fn, void *arg, int status)
 
 static void test_failing_executor(void)
 {
-    call fired = { 0 }, aborted = { 0 };
+    call_rec fired = { 0 }, aborted = { 0 };
     px_executor ex = { refuse, NULL, NULL };
     px_timerq_opts o = { .executor = &ex, .timer_slack_ns = -1 };
     px_timerq *q = px_timerq_new(&o);
     CHECK(q != NULL);
-    int base = ev_count(&called);
-    CHECK(px_timerq_add(q, 0, on_call, &fired) != 0);
-    EV_WAIT(&called, base + 1);
-    uint64_t id = px_timerq_add(q, PX_SEC(10), on_call, &aborted);
+    int base = ev_count(&calls_made);
+    CHECK(px_timerq_add(q, 0, record_call, &fired) != 0);
+    EV_WAIT(&calls_made, base + 1);
+    uint64_t id = px_timerq_add(q, PX_SEC(10), record_call, &aborted);
     CHECK(id != 0);
     CHECK_EQ(px_timerq_cancel(q, id), 1);
-    EV_WAIT(&called, base + 2);
+    EV_WAIT(&calls_made, base + 2);
     px_timerq_free(q);
     CHECK_EQ(fired.calls, 1);
     CHECK_EQ(fired.status, 0);
@@ -161,7 +145,7 @@ static void test_failing_executor(void)
     CHECK_EQ(aborted.calls, 1);
     CHECK_EQ(aborted.status, PX_ECANCELED);
     CHECK_GE(atomic_load(&posts), 1);
-    CHECK_EQ(ev_count(&called), base + 2);
+    CHECK_EQ(ev_count(&calls_made), base + 2);
 }
 
 /* An executor that keeps its posts and runs them in flush, on the worker: every
@@ -198,17 +182,17 @@ static void run_kept(void *ctx)
 static void test_flushing_executor(void)
 {
     enum { N = 1000 };
-    static call c[N];
+    static call_rec c[N];
     static held h;
     px_executor ex = { keep, &h, run_kept };
     px_timerq_opts o = { .executor = &ex };
     px_timerq *q = px_timerq_new(&o);
     CHECK(q != NULL);
-    int base = ev_count(&called);
+    int base = ev_count(&calls_made);
     int64_t due = px_now() + PX_MSEC(20);
     for (int i = 0; i < N; i++)               /* all due at once: large batches */
-        CHECK(px_timerq_add_at(q, due, on_call, &c[i]) != 0);
-    EV_WAIT(&called, base + N);
+        CHECK(px_timerq_add_at(q, due, record_call, &c[i]) != 0);
+    EV_WAIT(&calls_made, base + N);
     px_timerq_free(q);
     CHECK_EQ(h.n, 0);
     CHECK_GE(h.flushes, N / 256);
@@ -242,13 +226,13 @@ static int kept(held *h)
 static void test_executor_aborts_what_it_cannot_run(void)
 {
     static held h;
-    call once = { 0 }, ticks = { 0 };
+    call_rec once = { 0 }, ticks = { 0 };
     px_executor ex = { keep_locked, &h, NULL };
     px_timerq_opts o = { .executor = &ex };
     px_timerq *q = px_timerq_new(&o);
     CHECK(q != NULL);
-    uint64_t id = px_timerq_add(q, 0, on_call, &once);
-    uint64_t pid = px_timerq_add_periodic(q, 0, PX_MSEC(1), on_call, &ticks);
+    uint64_t id = px_timerq_add(q, 0, record_call, &once);
+    uint64_t pid = px_timerq_add_periodic(q, 0, PX_MSEC(1), record_call, &ticks);
     CHECK(id != 0 && pid != 0);
     int64_t end = px_now() + PX_TEST_TIMEOUT_NS;
     while (kept(&h) < 2) {
@@ -275,7 +259,7 @@ static void test_executor_aborts_what_it_cannot_run(void)
 
 int main(void)
 {
-    ev_init(&called);
+    ev_init(&calls_made);
     test_default_worker();
     test_queue();
     test_failing_executor();

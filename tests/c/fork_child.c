@@ -13,14 +13,12 @@
 
 #include "check.h"
 
-static px_latch fired;
-static int status_seen = 1;
+static status_latch fired;
 
 static void on_timer(void *arg, int status)
 {
     (void)arg;
-    status_seen = status;
-    ev_set(&fired);
+    status_latch_set(&fired, status);
 }
 
 static void on_never(void *arg, int status)
@@ -37,14 +35,12 @@ static void on_child(void *arg, int status)
     child_ran = status == 7 ? child_ran + 1 : -100;
 }
 
-static px_latch waited;
-static int wait_status = 1;
+static status_latch waited;
 
 static void on_wait(void *arg, int status)
 {
     (void)arg;
-    wait_status = status;
-    ev_set(&waited);
+    status_latch_set(&waited, status);
 }
 
 static int parent_ran;
@@ -111,12 +107,12 @@ static void child(px_timerq *q, uint64_t far, px_queue *hq, px_timer *pt)
 
 int main(void)
 {
-    ev_init(&fired);
+    status_latch_init(&fired);
     px_timerq *q = px_timerq_new(NULL);
     CHECK(q != NULL);
     uint64_t far = px_timerq_add(q, PX_SEC(10), on_timer, NULL);
     CHECK(far != 0);
-    ev_init(&waited);
+    status_latch_init(&waited);
     px_timer *pt = px_timer_new(q);
     CHECK(pt != NULL);
     CHECK_EQ(px_timer_expires_after(pt, PX_SEC(10)), 0);
@@ -137,19 +133,19 @@ int main(void)
     CHECK_EQ(WEXITSTATUS(ws), 0);
 
     CHECK(px_timerq_add(q, 0, on_timer, NULL) != 0);
-    EV_WAIT(&fired, 1);
-    CHECK_EQ(status_seen, 0);
+    EV_WAIT(&fired.latch, 1);
+    CHECK_EQ(fired.status, 0);
     CHECK_EQ(px_timerq_cancel(q, far), 1);
-    EV_WAIT(&fired, 2);
-    CHECK_EQ(status_seen, PX_ECANCELED);
+    EV_WAIT(&fired.latch, 2);
+    CHECK_EQ(fired.status, PX_ECANCELED);
 
     CHECK_EQ(px_queue_size(hq), 1);          /* the parent's handler is still owed here */
     CHECK_EQ(px_queue_drain(hq, 0), 1);
     CHECK_EQ(parent_ran, 1);
     px_queue_free(hq);
     CHECK_EQ(px_timer_cancel(pt), 1);        /* and so is the parent's wait */
-    EV_WAIT(&waited, 1);
-    CHECK_EQ(wait_status, PX_ECANCELED);
+    EV_WAIT(&waited.latch, 1);
+    CHECK_EQ(waited.status, PX_ECANCELED);
     px_timer_free(pt);
     px_timerq_free(q);
     puts("ok");

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "reap.h"
 
 static px_sched *s;
 static px_token *tok;
@@ -167,22 +167,7 @@ static void *forker_plain(void *arg)
 /* Waits for the child with a generous bound; kills it and fails on a hang. */
 static void reap(pid_t pid)
 {
-    int64_t until = px_now() + PX_SEC(30);
-    int ws = 0;
-    pid_t r;
-    while ((r = waitpid(pid, &ws, WNOHANG)) == 0 && px_now() < until)
-        sleep_ns(PX_MSEC(1));
-    if (r == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &ws, 0);
-        fprintf(stderr, "the child hung\n");
-        exit(1);
-    }
-    CHECK_EQ(r, pid);
-    if (!WIFEXITED(ws))
-        fprintf(stderr, "child died of signal %d\n", WIFSIGNALED(ws) ? WTERMSIG(ws) : -1);
-    CHECK(WIFEXITED(ws));
-    CHECK_EQ(WEXITSTATUS(ws), 0);
+    reap_child(pid, PX_SEC(30), "the child");
 }
 
 int main(void)

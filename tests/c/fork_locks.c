@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "reap.h"
 
 #define CHILDREN 40
 #define CHILD_BOUND_NS PX_SEC(20)
@@ -99,23 +99,9 @@ static void child(void)
 /* Waits for `pid` for at most CHILD_BOUND_NS; kills it and fails if it hangs. */
 static void reap(pid_t pid, int i)
 {
-    int64_t until = px_now() + CHILD_BOUND_NS;
-    int ws = 0;
-    pid_t r;
-    while ((r = waitpid(pid, &ws, WNOHANG)) == 0 && px_now() < until)
-        sleep_ns(PX_MSEC(1));
-    if (r == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &ws, 0);
-        fprintf(stderr, "child %d hung (killed after %lld s)\n", i,
-                (long long)(CHILD_BOUND_NS / PX_SEC(1)));
-        exit(1);
-    }
-    CHECK_EQ(r, pid);
-    if (!WIFEXITED(ws))
-        fprintf(stderr, "child %d died of signal %d\n", i, WIFSIGNALED(ws) ? WTERMSIG(ws) : -1);
-    CHECK(WIFEXITED(ws));
-    CHECK_EQ(WEXITSTATUS(ws), 0);
+    char who[32];
+    snprintf(who, sizeof who, "child %d", i);
+    reap_child(pid, CHILD_BOUND_NS, who);
 }
 
 int main(void)

@@ -15,16 +15,14 @@ typedef struct rec {
 } rec;
 
 static rec recs[N];
-static atomic_int delivered;
-static px_latch last;
+static countdown last;         /* set by the N-th delivery */
 
 static void on_timer(void *arg, int status)
 {
     rec *r = arg;
     atomic_store(&r->status, status);
     atomic_fetch_add(&r->calls, 1);
-    if (atomic_fetch_add(&delivered, 1) + 1 == N)
-        ev_set(&last);
+    countdown_hit(&last);
 }
 
 static void reset(void)
@@ -33,7 +31,7 @@ static void reset(void)
         atomic_store(&recs[i].calls, 0);
         atomic_store(&recs[i].status, 1);
     }
-    atomic_store(&delivered, 0);
+    atomic_store(&last.count, 0);
 }
 
 static void check_all_once(int first_status)
@@ -70,13 +68,13 @@ static void on_freer(void *arg, int status)
 static void test_free_from_worker(void)
 {
     reset();
-    ev_init(&last);
+    countdown_init(&last, N);
     self_q = px_timerq_new(NULL);
     CHECK(self_q != NULL);
     for (int i = 1; i < N; i++)
         CHECK(px_timerq_add(self_q, PX_SEC(10), on_timer, &recs[i]) != 0);
     CHECK(px_timerq_add(self_q, 0, on_freer, &recs[0]) != 0);
-    EV_WAIT(&last, 1);
+    EV_WAIT(&last.latch, 1);
     CHECK_EQ(atomic_load(&free_returned), 1);
     check_all_once(0);
 }

@@ -15,22 +15,20 @@ typedef struct item {
 } item;
 
 static item items[N];
-static atomic_int done;
-static px_latch all_done;
+static countdown all_done;     /* set by the N-th call */
 
 static void on_timer(void *arg, int status)
 {
     item *it = arg;
     it->ran_at = px_now();
     it->status = status;
-    if (atomic_fetch_add(&done, 1) + 1 == N)
-        ev_set(&all_done);
+    countdown_hit(&all_done);
 }
 
 int main(void)
 {
     uint64_t rng = 42;
-    ev_init(&all_done);
+    countdown_init(&all_done, N);
     px_timerq *q = px_timerq_new(NULL);
     CHECK(q != NULL);
     for (int i = 0; i < N; i++) {
@@ -58,7 +56,7 @@ int main(void)
         if (i % 500 == 0)
             sleep_ns(PX_MSEC(2));   /* spread the adds over the wheel's ticks */
     }
-    EV_WAIT(&all_done, 1);
+    EV_WAIT(&all_done.latch, 1);
     px_timerq_free(q);
     int64_t worst = INT64_MAX;
     for (int i = 0; i < N; i++) {

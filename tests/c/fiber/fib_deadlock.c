@@ -10,26 +10,20 @@
 
 #include "../check.h"
 
-static gate a, b;
-static uint64_t id1, id2, id3;
+static gate g[2];
+static uint64_t side_id[2], id3;
+static int sides;
 
-static void *left(void *arg)
+/* The two sides of the cycle: side i takes gate i, lets the other side run,
+** then waits for the other side's gate. */
+static void *side(void *arg)
 {
     (void)arg;
-    id1 = px_self();
-    CHECK_EQ(gate_take(&a), 0);
+    int i = sides++;
+    side_id[i] = px_self();
+    CHECK_EQ(gate_take(&g[i]), 0);
     px_yield();
-    gate_take(&b);
-    return NULL;
-}
-
-static void *right(void *arg)
-{
-    (void)arg;
-    id2 = px_self();
-    CHECK_EQ(gate_take(&b), 0);
-    px_yield();
-    gate_take(&a);
+    gate_take(&g[1 - i]);
     return NULL;
 }
 
@@ -48,26 +42,27 @@ static int contains(const char *needle)
 
 static void test_cycle(void)
 {
-    px_sched *s = run_to_deadlock((px_fiber_fn[]){ left, right, lonely, NULL });
+    sides = 0;
+    px_sched *s = run_to_deadlock((px_fiber_fn[]){ side, side, lonely, NULL });
     CHECK_EQ(reports, 1);
     fputs(report, stdout);
     char line[256];
     CHECK(contains("deadlock detected"));
     CHECK(contains("3 fiber(s) are parked"));
     snprintf(line, sizeof line, "fiber %llu: parked on \"gate take\", waits on gate@%p held by fiber %llu",
-             (unsigned long long)id1, (void *)&b, (unsigned long long)id2);
+             (unsigned long long)side_id[0], (void *)&g[1], (unsigned long long)side_id[1]);
     CHECK(contains(line));
     snprintf(line, sizeof line, "fiber %llu: parked on \"gate take\", waits on gate@%p held by fiber %llu",
-             (unsigned long long)id2, (void *)&a, (unsigned long long)id1);
+             (unsigned long long)side_id[1], (void *)&g[0], (unsigned long long)side_id[0]);
     CHECK(contains(line));
     snprintf(line, sizeof line, "fiber %llu: parked on \"lonely park\"\n", (unsigned long long)id3);
     CHECK(contains(line));
     CHECK(contains("wait-for cycle: fiber "));
-    snprintf(line, sizeof line, "gate@%p (\"gate take\") held by fiber %llu", (void *)&a,
-             (unsigned long long)id1);
+    snprintf(line, sizeof line, "gate@%p (\"gate take\") held by fiber %llu", (void *)&g[0],
+             (unsigned long long)side_id[0]);
     CHECK(contains(line));
-    snprintf(line, sizeof line, "gate@%p (\"gate take\") held by fiber %llu", (void *)&b,
-             (unsigned long long)id2);
+    snprintf(line, sizeof line, "gate@%p (\"gate take\") held by fiber %llu", (void *)&g[1],
+             (unsigned long long)side_id[1]);
     CHECK(contains(line));
     px_sched_free(s);   /* releases the parked fibers */
 }
@@ -146,8 +141,8 @@ int main(void)
     test_not_deadlocks();
     /* px_run writes the report to stderr and says PX_EDEADLK. */
     CHECK_EQ(px_run(lonely, NULL, NULL), PX_EDEADLK);
-    free(a.waiters);
-    free(b.waiters);
+    free(g[0].waiters);
+    free(g[1].waiters);
     printf("fib_deadlock: ok\n");
     return 0;
 }

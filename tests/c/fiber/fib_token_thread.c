@@ -41,22 +41,33 @@ static void *cancelled_main(void *arg)
     return (void *)&got;
 }
 
+/* Each case: a fresh token and latch, and `got` cleared. */
+static void begin(void)
+{
+    ev_init(&parking);
+    tok = px_token_new();
+    CHECK(tok != NULL);
+    got = 0;
+}
+
+static void end(void)
+{
+    px_token_free(tok);
+    ev_destroy(&parking);
+}
+
 /* The case of the issue: px_run, the token cancelled from a thread. */
 static void test_px_run_waits_for_cancel(void)
 {
     pthread_t th;
     void *r = NULL;
-    ev_init(&parking);
-    tok = px_token_new();
-    CHECK(tok != NULL);
-    got = 0;
+    begin();
     CHECK_EQ(pthread_create(&th, NULL, canceller, NULL), 0);
     CHECK_EQ(px_run(cancelled_main, NULL, &r), 0);
     CHECK_EQ(got, PX_ECANCELED);
     CHECK(r == (void *)&got);
     CHECK_EQ(pthread_join(th, NULL), 0);
-    px_token_free(tok);
-    ev_destroy(&parking);
+    end();
 }
 
 /* The same with the push form and a second fiber that waits on the first. */
@@ -83,26 +94,19 @@ static void *joins_pushed(void *arg)
 static void test_push_form_and_joiner(void)
 {
     pthread_t th;
-    ev_init(&parking);
-    tok = px_token_new();
-    CHECK(tok != NULL);
-    got = 0;
+    begin();
     CHECK_EQ(pthread_create(&th, NULL, canceller, NULL), 0);
     CHECK_EQ(px_run(joins_pushed, NULL, NULL), 0);
     CHECK_EQ(got, PX_ECANCELED);
     CHECK_EQ(pthread_join(th, NULL), 0);
-    px_token_free(tok);
-    ev_destroy(&parking);
+    end();
 }
 
 /* px_sched_run: the caller holds the scheduler for the cancelling thread. */
 static void test_sched_run_with_a_hold(void)
 {
     pthread_t th;
-    ev_init(&parking);
-    tok = px_token_new();
-    CHECK(tok != NULL);
-    got = 0;
+    begin();
     px_sched *s = px_sched_new(NULL);
     CHECK(s != NULL);
     CHECK_EQ(px_sched_hold(s), 0);
@@ -112,8 +116,7 @@ static void test_sched_run_with_a_hold(void)
     CHECK_EQ(got, PX_ECANCELED);
     CHECK_EQ(pthread_join(th, NULL), 0);
     px_sched_free(s);
-    px_token_free(tok);
-    ev_destroy(&parking);
+    end();
 }
 
 /* -- real deadlocks -------------------------------------------------------- */

@@ -67,28 +67,6 @@ SPEC(clear_makes_wait_park_again_until_the_next_set)
     run(clear_main);
 }
 
-static void *all_main(void *arg)
-{
-    (void)arg;
-    px_fiber *f[8];
-    for (int i = 0; i < 8; i++)
-        CHECK((f[i] = px_spawn(waiter, (void *)(uintptr_t)i)) != NULL);
-    YIELD_UNTIL(entered == 8);
-    CHECK_EQ(woken, 0);
-    CHECK_EQ(px_event_set(E), 8);                /* says how many it woke */
-    for (int i = 0; i < 8; i++)
-        join(f[i]);
-    CHECK_EQ(woken, 8);
-    for (int i = 0; i < 8; i++)
-        CHECK_EQ(results[i], 0);
-    return NULL;
-}
-
-SPEC(set_wakes_every_waiter_and_returns_how_many)
-{
-    run(all_main);
-}
-
 static void *cleared_main(void *arg)
 {
     (void)arg;
@@ -106,21 +84,6 @@ SPEC(a_waiter_woken_by_set_returns_0_even_if_cleared_before_it_ran)
     run(cleared_main);
 }
 
-SPEC(set_and_clear_need_no_fiber_and_wait_off_fiber_is_enofiber)
-{
-    px_event *e = px_event_new();
-    CHECK(e != NULL);
-    CHECK_EQ(px_event_wait(e), PX_ENOFIBER);
-    CHECK_EQ(px_event_set(e), 0);
-    CHECK_EQ(px_event_is_set(e), 1);
-    CHECK_EQ(px_event_wait(e), PX_ENOFIBER);     /* even while set */
-    CHECK_EQ(px_event_clear(e), 0);
-    CHECK_EQ(px_event_is_set(e), 0);
-    CHECK_EQ(px_event_free(e), 0);
-}
-
 SPECS(wait_after_set_returns_at_once_and_keeps_returning,
       clear_makes_wait_park_again_until_the_next_set,
-      set_wakes_every_waiter_and_returns_how_many,
-      a_waiter_woken_by_set_returns_0_even_if_cleared_before_it_ran,
-      set_and_clear_need_no_fiber_and_wait_off_fiber_is_enofiber)
+      a_waiter_woken_by_set_returns_0_even_if_cleared_before_it_ran)

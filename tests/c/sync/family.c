@@ -18,6 +18,23 @@
 typedef int (*call_fn)(void *h);
 typedef long long (*query_fn)(void *h);
 
+/* For the lock-like rows: what follows when the arming fiber ends holding it. */
+typedef struct death {
+    int waiters;             /* how many wait for it as it ends (0: not lock-like) */
+    int first, next;         /* the first wait's result after the death, and every later one's */
+    call_fn try_wait;        /* the try form of the wait, which says the same (or NULL) */
+    query_fn state;          /* after a death with nobody waiting, it reads `value` */
+    long long value;
+} death;
+
+/* One call that needs no fiber, made off-fiber: what it returns, and what the
+** first query reads after it. */
+typedef struct step {
+    call_fn call;
+    int result;
+    long long value;
+} step;
+
 typedef struct kind {
     const char *area;        /* the ctest prefix */
     const char *tag;         /* the primitive as the deadlock report names it */
@@ -35,6 +52,10 @@ typedef struct kind {
     query_fn holder;         /* the fiber that holds it, where the API has one */
     void (*hosted_check)(void *h);   /* after a hosted wait (or NULL) */
     int holder_line;         /* the deadlock report names who holds what it waits on */
+    death death;
+    step off[5];             /* calls that need no fiber, in order (the waits stay refused) */
+    step wake_all;           /* one call that lets every waiter through (or none) */
+    call_fn tries[3], untries[3];    /* the try forms of a lock, and what undoes each */
 } kind;
 
 /* -- the rows ------------------------------------------------------------------- */
@@ -71,6 +92,8 @@ static void rwlock_leave(void *h)
 
 CALL(waitgroup, wait) CALL(waitgroup, done) QUERY(waitgroup, count) FREE(waitgroup)
 static int waitgroup_add_(void *h) { return px_waitgroup_add(h, 1); }
+static int waitgroup_add0_(void *h) { return px_waitgroup_add(h, 0); }
+static int waitgroup_add2_(void *h) { return px_waitgroup_add(h, 2); }
 static void *waitgroup_make(void) { return px_waitgroup_new(); }
 static void waitgroup_arm(void *h) { CHECK_EQ(px_waitgroup_add(h, 1), 0); }
 static void waitgroup_release(void *h) { CHECK_EQ(px_waitgroup_done(h), 0); }
@@ -151,40 +174,54 @@ static const kind kinds[] = {
     { "mutex", "mutex", "Mutex lock", mutex_make, mutex_arm, mutex_lock_, mutex_leave,
       mutex_release, mutex_free_,
       { mutex_lock_, mutex_trylock_, mutex_unlock_ }, { NULL },
-      { mutex_owner_, mutex_waiters_ }, mutex_waiters_, mutex_owner_, NULL, 1 },
+      { mutex_owner_, mutex_waiters_ }, mutex_waiters_, mutex_owner_, NULL, 1,
+      { 2, PX_EOWNERDEAD, 0, mutex_trylock_, mutex_owner_, 0 }, { { 0 } }, { 0 },
+      { mutex_trylock_ }, { mutex_unlock_ } },
     { "rwlock", "rwlock", "RwLock read lock", rwlock_make, rwlock_arm, rwlock_rdlock_,
       rwlock_leave, rwlock_release, rwlock_free_,
       { rwlock_rdlock_, rwlock_wrlock_, rwlock_tryrdlock_, rwlock_trywrlock_,
         rwlock_rdunlock_, rwlock_wrunlock_ }, { NULL },
-      { rwlock_readers_, rwlock_writer_, rwlock_waiters_ }, rwlock_waiters_, NULL, NULL, 1 },
+      { rwlock_readers_, rwlock_writer_, rwlock_waiters_ }, rwlock_waiters_, NULL, NULL, 1,
+      { 1, PX_EOWNERDEAD, PX_EOWNERDEAD, rwlock_tryrdlock_, rwlock_writer_, 0 }, { { 0 } }, { 0 },
+      { rwlock_tryrdlock_, rwlock_trywrlock_ }, { rwlock_rdunlock_, rwlock_wrunlock_ } },
     { "waitgroup", "waitgroup", "WaitGroup wait", waitgroup_make, waitgroup_arm,
       waitgroup_wait_, NULL, waitgroup_release, waitgroup_free_,
       { waitgroup_wait_ }, { waitgroup_add_, waitgroup_done_ },
-      { waitgroup_count_ }, NULL, NULL, NULL, 0 },
+      { waitgroup_count_ }, NULL, NULL, NULL, 0, { 0 },
+      { { waitgroup_add2_, 0, 2 }, { waitgroup_done_, 0, 1 }, { waitgroup_add0_, 0, 1 },
+        { waitgroup_done_, 0, 0 } }, { waitgroup_done_, 0, 0 }, { NULL }, { NULL } },
     { "barrier", "barrier", "Barrier arrive", barrier_make, NULL, barrier_arrive_and_wait_,
       NULL, barrier_release, barrier_free_,
       { barrier_arrive_and_wait_ }, { NULL },
-      { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check, 0 },
+      { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check, 0,
+      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL } },
     { "once", "once", "Once init", once_make, once_arm, once_begin_, NULL, once_release,
       once_free_,
       { once_do_, once_begin_, once_end_ }, { NULL },
-      { once_done_ }, NULL, NULL, NULL, 1 },
+      { once_done_ }, NULL, NULL, NULL, 1,
+      { 2, 0, 0, NULL, once_done_, 1 }, { { 0 } }, { 0 }, { NULL }, { NULL } },
     { "sem", "semaphore", "Semaphore acquire", sem_make, NULL, sem_acquire_, NULL,
       sem_release, sem_free_,
       { sem_acquire_ }, { sem_tryacquire_, sem_release_ },
-      { sem_value_, sem_waiters_ }, sem_waiters_, NULL, sem_hosted_check, 0 },
+      { sem_value_, sem_waiters_ }, sem_waiters_, NULL, sem_hosted_check, 0, { 0 },
+      { { sem_tryacquire_, PX_EBUSY, 0 }, { sem_release_, 0, 1 }, { sem_tryacquire_, 0, 0 } },
+      { 0 }, { NULL }, { NULL } },
     { "event", "event", "Event wait", event_make, NULL, event_wait_, NULL, event_release,
       event_free_,
       { event_wait_ }, { event_set_, event_clear_ },
-      { event_is_set_ }, NULL, NULL, NULL, 0 },
+      { event_is_set_ }, NULL, NULL, NULL, 0, { 0 },
+      { { event_set_, 0, 1 }, { event_clear_, 0, 0 } },
+      { event_set_, 8, 1 }, { NULL }, { NULL } },
     { "chan", "channel", "Channel recv", chan1_make, NULL, chan_recv_, chan_recv_leave,
       chan_send_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
-      { chan_len_ }, NULL, NULL, chan_hosted_check, 0 },
+      { chan_len_ }, NULL, NULL, chan_hosted_check, 0,
+      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL } },
     { "chan", "channel", "Channel send", chan_make, NULL, chan_send_, NULL,
       chan_recv_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
-      { chan_len_, chan_cap_ }, NULL, NULL, NULL, 0 },
+      { chan_len_, chan_cap_ }, NULL, NULL, NULL, 0,
+      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL } },
 };
 
 /* -- the harness ------------------------------------------------------------------ */
@@ -230,6 +267,32 @@ static void make(void)
     CHECK(H != NULL);
 }
 
+/* A fresh H, main run on it, and H freed: nobody is left queued. */
+static void run_fresh(px_fiber_fn main)
+{
+    make();
+    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    CHECK_EQ(K->free(H), 0);
+}
+
+/* On the arming fiber: lets the waiter w through, which gets 0. */
+static void release_to(px_fiber *w)
+{
+    K->release(H);
+    join(w);
+    CHECK_EQ(result, 0);
+}
+
+/* On a fiber: arms H (where the row arms it) and spawns fn. */
+static px_fiber *arm_then_spawn(px_fiber_fn fn)
+{
+    if (K->arm)
+        K->arm(H);
+    px_fiber *f = px_spawn(fn, NULL);
+    CHECK(f != NULL);
+    return f;
+}
+
 /* -- misuse ----------------------------------------------------------------------- */
 
 static void off_fiber(void)
@@ -254,31 +317,90 @@ SPEC(off_fiber_calls_are_enofiber_and_null_is_einval)
     each_kind(off_fiber);
 }
 
+/* After each call that needs no fiber, the waits are still refused off-fiber
+** and take nothing (a set event, a pending job, a free unit). */
+static void off_fiber_steps(void)
+{
+    make();
+    for (const step *st = K->off; st->call; st++) {
+        CHECK_EQ(st->call(H), st->result);
+        CHECK_EQ(K->queries[0](H), st->value);
+        for (const call_fn *c = K->fiber_calls; *c; c++)
+            CHECK_EQ((*c)(H), PX_ENOFIBER);
+        CHECK_EQ(K->queries[0](H), st->value);
+    }
+    CHECK_EQ(K->free(H), 0);
+}
+
+SPEC(calls_that_need_no_fiber_work_off_fiber_and_waits_stay_enofiber) /* for: waitgroup sem event */
+{
+    each_kind(off_fiber_steps);
+}
+
+/* -- the try forms of a lock ------------------------------------------------------ */
+
+static int tried[3];
+
+static void *try_all(void *arg)
+{
+    (void)arg;
+    for (int i = 0; K->tries[i]; i++)
+        tried[i] = K->tries[i](H);
+    return NULL;
+}
+
+/* Every try form is refused, by another fiber, without parking. */
+static void check_refused(void)
+{
+    join(px_spawn(try_all, NULL));
+    for (int i = 0; K->tries[i]; i++)
+        CHECK_EQ(tried[i], PX_EBUSY);
+}
+
+/* A free one is taken (and held by the caller); a held one is refused, and
+** so it stays while a waiter is queued: the try forms never park. */
+static void *tries_main(void *arg)
+{
+    (void)arg;
+    for (int i = 0; K->tries[i]; i++) {
+        CHECK_EQ(K->tries[i](H), 0);
+        if (K->holder)
+            CHECK_EQ(K->holder(H), px_self());
+        CHECK_EQ(K->untries[i](H), 0);
+    }
+    K->arm(H);
+    check_refused();
+    CHECK_EQ(K->queued(H), 0);
+    px_fiber *w = px_spawn(waiter, NULL);
+    YIELD_UNTIL(entered == 1);
+    check_refused();
+    CHECK_EQ(K->queued(H), 1);                   /* the waiter only */
+    release_to(w);
+    return NULL;
+}
+
+static void try_forms(void) { run_fresh(tries_main); }
+
+SPEC(try_forms_take_a_free_one_and_refuse_a_held_one_without_parking) /* for: mutex rwlock */
+{
+    each_kind(try_forms);
+}
+
 /* -- free while a fiber waits --------------------------------------------------- */
 
 static void *busy_main(void *arg)
 {
     (void)arg;
-    if (K->arm)
-        K->arm(H);
-    px_fiber *w = px_spawn(waiter, NULL);
-    CHECK(w != NULL);
+    px_fiber *w = arm_then_spawn(waiter);
     YIELD_UNTIL(entered == 1);
     if (K->queued)
         CHECK_EQ(K->queued(H), 1);
     CHECK_EQ(K->free(H), PX_EBUSY);              /* nothing freed */
-    K->release(H);
-    join(w);
-    CHECK_EQ(result, 0);
+    release_to(w);
     return NULL;
 }
 
-static void free_busy(void)
-{
-    make();
-    CHECK_EQ(px_run(busy_main, NULL, NULL), 0);
-    CHECK_EQ(K->free(H), 0);                     /* nobody left queued */
-}
+static void free_busy(void) { run_fresh(busy_main); }
 
 SPEC(free_refuses_a_waited_on_primitive_with_ebusy)
 {
@@ -382,6 +504,40 @@ SPEC(timed_out_or_cancelled_wait_leaves_nothing_queued)
     each_kind(timed_out_or_cancelled);
 }
 
+/* Cancel, then release at once: the interrupted waiter is leaving but has
+** not run yet, and the release goes past it to the patient one (a mutex's
+** ownership, a semaphore's unit: not back to the count). */
+static void *race_main(void *arg)
+{
+    (void)arg;
+    px_fiber *c = arm_then_spawn(cancellable);
+    YIELD_UNTIL(K->queued(H) == 1);
+    px_fiber *w = px_spawn(waiter, NULL);
+    YIELD_UNTIL(K->queued(H) == 2);
+    CHECK_EQ(px_token_cancel(T), 1);
+    K->release(H);
+    if (K->holder)
+        CHECK_EQ(K->holder(H), px_fiber_id(w));
+    else
+        CHECK_EQ(K->queries[0](H), 0);
+    CHECK_EQ(K->queued(H), 0);
+    join(c);
+    CHECK_EQ(cancel_result, PX_ECANCELED);
+    join(w);
+    CHECK_EQ(result, 0);
+    if (K->holder)
+        CHECK_EQ(K->holder(H), 0);
+    CHECK_EQ(K->queued(H), 0);
+    return NULL;
+}
+
+static void cancel_then_release(void) { interrupted(race_main); }
+
+SPEC(release_right_after_an_interrupt_goes_past_it_to_the_next_waiter) /* for: mutex sem */
+{
+    each_kind(cancel_then_release);
+}
+
 static void *cancelling_thread(void *arg)
 {
     (void)arg;
@@ -397,9 +553,7 @@ static int join_body(void *arg) { return px_join(arg, NULL); }
 static void *thread_cancel_main(void *arg)
 {
     (void)arg;
-    if (K->arm)
-        K->arm(H);
-    px_fiber *c = px_spawn(cancellable, NULL);
+    px_fiber *c = arm_then_spawn(cancellable);
     YIELD_UNTIL(entered == 1);
     pthread_t t;
     CHECK(pthread_create(&t, NULL, cancelling_thread, NULL) == 0);
@@ -417,6 +571,147 @@ static void thread_cancelled(void) { interrupted(thread_cancel_main); }
 SPEC(wait_cancelled_by_another_thread_leaves_nothing_queued)
 {
     each_kind(thread_cancelled);
+}
+
+/* -- one call wakes them all ------------------------------------------------------ */
+
+static int woken, results[8];
+
+static void *one_of_many(void *arg)
+{
+    int i = entered++;
+    (void)arg;
+    results[i] = K->block(H);
+    woken++;
+    return NULL;
+}
+
+/* Eight waiters park; the one call lets them all through, and says so. */
+static void *wake_all_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f[8];
+    if (K->arm)
+        K->arm(H);
+    for (int i = 0; i < 8; i++)
+        CHECK((f[i] = px_spawn(one_of_many, NULL)) != NULL);
+    YIELD_UNTIL(entered == 8);
+    CHECK_EQ(woken, 0);
+    CHECK_EQ(K->wake_all.call(H), K->wake_all.result);
+    CHECK_EQ(K->queries[0](H), K->wake_all.value);
+    for (int i = 0; i < 8; i++)
+        join(f[i]);
+    CHECK_EQ(woken, 8);
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ(results[i], 0);
+    return NULL;
+}
+
+static void wake_all(void)
+{
+    if (K->wake_all.call == NULL)
+        return;
+    woken = 0;
+    run_fresh(wake_all_main);
+}
+
+SPEC(one_call_wakes_every_waiter) /* for: event waitgroup */
+{
+    each_kind(wake_all);
+}
+
+/* -- owner death (the lock-like rows) --------------------------------------------- */
+
+static int armed, death_results[2];
+
+/* Arms the primitive and ends holding it once `arg` waiters have come. */
+static void *arm_and_end(void *arg)
+{
+    int n = (int)N(arg);
+    K->arm(H);
+    armed = 1;
+    YIELD_UNTIL(entered == n && (K->queued == NULL || K->queued(H) == n));
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(death_results[i], 1);           /* they all still wait */
+    return NULL;
+}
+
+/* Waits and, holding it whatever the wait said, leaves. */
+static void *death_waiter(void *arg)
+{
+    int i = entered++;
+    (void)arg;
+    death_results[i] = K->block(H);
+    if ((death_results[i] == 0 || death_results[i] == PX_EOWNERDEAD) && K->leave)
+        K->leave(H);
+    return NULL;
+}
+
+/* Calls `wait` on this fiber twice, as a waiter would: first after a death,
+** then again. */
+static void call_after_death(call_fn wait)
+{
+    CHECK_EQ(wait(H), K->death.first);
+    if (K->leave)
+        K->leave(H);
+    CHECK_EQ(wait(H), K->death.next);
+    if (K->leave)
+        K->leave(H);
+}
+
+static void *death_handoff_main(void *arg)
+{
+    (void)arg;
+    int n = K->death.waiters;
+    armed = 0;
+    death_results[0] = death_results[1] = 1;
+    px_fiber *d = px_spawn(arm_and_end, V(n)), *w[2];
+    YIELD_UNTIL(armed);
+    for (int i = 0; i < n; i++)
+        CHECK((w[i] = px_spawn(death_waiter, NULL)) != NULL);
+    join(d);                                     /* d ended holding it */
+    for (int i = 0; i < n; i++)
+        join(w[i]);
+    CHECK_EQ(death_results[0], K->death.first);  /* handed over at the death */
+    for (int i = 1; i < n; i++)
+        CHECK_EQ(death_results[i], K->death.next);
+    CHECK_EQ(K->block(H), K->death.next);
+    if (K->leave)
+        K->leave(H);
+    return NULL;
+}
+
+static void *death_later_main(void *arg)
+{
+    (void)arg;
+    join(px_spawn(arm_and_end, V(0)));
+    CHECK_EQ(K->death.state(H), K->death.value); /* released as it ended */
+    call_after_death(K->block);
+    return NULL;
+}
+
+static void *death_later_try_main(void *arg)
+{
+    (void)arg;
+    join(px_spawn(arm_and_end, V(0)));
+    call_after_death(K->death.try_wait);
+    return NULL;
+}
+
+static void owner_death(void)
+{
+    if (K->death.waiters == 0)
+        return;
+    px_fiber_fn mains[] = { death_handoff_main, death_later_main, death_later_try_main };
+    for (int i = 0; i < (K->death.try_wait ? 3 : 2); i++) {
+        entered = 0;
+        run_fresh(mains[i]);
+    }
+}
+
+SPEC(owner_death_hands_it_over_with_eownerdead_and_tells_later_waits) /* for: mutex rwlock once */
+{
+    each_kind(owner_death);
 }
 
 /* -- the deadlock report ------------------------------------------------------------ */
@@ -533,8 +828,13 @@ SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
 }
 
 SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
+      try_forms_take_a_free_one_and_refuse_a_held_one_without_parking,
+      release_right_after_an_interrupt_goes_past_it_to_the_next_waiter,
+      one_call_wakes_every_waiter,
+      calls_that_need_no_fiber_work_off_fiber_and_waits_stay_enofiber,
       free_refuses_a_waited_on_primitive_with_ebusy,
       timed_out_or_cancelled_wait_leaves_nothing_queued,
       wait_cancelled_by_another_thread_leaves_nothing_queued,
       deadlock_report_names_the_wait_and_the_primitive,
-      hosted_fiber_waits_through_eyield_and_a_recall)
+      hosted_fiber_waits_through_eyield_and_a_recall,
+      owner_death_hands_it_over_with_eownerdead_and_tells_later_waits)

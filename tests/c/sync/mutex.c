@@ -32,16 +32,6 @@ static void *lock_unlock(void *arg)
 
 static int lock_body(void *arg) { (void)arg; return px_mutex_lock(M); }
 
-static int patient_result;
-
-static void *patient_locker(void *arg)
-{
-    (void)arg;
-    patient_result = px_mutex_lock(M);
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    return NULL;
-}
-
 /* -- mutual exclusion and hand-off ------------------------------------------ */
 
 static long counter;
@@ -168,24 +158,6 @@ SPEC(trylock_never_steals_from_a_queued_waiter)
     run(no_steal_main);
 }
 
-static void *trylock_main(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_mutex_trylock(M), 0);
-    CHECK_EQ(px_mutex_owner(M), px_self());
-    px_fiber *t = px_spawn(trier, NULL);
-    join(t);
-    CHECK_EQ(tried, PX_EBUSY);
-    CHECK_EQ(px_mutex_waiters(M), 0);   /* trylock never parks */
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    return NULL;
-}
-
-SPEC(trylock_takes_a_free_mutex_and_refuses_a_held_one)
-{
-    run(trylock_main);
-}
-
 static int unlocked;
 
 static void *foreign_unlocker(void *arg)
@@ -270,36 +242,6 @@ SPEC(lock_in_a_fired_scope_fails_at_once_without_queueing)
     px_token_free(T);
 }
 
-static void *race_main(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_mutex_lock(M), 0);
-    px_fiber *c = px_spawn(cancellable_locker, NULL);
-    YIELD_UNTIL(px_mutex_waiters(M) == 1);
-    px_fiber *w = px_spawn(patient_locker, NULL);
-    YIELD_UNTIL(px_mutex_waiters(M) == 2);
-    /* Cancel (c is interrupted, but has not run its deregistration), then
-    ** unlock at once: c is leaving, so the lock goes past it to w. */
-    CHECK_EQ(px_token_cancel(T), 1);
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    CHECK_EQ(px_mutex_owner(M), px_fiber_id(w));
-    CHECK_EQ(px_mutex_waiters(M), 0);
-    join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
-    join(w);
-    CHECK_EQ(patient_result, 0);
-    CHECK_EQ(px_mutex_owner(M), 0);
-    CHECK_EQ(px_mutex_waiters(M), 0);
-    return NULL;
-}
-
-SPEC(unlock_right_after_an_interrupt_goes_past_it_to_the_next_waiter)
-{
-    T = px_token_new();
-    run(race_main);
-    px_token_free(T);
-}
-
 /* -- owner death ---------------------------------------------------------------- */
 
 static void *lock_and_end(void *arg)
@@ -309,13 +251,13 @@ static void *lock_and_end(void *arg)
     return NULL;   /* ends holding it */
 }
 
-/* Takes the lock, waits until `arg` fibers queue (and, for two, the token
-** is cancelled), and ends holding it. */
+/* Takes the lock, waits until two fibers queue and the token is cancelled,
+** and ends holding it.  (The family's specs hand it over at a death.) */
 static void *lock_and_end_queued(void *arg)
 {
-    size_t n = (size_t)(uintptr_t)arg;
+    (void)arg;
     CHECK_EQ(px_mutex_lock(M), 0);
-    YIELD_UNTIL(px_mutex_waiters(M) == n && (n < 2 || px_token_cancelled(T)));
+    YIELD_UNTIL(px_mutex_waiters(M) == 2 && px_token_cancelled(T));
     return NULL;
 }
 
@@ -330,53 +272,10 @@ static void *lock_expecting_death(void *arg)
     return NULL;
 }
 
-static void *death_handoff_main(void *arg)
-{
-    (void)arg;
-    px_fiber *d = px_spawn(lock_and_end_queued, (void *)1);
-    YIELD_UNTIL(px_mutex_owner(M) == px_fiber_id(d));
-    px_fiber *w = px_spawn(lock_expecting_death, NULL);
-    join(d);                                     /* d ended holding it */
-    join(w);                                     /* and w, parked, was handed it */
-    CHECK_EQ(dead_result, PX_EOWNERDEAD);
-    CHECK_EQ(px_mutex_lock(M), 0);               /* reported once */
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    return NULL;
-}
-
-SPEC(owner_death_hands_the_lock_to_the_waiter_with_eownerdead)
-{
-    run(death_handoff_main);
-}
-
-static void *death_later_main(void *arg)
-{
-    (void)arg;
-    join(px_spawn(lock_and_end, NULL));
-    CHECK_EQ(px_mutex_owner(M), 0);              /* released as it ended */
-    CHECK_EQ(px_mutex_lock(M), PX_EOWNERDEAD);   /* held now */
-    CHECK_EQ(px_mutex_owner(M), px_self());
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    CHECK_EQ(px_mutex_lock(M), 0);               /* reported once */
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    join(px_spawn(lock_and_end, NULL));
-    CHECK_EQ(px_mutex_trylock(M), PX_EOWNERDEAD);
-    CHECK_EQ(px_mutex_owner(M), px_self());
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    CHECK_EQ(px_mutex_trylock(M), 0);
-    CHECK_EQ(px_mutex_unlock(M), 0);
-    return NULL;
-}
-
-SPEC(owner_death_lets_a_later_lock_or_trylock_take_it_with_eownerdead)
-{
-    run(death_later_main);
-}
-
 static void *race_death_main(void *arg)
 {
     (void)arg;
-    px_fiber *d = px_spawn(lock_and_end_queued, (void *)2);
+    px_fiber *d = px_spawn(lock_and_end_queued, NULL);
     YIELD_UNTIL(px_mutex_owner(M) == px_fiber_id(d));
     px_fiber *c = px_spawn(cancellable_locker, NULL);
     YIELD_UNTIL(px_mutex_waiters(M) == 1);
@@ -626,13 +525,9 @@ SPECS(no_lost_updates_with_10_fibers,
       hands_off_in_fifo_order,
       unlock_makes_the_first_waiter_owner_before_it_wakes,
       trylock_never_steals_from_a_queued_waiter,
-      trylock_takes_a_free_mutex_and_refuses_a_held_one,
       unlock_by_a_non_owner_or_of_a_free_mutex_is_eperm,
       relock_and_trylock_by_the_owner_are_edeadlk,
       lock_in_a_fired_scope_fails_at_once_without_queueing,
-      unlock_right_after_an_interrupt_goes_past_it_to_the_next_waiter,
-      owner_death_hands_the_lock_to_the_waiter_with_eownerdead,
-      owner_death_lets_a_later_lock_or_trylock_take_it_with_eownerdead,
       eownerdead_goes_past_an_interrupted_waiter_to_the_next,
       a_fiber_id_that_held_the_lock_is_never_mistaken_for_a_new_fiber,
       deadlock_report_names_the_holders_and_prints_the_cycle,

@@ -195,39 +195,6 @@ SPEC(end_by_a_fiber_that_did_not_begin_is_eperm)
     run(foreign_end_main);
 }
 
-static void *begin_and_end_the_fiber(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(px_once_begin(O), 1);
-    for (int i = 0; i < 20; i++)
-        CHECK_EQ(px_yield(), 0);                 /* the others queue meanwhile */
-    CHECK_EQ(begin_results[0], -100);
-    CHECK_EQ(begin_results[1], -100);
-    return NULL;                                 /* ends inside the action */
-}
-
-static void *runner_death_main(void *arg)
-{
-    (void)arg;
-    begin_results[0] = begin_results[1] = -100;
-    px_fiber *d = px_spawn(begin_and_end_the_fiber, NULL);
-    px_fiber *a = px_spawn(beginner, (void *)0);
-    px_fiber *b = px_spawn(beginner, (void *)1);
-    join(d);
-    CHECK_EQ(px_once_done(O), 1);                /* marked done as it ended */
-    join(a);
-    join(b);
-    CHECK_EQ(begin_results[0], 0);               /* woken; nobody runs it again */
-    CHECK_EQ(begin_results[1], 0);
-    CHECK_EQ(px_once_begin(O), 0);
-    return NULL;
-}
-
-SPEC(a_runner_that_ends_inside_the_action_marks_it_done_and_wakes_the_waiters)
-{
-    run(runner_death_main);
-}
-
 SPEC(done_works_anywhere_and_do_without_an_action_is_einval)
 {
     px_once *o = px_once_new();
@@ -293,7 +260,6 @@ SPECS(runs_the_action_once_among_5_racers_who_wait_for_it,
       reentrant_do_from_inside_the_action_is_edeadlk,
       begin_and_end_run_the_action_in_two_steps,
       end_by_a_fiber_that_did_not_begin_is_eperm,
-      a_runner_that_ends_inside_the_action_marks_it_done_and_wakes_the_waiters,
       done_works_anywhere_and_do_without_an_action_is_einval,
       deadlock_report_names_the_runner_and_prints_the_cycle,
       the_documented_example_runs)

@@ -161,18 +161,6 @@ SPEC(release_hands_the_unit_to_the_first_waiter_and_tryacquire_never_steals_it)
     run(0, no_steal_main);
 }
 
-SPEC(release_and_tryacquire_need_no_fiber)
-{
-    px_sem *sem = px_sem_new(0);
-    CHECK(sem != NULL);
-    CHECK_EQ(px_sem_tryacquire(sem), PX_EBUSY);
-    CHECK_EQ(px_sem_release(sem), 0);
-    CHECK_EQ(px_sem_value(sem), 1);
-    CHECK_EQ(px_sem_tryacquire(sem), 0);
-    CHECK_EQ(px_sem_value(sem), 0);
-    CHECK_EQ(px_sem_free(sem), 0);
-}
-
 SPEC(release_past_the_largest_count_is_einval)
 {
     px_sem *sem = px_sem_new(SIZE_MAX);
@@ -197,33 +185,6 @@ static void *timeout_main(void *arg)
 SPEC(timed_out_acquire_leaves_no_waiter_and_takes_nothing)
 {
     run(0, timeout_main);
-}
-
-static void *cancel_race_main(void *arg)
-{
-    (void)arg;
-    px_fiber *c = px_spawn(cancellable, NULL);
-    YIELD_UNTIL(px_sem_waiters(S) == 1);
-    px_fiber *w = px_spawn(acquirer, (void *)0);
-    YIELD_UNTIL(px_sem_waiters(S) == 2);
-    /* c is interrupted but has not run yet; the release right after must
-    ** not be lost on it: it goes on to w. */
-    CHECK_EQ(px_token_cancel(T), 1);
-    CHECK_EQ(px_sem_release(S), 0);
-    CHECK_EQ(px_sem_waiters(S), 0);
-    CHECK_EQ(px_sem_value(S), 0);
-    join(c);
-    join(w);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
-    CHECK_EQ(results[0], 0);
-    return NULL;
-}
-
-SPEC(cancelled_acquire_lets_a_racing_release_go_to_the_next_waiter)
-{
-    T = px_token_new();
-    run(0, cancel_race_main);
-    px_token_free(T);
 }
 
 /*
@@ -269,25 +230,11 @@ SPEC(interrupted_acquire_passes_a_raced_unit_back_to_the_count)
     raced_grant(0);
 }
 
-/* -- misuse, reports, hosts ------------------------------------------------------- */
-
-SPEC(acquire_off_fiber_takes_no_unit)
-{
-    px_sem *sem = px_sem_new(1);
-    CHECK(sem != NULL);
-    CHECK_EQ(px_sem_acquire(sem), PX_ENOFIBER);
-    CHECK_EQ(px_sem_value(sem), 1);
-    CHECK_EQ(px_sem_free(sem), 0);
-}
-
 SPECS(acquire_takes_a_free_unit_at_once_and_tryacquire_refuses_when_none,
       at_most_initial_fibers_hold_units_at_once,
       hands_units_off_in_fifo_order,
       release_hands_the_unit_to_the_first_waiter_and_tryacquire_never_steals_it,
-      release_and_tryacquire_need_no_fiber,
       release_past_the_largest_count_is_einval,
       timed_out_acquire_leaves_no_waiter_and_takes_nothing,
-      cancelled_acquire_lets_a_racing_release_go_to_the_next_waiter,
       interrupted_acquire_passes_a_raced_unit_to_the_next_waiter,
-      interrupted_acquire_passes_a_raced_unit_back_to_the_count,
-      acquire_off_fiber_takes_no_unit)
+      interrupted_acquire_passes_a_raced_unit_back_to_the_count)

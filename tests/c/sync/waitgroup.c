@@ -115,30 +115,6 @@ SPEC(going_below_zero_is_einval_and_leaves_the_count_unchanged)
     CHECK_EQ(px_waitgroup_free(wg), 0);
 }
 
-SPEC(add_and_done_need_no_fiber)
-{
-    px_waitgroup *wg = px_waitgroup_new();
-    CHECK(wg != NULL);
-    CHECK_EQ(px_waitgroup_add(wg, 2), 0);        /* off-fiber: plain arithmetic */
-    CHECK_EQ(px_waitgroup_count(wg), 2);
-    CHECK_EQ(px_waitgroup_done(wg), 0);
-    CHECK_EQ(px_waitgroup_count(wg), 1);
-    CHECK_EQ(px_waitgroup_add(wg, 0), 0);
-    CHECK_EQ(px_waitgroup_done(wg), 0);
-    CHECK_EQ(px_waitgroup_count(wg), 0);
-    CHECK_EQ(px_waitgroup_free(wg), 0);
-}
-
-SPEC(wait_off_fiber_is_enofiber_even_with_jobs_pending)
-{
-    px_waitgroup *wg = px_waitgroup_new();
-    CHECK(wg != NULL);
-    CHECK_EQ(px_waitgroup_add(wg, 1), 0);
-    CHECK_EQ(px_waitgroup_wait(wg), PX_ENOFIBER);   /* not zero: still no park */
-    CHECK_EQ(px_waitgroup_done(wg), 0);
-    CHECK_EQ(px_waitgroup_free(wg), 0);
-}
-
 static int wait_body(void *arg) { (void)arg; return px_waitgroup_wait(WG); }
 
 static int cancel_result;
@@ -190,29 +166,6 @@ SPEC(wait_in_a_fired_scope_fails_at_once_without_queueing)
     px_token_free(T);
 }
 
-static void *many_main(void *arg)
-{
-    (void)arg;
-    px_fiber *f[8];
-    CHECK_EQ(px_waitgroup_add(WG, 1), 0);
-    for (int i = 0; i < 8; i++)
-        CHECK((f[i] = px_spawn(waiter, (void *)(uintptr_t)i)) != NULL);
-    YIELD_UNTIL(entered == 8);
-    CHECK_EQ(woken, 0);
-    CHECK_EQ(px_waitgroup_done(WG), 0);          /* one step to zero wakes all */
-    for (int i = 0; i < 8; i++)
-        join(f[i]);
-    CHECK_EQ(woken, 8);
-    for (int i = 0; i < 8; i++)
-        CHECK_EQ(results[i], 0);
-    return NULL;
-}
-
-SPEC(reaching_zero_wakes_every_waiter)
-{
-    run(many_main);
-}
-
 static void *rise_main(void *arg)
 {
     (void)arg;
@@ -236,9 +189,6 @@ SPECS(wait_at_zero_returns_at_once,
       wait_parks_until_the_last_job_is_done,
       top_up_while_waiting_keeps_the_waiter_parked_until_zero,
       going_below_zero_is_einval_and_leaves_the_count_unchanged,
-      add_and_done_need_no_fiber,
-      wait_off_fiber_is_enofiber_even_with_jobs_pending,
       cancelled_wait_leaves_nothing_queued,
       wait_in_a_fired_scope_fails_at_once_without_queueing,
-      reaching_zero_wakes_every_waiter,
       a_waiter_released_at_zero_returns_even_if_the_count_rises_again)
