@@ -1,9 +1,23 @@
+import concurrent.futures
 import sys
 import threading
 
 import pytest
 
 TIMEOUT = 10.0   # generous: a 2-core noisy VM
+
+
+class SubmitCounting(concurrent.futures.ThreadPoolExecutor):
+    """A ThreadPoolExecutor that tells when something was submitted."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.submitted = threading.Semaphore(0)
+
+    def submit(self, *a, **kw):
+        f = super().submit(*a, **kw)
+        self.submitted.release()
+        return f
 
 
 class Recorder:

@@ -7,20 +7,7 @@ import threading
 import pytest
 
 import parataxis
-from conftest import TIMEOUT, Recorder
-
-
-class SubmitCounting(concurrent.futures.ThreadPoolExecutor):
-    """A ThreadPoolExecutor that tells when something was submitted."""
-
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self.submitted = threading.Semaphore(0)
-
-    def submit(self, *a, **kw):
-        f = super().submit(*a, **kw)
-        self.submitted.release()
-        return f
+from conftest import TIMEOUT, Recorder, SubmitCounting
 
 
 class FailingExecutor(concurrent.futures.Executor):

@@ -9,7 +9,7 @@ import time
 import pytest
 
 import parataxis
-from conftest import TIMEOUT
+from conftest import TIMEOUT, SubmitCounting
 
 
 def wait_until(pred, timeout=TIMEOUT):
@@ -92,19 +92,6 @@ def test_asyncio_queue_made_before_loop_runs():
 
 # -- concurrent.futures --------------------------------------------------------
 
-class RecordingExecutor(concurrent.futures.ThreadPoolExecutor):
-    """A ThreadPoolExecutor that tells when something was submitted."""
-
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self.submitted = threading.Semaphore(0)
-
-    def submit(self, *a, **kw):
-        f = super().submit(*a, **kw)
-        self.submitted.release()
-        return f
-
-
 def test_futures_executor_runs_handlers_in_pool():
     calls, done = [], threading.Event()
     with concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="pool") as ex:
@@ -118,7 +105,7 @@ def test_futures_executor_runs_handlers_in_pool():
 def test_futures_cancel_wins_while_waiting_in_executor():
     gate = threading.Event()
     calls, done = [], threading.Event()
-    with RecordingExecutor(1) as ex:
+    with SubmitCounting(1) as ex:
         ex.submit(gate.wait, TIMEOUT)          # occupies the only pool thread
         assert ex.submitted.acquire(timeout=TIMEOUT)
         with parataxis.TimerQueue(executor=ex) as q:
