@@ -57,6 +57,8 @@ def fds_now():
 RACE_PRELUDE = """
 import sys, threading, parataxis
 PRODUCERS = 3
+class Ctx:   # what one round of a race shares: make() fills it
+    pass
 def race(rounds, make, body, close, check=lambda ctx: None):
     for _ in range(rounds):
         ctx = make()
@@ -98,8 +100,6 @@ def test_close_races_add_and_cancel_from_threads():
     """A `with` block exits while producer threads add and cancel: each call
     either works or raises Closed, and every added timer gets its one call."""
     run_race(RACE_PRELUDE + """
-class Ctx:
-    pass
 def make():
     c = Ctx()
     c.q = parataxis.TimerQueue()
@@ -125,8 +125,6 @@ print("ok")
 
 def test_close_races_periodic_cancel_all_and_pending():
     run_race(RACE_PRELUDE + """
-class Ctx:
-    pass
 def make():
     c = Ctx()
     c.q = parataxis.TimerQueue()
@@ -157,8 +155,6 @@ def test_close_races_timer_calls():
     """Timer creation, waits, resets and cancels race the queue's close() and the
     timer's own close()."""
     run_race(RACE_PRELUDE + """
-class Ctx:
-    pass
 def make():
     c = Ctx()
     c.q = parataxis.TimerQueue()
@@ -195,8 +191,6 @@ print("ok")
 
 def test_handler_queue_close_races_drain_wait_and_len():
     run_race(RACE_PRELUDE + """
-class Ctx:
-    pass
 def make():
     c = Ctx()
     c.hq = parataxis.HandlerQueue()
