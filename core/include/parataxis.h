@@ -121,6 +121,7 @@ PX_API const char *px_version(void);
 #define PX_ECLOSED     (-11)  /* the object is closed or shutting down */
 #define PX_EFORKED     (-12)  /* the object belongs to the parent of a fork() */
 #define PX_ETHREAD     (-13)  /* called from a thread that may not call it */
+#define PX_EINTR       (-14)  /* a signal interrupted a wait; call again once handled */
 
 /*
 ** Returns a static English sentence naming error `code` (0 gives "success"; any
@@ -659,7 +660,8 @@ PX_API px_sched *px_sched_new(const px_sched_opts *opts);
 ** when `s` ran on another thread before (a refused
 ** call changes nothing and does not bind `s`), PX_ENOMEM when the stack pool
 ** cannot be made on the first run (`s` stays bound to the calling thread),
-** PX_EFORKED in the child of a fork when `s` was made before it.
+** PX_EFORKED in the child of a fork when `s` was made before it, PX_EINVAL when
+** `s` has had a pulled fiber (see px_sched_next: only that runs it).
 **
 ** fork() in a fiber: in the child, the forking fiber is no fiber any more
 ** (px_self() is 0, parks return PX_ENOFIBER), so it may px_run a new scheduler
@@ -685,7 +687,9 @@ PX_API int px_sched_run(px_sched *s);
 ** returns, on the calling thread and off any fiber, with their posted status (a
 ** handler is owed its one call).  From the start of the call, a px_wake of one
 ** of its fibers from another thread returns 0.  NULL does nothing.  `s` must not
-** be running, and no thread may post to it any more.  In the child of a fork, a scheduler made
+** be running, and no thread may post to it any more -- except between two
+** px_sched_next calls on its thread: the free gives that pulled run up (each
+** hosted fiber left gets its release call, as above).  In the child of a fork, a scheduler made
 ** before it is only forgotten (its memory stays), except the one a fiber forked
 ** in, once its run returned PX_EFORKED.  Thread: any.  Parks: no.
 */
@@ -718,6 +722,44 @@ PX_API int px_sched_post(px_sched *s, px_fiber_fn fn, void *arg);
 ** `s` must outlive the timer queue.  Thread: any.  Parks: no.
 */
 PX_API px_executor px_sched_executor(px_sched *s);
+
+/*
+** Runs `s` one turn at a time for a host that switches between its fibers
+** itself (a greenlet host: Python switches greenlets faster than C could call
+** into Python to resume one).  Its fibers are hosted ones spawned with a NULL
+** resume ("pulled" fibers); the scheduler runs everything else in between as
+** px_sched_run does.  Each call first ends the turn of the pulled fiber that
+** was running, if any -- `status` is what its resume would have returned:
+** PX_HOST_DONE once its body ended, 0 otherwise (it parked, got PX_EYIELD, or
+** just comes back as a yield) -- then runs the loop until the next pulled
+** fiber's turn.  The first call starts a run, which binds `s` to the thread.
+** Returns 1 with *host_ctx set to that fiber's host_ctx: px_self() is its id,
+** and the host switches to it (to the one that called, it just returns).
+** Returns 0 when the run ended with every fiber ended, or an error of
+** px_sched_run that ended it (PX_EDEADLK after the report, PX_EFORKED); a
+** later call starts a new run.  Returns PX_EINTR when a signal ended its wait
+** for something to happen: the run goes on, nothing is running; handle the
+** signal and call again.  Refusals, which change nothing: PX_EINVAL for NULL s
+** or host_ctx, the px_sched_run errors for a run that cannot start (PX_EBUSY:
+** the thread runs another scheduler), PX_ETHREAD from another thread while a
+** pulled run is under way, PX_EBUSY from a C fiber or a resumed hosted one.
+** Thread: the scheduler's (any before its first run).  Parks: blocks the thread
+** while no fiber can run (its GIL, if any, should be released).
+*/
+PX_API int px_sched_next(px_sched *s, int status, void **host_ctx);
+
+/*
+** Cancels every fiber of `s`, for the rest of its life: each wait under way
+** ends with PX_ECANCELED, and so does every later wait (a park, sleep, join or
+** waiting sync call), as if inside a cancelled scope -- but no scope fired, so
+** px_scope_pop returns 0 for each.  What does not wait (a try call, an
+** uncontended lock, px_yield) goes on.  The way to unwind a whole fiber
+** program: after an error, or after PX_EDEADLK, cancel and run on, and every
+** parked fiber gets to clean up.  Returns 0, PX_EINVAL for NULL, PX_EFORKED,
+** PX_ETHREAD from a thread other than the one `s` is bound to.
+** Thread: the scheduler's (any before its first run).  Parks: no.
+*/
+PX_API int px_sched_cancel(px_sched *s);
 
 /*
 ** A hold keeps `s` running while it has no fiber left, and stops it from
@@ -1032,7 +1074,7 @@ PX_API void px_token_free(px_token *token);
 ** Because every primitive parks as its last step, every primitive works
 ** unchanged on every host.
 **
-**   - resume(ctx), required: called on the scheduler's thread, with px_self()
+**   - resume(ctx), NULL for a pulled fiber (see px_sched_next): called on the scheduler's thread, with px_self()
 **     set to the fiber, to run it until it parks, yields or ends.  It returns
 **     PX_HOST_DONE once the fiber's body has ended, anything else while it
 **     lives (returning without a park or yield counts as a yield).  When the
@@ -1062,9 +1104,12 @@ typedef struct px_host_ops {
 
 /*
 ** Spawns a hosted fiber on `s`, at the tail of its ready queue (ops is copied).
-** Returns a handle as px_spawn (px_join gives a NULL result); NULL for NULL s, ops
-** or ops->resume, no memory, a call from a thread other than the one running `s`,
-** or in the child of a fork when `s` was made before it.  `host_ctx` stays the
+** With a NULL ops->resume the fiber is pulled: px_sched_next hands its turns to
+** the host, and `s` is run only by px_sched_next from then on.
+** Returns a handle as px_spawn (px_join gives a NULL result); NULL for NULL s or
+** ops, no memory, a call from a thread other than the one running `s`, a pulled
+** fiber for a px_sched_run under way, or in the child of a fork when `s` was
+** made before it.  `host_ctx` stays the
 ** host's until release(host_ctx).
 ** Thread: the scheduler's, or any while `s` is not running (before its first run
 ** included).  Parks: no.

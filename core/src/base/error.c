@@ -18,6 +18,7 @@ const char *px_strerror(int code)
     case PX_ECLOSED:    return "closed";
     case PX_EFORKED:    return "belongs to the parent process of a fork";
     case PX_ETHREAD:    return "called from the wrong thread";
+    case PX_EINTR:      return "interrupted by a signal";
     default:            return "unknown error";
     }
 }

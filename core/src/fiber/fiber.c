@@ -172,12 +172,16 @@ px_fiber *px_spawn(px_fiber_fn fn, void *arg)
 
 px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host_ctx)
 {
-    if (s == NULL || ops == NULL || ops->resume == NULL || px__sched_forked(s))
+    if (s == NULL || ops == NULL || px__sched_forked(s))
         return NULL;
     pthread_mutex_lock(&s->lock);
     int other = s->running && !pthread_equal(s->thread, pthread_self());
+    /* A pulled fiber cannot run in px_sched_run, which calls resume. */
+    int refused = other || (ops->resume == NULL && s->running && !s->pulling);
+    if (!refused && ops->resume == NULL)
+        s->pulled = 1;
     pthread_mutex_unlock(&s->lock);
-    if (other)
+    if (refused)
         return NULL;
     px_fiber *f = px__fiber_new(s, NULL, NULL, 0);
     if (f == NULL)

@@ -124,6 +124,7 @@ struct px_sched {
     px__context ctx;          /* the scheduler's own context (its thread's) */
     px_fiber *cur;           /* running fiber */
     px_fiber *ready, *ready_tail;
+    px_fiber *batch;         /* the rest of the batch the loop runs */
     px__list all;            /* its fibers' records, in spawn (= id) order */
     px_fiber *free_recs;     /* recycled fiber records */
     size_t nfree;
@@ -146,6 +147,10 @@ struct px_sched {
     uint64_t next_n;         /* low bits of the next id */
 
     int running;
+    int pulling;             /* a run of px_sched_next is under way */
+    int pulled;              /* has fibers without resume: px_sched_next runs it */
+    int cancelled;           /* px_sched_cancel: every park ends with PX_ECANCELED */
+    int old_slack;           /* the thread's timer slack before the run */
     int bound;               /* ran once: thread is its thread */
     pthread_t thread;
     unsigned fork_gen;       /* the fork generation it was made in (fork.h) */
@@ -186,6 +191,8 @@ void px__sched_id_remove(px_sched *s, uint64_t id);
 int px__sched_inbox_post(px_sched *s, const px__item *proto);
 /* Posts a wake or cancel of `id` to the scheduler that made it; 1 posted, 0 none. */
 int px__sched_post_by_id(int kind, uint64_t id);
+/* The turn of hosted fiber `f` ended with `status` (what resume returned). */
+void px__sched_turn_over(px_sched *s, px_fiber *f, int status);
 /* Switches from the running fiber back to the scheduler. */
 void px__sched_switch_to(px_fiber *f);
 /* 1 when `s` belongs to the parent of a fork: no call of the child may use it. */

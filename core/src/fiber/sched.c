@@ -420,16 +420,20 @@ static void run_hosted(px_sched *s, px_fiber *f)
 {
     if (f->dereg_due)
         px__fiber_park_finish(f);     /* interrupted while it was away: dereg first */
-    if (f->ops.resume(f->host_ctx) == PX_HOST_DONE) {
+    px__sched_turn_over(s, f, f->ops.resume(f->host_ctx));
+}
+
+void px__sched_turn_over(px_sched *s, px_fiber *f, int status)
+{
+    if (status == PX_HOST_DONE)
         px__fiber_end(s, f);
-    } else if (f->state == PX_F_RUNNING) {
+    else if (f->state == PX_F_RUNNING)
         px__sched_ready_push(s, f);   /* returned without parking: a yield */
-    }
 }
 
 /* Waits in the kernel until `until` or a post; the lock is held on entry and
-** released on return. */
-static void wait_kernel(px_sched *s, int64_t until)
+** released on return.  Returns PX_EINTR when a signal ended the wait. */
+static int wait_kernel(px_sched *s, int64_t until)
 {
     s->sleeping = 1;
     pthread_mutex_unlock(&s->lock);
@@ -439,18 +443,23 @@ static void wait_kernel(px_sched *s, int64_t until)
         ts = px__deadline_timespec(until, px_now());
         tsp = &ts;
     }
-    if (ppoll(&pfd, 1, tsp, NULL) > 0) {
+    int n = ppoll(&pfd, 1, tsp, NULL);
+    int r = n < 0 && errno == EINTR ? PX_EINTR : 0;
+    if (n > 0) {
         uint64_t v;
-        ssize_t r = read(s->efd, &v, sizeof v);
-        (void)r;   /* EAGAIN: another look emptied it */
+        ssize_t got = read(s->efd, &v, sizeof v);
+        (void)got;   /* EAGAIN: another look emptied it */
     }
     pthread_mutex_lock(&s->lock);
     s->sleeping = 0;
     s->signalled = 0;
     pthread_mutex_unlock(&s->lock);
+    return r;
 }
 
-/* Nothing is ready: decides between waiting, ending and a deadlock. */
+/* Nothing is ready: decides between waiting, ending and a deadlock.  Returns
+** PX_EINTR (not done) when a signal ended a wait of a pulled run: its host
+** handles the signal and pulls again. */
 static int idle(px_sched *s, int *done)
 {
     pthread_mutex_lock(&s->lock);
@@ -470,31 +479,47 @@ static int idle(px_sched *s, int *done)
         *done = 1;
         return px__deadlock_report(s);
     }
-    wait_kernel(s, px__tset_next(&s->tset));
-    return 0;
+    int r = wait_kernel(s, px__tset_next(&s->tset));
+    return s->pulling ? r : 0;
 }
 
-static int loop(px_sched *s)
+/*
+** The run loop, resumable: runs the ready fibers a batch at a time, in FIFO
+** order (the fibers made ready while a batch runs wait for the next one), and
+** between batches expires what is due and takes in what was posted.  The rest
+** of the batch lives in `s`, so that the loop can stop at a pulled fiber's
+** turn (returns 1, s->cur is that fiber) and go on from there when its host
+** pulls again.  Otherwise it returns once the run is over: 0, PX_EDEADLK or
+** PX_EFORKED -- or PX_EINTR, see idle().
+*/
+static int turn(px_sched *s)
 {
     for (;;) {
-        if (atomic_load_explicit(&s->inbox_ready, memory_order_acquire))
-            drain_inbox(s);
-        px_fiber *batch = s->ready;
-        s->ready = s->ready_tail = NULL;
-        while (batch && !s->forked) {
-            px_fiber *f = batch;
-            batch = f->next;
+        while (s->batch && !s->forked) {
+            px_fiber *f = s->batch;
+            s->batch = f->next;
+            if (f->hosted && f->ops.resume == NULL) {
+                s->cur = f;
+                f->state = PX_F_RUNNING;
+                if (f->dereg_due)
+                    px__fiber_park_finish(f);
+                return 1;
+            }
             run_one(s, f);
         }
         if (s->forked)
             return PX_EFORKED;   /* the child of a fork made on this thread */
         if (s->tset.count)
             expire(s);
-        if (s->ready || atomic_load_explicit(&s->inbox_ready, memory_order_acquire))
-            continue;
-        int done = 0, r = idle(s, &done);
-        if (done)
-            return r;
+        if (!s->ready && !atomic_load_explicit(&s->inbox_ready, memory_order_acquire)) {
+            int done = 0, r = idle(s, &done);
+            if (done || r == PX_EINTR)
+                return r;
+        }
+        if (atomic_load_explicit(&s->inbox_ready, memory_order_acquire))
+            drain_inbox(s);
+        s->batch = s->ready;
+        s->ready = s->ready_tail = NULL;
     }
 }
 
@@ -539,7 +564,7 @@ px_sched *px_sched_new(const px_sched_opts *opts)
 }
 
 /* Binds `s` to the calling thread for a run; 0 or the error of px_sched_run. */
-static int run_begin(px_sched *s)
+static int run_begin(px_sched *s, int pulling)
 {
     if (px__sched_tl != NULL)
         return PX_EBUSY;
@@ -551,6 +576,7 @@ static int run_begin(px_sched *s)
         r = PX_ETHREAD;
     else {
         s->running = 1;
+        s->pulling = pulling;
         s->bound = 1;            /* only a run that starts binds: a refused */
         s->thread = pthread_self();   /* call must not move s to its thread */
     }
@@ -561,7 +587,7 @@ static int run_begin(px_sched *s)
         s->pool = px__stack_pool_new(s->stack_size);
         if (s->pool == NULL) {
             pthread_mutex_lock(&s->lock);
-            s->running = 0;
+            s->running = s->pulling = 0;
             pthread_mutex_unlock(&s->lock);
             r = PX_ENOMEM;
         }
@@ -569,33 +595,102 @@ static int run_begin(px_sched *s)
     return r;
 }
 
-int px_sched_run(px_sched *s)
+/* The thread's side of a run: its timer slack and scheduler. */
+static void run_enter(px_sched *s)
 {
-    int r = refusal(s);
-    if (r == 0)
-        r = run_begin(s);
-    if (r != 0)
-        return r;
     px__trace_init();
-    int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    s->old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     if (s->slack_ns > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)s->slack_ns, 0, 0, 0);
     px__context_init_thread(&s->ctx);
     px__sched_tl = s;
-    r = loop(s);
+}
+
+/* Ends the run that run_begin began; returns r. */
+static int run_leave(px_sched *s, int r)
+{
     px__sched_tl = NULL;
-    if (s->slack_ns > 0 && old_slack > 0)
-        prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
+    if (s->slack_ns > 0 && s->old_slack > 0)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)s->old_slack, 0, 0, 0);
     pthread_mutex_lock(&s->lock);
     s->running = 0;
+    s->pulling = 0;
     pthread_mutex_unlock(&s->lock);
     return r;
+}
+
+int px_sched_run(px_sched *s)
+{
+    int r = refusal(s);
+    if (r == 0 && s->pulled)
+        r = PX_EINVAL;   /* its pulled fibers have no resume to call */
+    if (r == 0)
+        r = run_begin(s, 0);
+    if (r != 0)
+        return r;
+    run_enter(s);
+    return run_leave(s, turn(s));   /* no pulled fiber: turn() never stops at one */
+}
+
+int px_sched_next(px_sched *s, int status, void **host_ctx)
+{
+    int r = refusal(s);
+    if (r == 0 && host_ctx == NULL)
+        r = PX_EINVAL;
+    if (r != 0)
+        return r;
+    *host_ctx = NULL;
+    if (!s->pulling) {
+        if ((r = run_begin(s, 1)) != 0)
+            return r;
+        s->pulled = 1;
+        run_enter(s);
+    } else if (px__sched_tl != s) {
+        return PX_ETHREAD;   /* pulled on its thread only */
+    } else if (s->cur != NULL && (!s->cur->hosted || s->cur->ops.resume != NULL)) {
+        return PX_EBUSY;     /* a C fiber's or a resumed host's turn: not the puller's */
+    } else if (s->cur != NULL) {
+        px_fiber *f = s->cur;   /* the turn that ends */
+        s->cur = NULL;
+        px__sched_turn_over(s, f, status);
+        if (f->state == PX_F_DONE)
+            px__fiber_reap(s, f);
+    }
+    r = turn(s);
+    if (r == 1)
+        *host_ctx = s->cur->host_ctx;
+    else if (r != PX_EINTR)
+        run_leave(s, r);
+    return r;
+}
+
+int px_sched_cancel(px_sched *s)
+{
+    int r = refusal(s);
+    if (r != 0)
+        return r;
+    pthread_mutex_lock(&s->lock);
+    int other = s->bound && !pthread_equal(s->thread, pthread_self());
+    pthread_mutex_unlock(&s->lock);
+    if (other)
+        return PX_ETHREAD;
+    s->cancelled = 1;
+    for (px__list *l = s->all.next; l != &s->all; l = l->next) {
+        px_fiber *f = px__fiber_of_all(l);
+        if (f->state == PX_F_PARKED)
+            px__fiber_unpark(s, f, PX_ECANCELED);
+    }
+    return 0;
 }
 
 void px_sched_free(px_sched *s)
 {
     if (s == NULL)
         return;
+    if (s->pulling && px__sched_tl == s) {
+        s->cur = NULL;   /* a pulled run given up between two pulls */
+        run_leave(s, 0);
+    }
     reg_remove(s);   /* from now on no wake by id reaches it */
     if (px__sched_forked(s) && (!s->forked || s->running))
         return;   /* a parent's: its lock, its stacks and its handlers are not ours */

@@ -69,7 +69,7 @@ void px__scope_close_all(px_fiber *f)
 int px__scope_check(px_fiber *f)
 {
     int64_t now = -1;
-    int code = 0;
+    int code = f->s->cancelled ? PX_ECANCELED : 0;   /* px_sched_cancel: no scope fired */
     for (px__scope *sc = f->scope; sc; sc = sc->outer) {
         if (!sc->fired) {
             if (sc->token && px_token_cancelled(sc->token)) {
