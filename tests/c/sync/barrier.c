@@ -170,20 +170,20 @@ SPEC(timed_out_arrival_withdraws_its_count)
     run(2, timeout_main);
 }
 
-static int cancel_result;
-
-static void *cancellable(void *arg)
+/* An arrival that counts itself in `arrived` first (cancel_main waits for it). */
+static int counted_arrive_body(void *arg)
 {
-    (void)arg;
     arrived++;
-    cancel_result = px_with_cancel(T, arrive_body, NULL);
-    return NULL;
+    return arrive_body(arg);
 }
+
+static cancel_call cancelled;      /* the arrival a spec's scope interrupts */
 
 static void *cancel_main(void *arg)
 {
     (void)arg;
-    px_fiber *c = px_spawn(cancellable, NULL);
+    cancelled = (cancel_call){ .token = T, .body = counted_arrive_body };
+    px_fiber *c = px_spawn(cancellable, &cancelled);
     px_fiber *a = px_spawn(arriver, (void *)0);
     YIELD_UNTIL(arrived == 2);
     CHECK_EQ(px_barrier_waiting(B), 2);
@@ -195,7 +195,7 @@ static void *cancel_main(void *arg)
     join(c);
     join(a);
     join(b);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     CHECK_EQ(results[0], 0);
     CHECK_EQ(results[1], 1);                     /* b completed the phase */
     CHECK_EQ(px_barrier_phase(B), 1);

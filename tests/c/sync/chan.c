@@ -385,26 +385,38 @@ SPEC(timed_out_send_sends_nothing_and_timed_out_recv_takes_nothing)
     run(0, timeout_main);
 }
 
-static int cancel_result;
-
-static void *cancellable_recv(void *arg)
+/* A recv and a send that count themselves in `entered` first. */
+static int counted_recv_body(void *arg)
 {
     entered++;
-    cancel_result = px_with_cancel(T, recv_body, arg);
-    return NULL;
+    return recv_body(arg);
 }
 
-static void *cancellable_send(void *arg)
+static int counted_send_body(void *arg)
 {
     entered++;
-    cancel_result = px_with_cancel(T, send_body, arg);
-    return NULL;
+    return send_body(arg);
+}
+
+static cancel_call cancelled;      /* the wait a spec's scope interrupts */
+
+/* cancelled, made ready for a recv or a send of v in a scope of T. */
+static cancel_call *cancelled_recv(void *v)
+{
+    cancelled = (cancel_call){ .token = T, .body = counted_recv_body, .arg = v };
+    return &cancelled;
+}
+
+static cancel_call *cancelled_send(void *v)
+{
+    cancelled = (cancel_call){ .token = T, .body = counted_send_body, .arg = v };
+    return &cancelled;
 }
 
 static void *recv_race_main(void *arg)
 {
     (void)arg;
-    px_fiber *c = px_spawn(cancellable_recv, V(1));
+    px_fiber *c = px_spawn(cancellable, cancelled_recv(V(1)));
     px_fiber *r = px_spawn(receiver, V(0));
     YIELD_UNTIL(entered == 2);
     /* c is interrupted but has not run yet: the value sent now must not be
@@ -413,7 +425,7 @@ static void *recv_race_main(void *arg)
     CHECK_EQ(px_chan_send(C, V(9)), 0);
     join(c);
     join(r);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     CHECK(got[1] == NULL);
     CHECK_EQ(N(got[0]), 9);
     return NULL;
@@ -429,7 +441,7 @@ SPEC(cancelled_recv_racing_a_send_takes_nothing_and_the_value_goes_on)
 static void *send_race_main(void *arg)
 {
     (void)arg;
-    px_fiber *c = px_spawn(cancellable_send, V(1));
+    px_fiber *c = px_spawn(cancellable, cancelled_send(V(1)));
     px_fiber *s = px_spawn(sender, V(2));
     YIELD_UNTIL(entered == 2);
     /* c is interrupted but has not run yet: a receive now skips its value. */
@@ -439,7 +451,7 @@ static void *send_race_main(void *arg)
     CHECK_EQ(N(v), 2);
     join(c);
     join(s);
-    CHECK_EQ(cancel_result, PX_ECANCELED);       /* and 1 was not sent */
+    CHECK_EQ(cancelled.result, PX_ECANCELED);       /* and 1 was not sent */
     CHECK_EQ(px_chan_tryrecv(C, &v), PX_EBUSY);
     return NULL;
 }
@@ -474,12 +486,12 @@ SPEC(raced_recv_puts_its_value_back_at_the_front_of_the_buffer)
 {
     T = px_token_new();
     C = px_chan_new(1);
-    px_sched *s = idle_sched(cancellable_recv, V(1), NULL, NULL);
+    px_sched *s = idle_sched(cancellable, cancelled_recv(V(1)), NULL, NULL);
     CHECK_EQ(px_chan_trysend(C, V(1)), 0);       /* into the cancelled one's hands */
     CHECK_EQ(px_chan_trysend(C, V(2)), 0);       /* buffered behind it */
     CHECK_EQ(px_chan_len(C), 1);
     CHECK_EQ(px_sched_run(s), 0);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     void *v;
     CHECK_EQ(px_chan_tryrecv(C, &v), 0);
     CHECK_EQ(N(v), 1);                           /* first, as it was sent */
@@ -496,10 +508,10 @@ SPEC(raced_recv_hands_its_value_to_the_next_receiver)
     T = px_token_new();
     C = px_chan_new(0);
     entered = 0;
-    px_sched *s = idle_sched(cancellable_recv, V(1), receiver, V(0));
+    px_sched *s = idle_sched(cancellable, cancelled_recv(V(1)), receiver, V(0));
     CHECK_EQ(px_chan_trysend(C, V(5)), 0);       /* to the cancelled one */
     CHECK_EQ(px_sched_run(s), 0);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     CHECK_EQ(results[0], 0);
     CHECK_EQ(N(got[0]), 5);                      /* passed on */
     px_sched_free(s);
@@ -511,13 +523,13 @@ SPEC(raced_send_whose_value_was_taken_counts_as_sent)
 {
     T = px_token_new();
     C = px_chan_new(0);
-    px_sched *s = idle_sched(cancellable_send, V(3), NULL, NULL);
+    px_sched *s = idle_sched(cancellable, cancelled_send(V(3)), NULL, NULL);
     void *v;
     CHECK_EQ(px_chan_tryrecv(C, &v), 0);         /* taken from the cancelled sender */
     CHECK_EQ(N(v), 3);
-    cancel_result = 99;
+    cancelled.result = 99;
     CHECK_EQ(px_sched_run(s), 0);
-    CHECK_EQ(cancel_result, 0);                  /* it was sent: not a timeout */
+    CHECK_EQ(cancelled.result, 0);                  /* it was sent: not a timeout */
     CHECK_EQ(px_chan_tryrecv(C, &v), PX_EBUSY);  /* and only once */
     px_sched_free(s);
     CHECK_EQ(px_chan_free(C), 0);

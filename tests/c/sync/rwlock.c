@@ -423,27 +423,14 @@ SPEC(timed_out_writer_leaves_no_waiter_and_lets_the_readers_behind_it_in)
 }
 
 static px_token *T;
-static int cancel_result;
-
-static void *cancellable_reader(void *arg)
-{
-    (void)arg;
-    cancel_result = px_with_cancel(T, rdlock_body, NULL);
-    return NULL;
-}
-
-static void *cancellable_writer(void *arg)
-{
-    (void)arg;
-    cancel_result = px_with_cancel(T, wrlock_body, NULL);
-    return NULL;
-}
+static cancel_call cancelled;      /* the lock a spec's scope interrupts */
 
 static void *race_writer_main(void *arg)
 {
     (void)arg;
     CHECK_EQ(px_rwlock_wrlock(L), 0);
-    px_fiber *c = px_spawn(cancellable_writer, NULL);
+    cancelled = (cancel_call){ .token = T, .body = wrlock_body };
+    px_fiber *c = px_spawn(cancellable, &cancelled);
     YIELD_UNTIL(px_rwlock_waiters(L) == 1);
     px_fiber *r1 = px_spawn(reader, NULL);
     px_fiber *r2 = px_spawn(reader, NULL);
@@ -454,7 +441,7 @@ static void *race_writer_main(void *arg)
     CHECK_EQ(px_rwlock_readers(L), 2);           /* ... to the readers behind it */
     CHECK_EQ(px_rwlock_waiters(L), 0);
     join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     join(r1);
     CHECK_EQ(last, 0);
     join(r2);
@@ -473,7 +460,8 @@ static void *race_reader_main(void *arg)
 {
     (void)arg;
     CHECK_EQ(px_rwlock_wrlock(L), 0);
-    px_fiber *c = px_spawn(cancellable_reader, NULL);
+    cancelled = (cancel_call){ .token = T, .body = rdlock_body };
+    px_fiber *c = px_spawn(cancellable, &cancelled);
     YIELD_UNTIL(px_rwlock_waiters(L) == 1);
     px_fiber *w = px_spawn(writer, NULL);
     YIELD_UNTIL(px_rwlock_waiters(L) == 2);
@@ -483,7 +471,7 @@ static void *race_reader_main(void *arg)
     CHECK_EQ(px_rwlock_writer(L), px_fiber_id(w));   /* to the writer behind it */
     CHECK_EQ(px_rwlock_waiters(L), 0);
     join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     join(w);
     CHECK_EQ(last, 0);
     return NULL;

@@ -46,6 +46,24 @@ static inline void join(px_fiber *f)
     px_fiber_release(f);
 }
 
+/*
+** One wait in a cancel scope, on a fiber of its own (the specs of interrupted
+** waits): fill a cancel_call and spawn (or post) cancellable with its
+** address; once the fiber has ended, result is what px_with_cancel returned.
+*/
+typedef struct cancel_call {
+    px_token *token;
+    px_scope_fn body;        /* the wait */
+    void *arg;               /* body's argument */
+    int result;
+} cancel_call;
+
+static inline void *cancellable(void *arg)
+{
+    cancel_call *c = arg;
+    c->result = px_with_cancel(c->token, c->body, c->arg);
+    return NULL;
+}
 
 /* SPECS(a, b, c): the table and main().  Up to 32 names per file. */
 #define SPECS(...) \

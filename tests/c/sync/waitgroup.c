@@ -117,26 +117,26 @@ SPEC(going_below_zero_is_einval_and_leaves_the_count_unchanged)
 
 static int wait_body(void *arg) { (void)arg; return px_waitgroup_wait(WG); }
 
-static int cancel_result;
-
-static void *cancellable(void *arg)
+/* A wait that counts itself in `entered` first (cancel_main waits for it). */
+static int counted_wait_body(void *arg)
 {
-    (void)arg;
     entered++;
-    cancel_result = px_with_cancel(T, wait_body, NULL);
-    return NULL;
+    return wait_body(arg);
 }
+
+static cancel_call cancelled;      /* the wait a spec's scope interrupts */
 
 static void *cancel_main(void *arg)
 {
     (void)arg;
     CHECK_EQ(px_waitgroup_add(WG, 1), 0);
-    px_fiber *c = px_spawn(cancellable, NULL);
+    cancelled = (cancel_call){ .token = T, .body = counted_wait_body };
+    px_fiber *c = px_spawn(cancellable, &cancelled);
     YIELD_UNTIL(entered == 1);
     CHECK_EQ(px_waitgroup_free(WG), PX_EBUSY);   /* c is queued */
     CHECK_EQ(px_token_cancel(T), 1);
     join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     CHECK_EQ(px_waitgroup_count(WG), 1);         /* the count is not touched */
     CHECK_EQ(px_waitgroup_done(WG), 0);
     return NULL;                                 /* run() frees: nobody queued */
