@@ -170,19 +170,12 @@ SPEC(timed_out_arrival_withdraws_its_count)
     run(2, timeout_main);
 }
 
-/* An arrival that counts itself in `arrived` first (cancel_main waits for it). */
-static int counted_arrive_body(void *arg)
-{
-    arrived++;
-    return arrive_body(arg);
-}
-
 static cancel_call cancelled;      /* the arrival a spec's scope interrupts */
 
 static void *cancel_main(void *arg)
 {
     (void)arg;
-    cancelled = (cancel_call){ .token = T, .body = counted_arrive_body };
+    cancelled = (cancel_call){ .token = T, .body = arrive_body, .started = &arrived };
     px_fiber *c = px_spawn(cancellable, &cancelled);
     px_fiber *a = px_spawn(arriver, (void *)0);
     YIELD_UNTIL(arrived == 2);

@@ -385,38 +385,20 @@ SPEC(timed_out_send_sends_nothing_and_timed_out_recv_takes_nothing)
     run(0, timeout_main);
 }
 
-/* A recv and a send that count themselves in `entered` first. */
-static int counted_recv_body(void *arg)
-{
-    entered++;
-    return recv_body(arg);
-}
-
-static int counted_send_body(void *arg)
-{
-    entered++;
-    return send_body(arg);
-}
-
 static cancel_call cancelled;      /* the wait a spec's scope interrupts */
 
-/* cancelled, made ready for a recv or a send of v in a scope of T. */
-static cancel_call *cancelled_recv(void *v)
+/* cancelled, made ready for a recv into got[N(v)] or a send of v in a scope
+** of T, counted in `entered`. */
+static cancel_call *cancelled_call(px_scope_fn body, void *v)
 {
-    cancelled = (cancel_call){ .token = T, .body = counted_recv_body, .arg = v };
-    return &cancelled;
-}
-
-static cancel_call *cancelled_send(void *v)
-{
-    cancelled = (cancel_call){ .token = T, .body = counted_send_body, .arg = v };
+    cancelled = (cancel_call){ .token = T, .body = body, .arg = v, .started = &entered };
     return &cancelled;
 }
 
 static void *recv_race_main(void *arg)
 {
     (void)arg;
-    px_fiber *c = px_spawn(cancellable, cancelled_recv(V(1)));
+    px_fiber *c = px_spawn(cancellable, cancelled_call(recv_body, V(1)));
     px_fiber *r = px_spawn(receiver, V(0));
     YIELD_UNTIL(entered == 2);
     /* c is interrupted but has not run yet: the value sent now must not be
@@ -441,7 +423,7 @@ SPEC(cancelled_recv_racing_a_send_takes_nothing_and_the_value_goes_on)
 static void *send_race_main(void *arg)
 {
     (void)arg;
-    px_fiber *c = px_spawn(cancellable, cancelled_send(V(1)));
+    px_fiber *c = px_spawn(cancellable, cancelled_call(send_body, V(1)));
     px_fiber *s = px_spawn(sender, V(2));
     YIELD_UNTIL(entered == 2);
     /* c is interrupted but has not run yet: a receive now skips its value. */
@@ -486,7 +468,7 @@ SPEC(raced_recv_puts_its_value_back_at_the_front_of_the_buffer)
 {
     T = px_token_new();
     C = px_chan_new(1);
-    px_sched *s = idle_sched(cancellable, cancelled_recv(V(1)), NULL, NULL);
+    px_sched *s = idle_sched(cancellable, cancelled_call(recv_body, V(1)), NULL, NULL);
     CHECK_EQ(px_chan_trysend(C, V(1)), 0);       /* into the cancelled one's hands */
     CHECK_EQ(px_chan_trysend(C, V(2)), 0);       /* buffered behind it */
     CHECK_EQ(px_chan_len(C), 1);
@@ -508,7 +490,7 @@ SPEC(raced_recv_hands_its_value_to_the_next_receiver)
     T = px_token_new();
     C = px_chan_new(0);
     entered = 0;
-    px_sched *s = idle_sched(cancellable, cancelled_recv(V(1)), receiver, V(0));
+    px_sched *s = idle_sched(cancellable, cancelled_call(recv_body, V(1)), receiver, V(0));
     CHECK_EQ(px_chan_trysend(C, V(5)), 0);       /* to the cancelled one */
     CHECK_EQ(px_sched_run(s), 0);
     CHECK_EQ(cancelled.result, PX_ECANCELED);
@@ -523,7 +505,7 @@ SPEC(raced_send_whose_value_was_taken_counts_as_sent)
 {
     T = px_token_new();
     C = px_chan_new(0);
-    px_sched *s = idle_sched(cancellable, cancelled_send(V(3)), NULL, NULL);
+    px_sched *s = idle_sched(cancellable, cancelled_call(send_body, V(3)), NULL, NULL);
     void *v;
     CHECK_EQ(px_chan_tryrecv(C, &v), 0);         /* taken from the cancelled sender */
     CHECK_EQ(N(v), 3);

@@ -412,19 +412,12 @@ SPEC(free_refuses_a_waited_on_primitive_with_ebusy)
 static px_token *T;
 static int block_body(void *arg) { (void)arg; return K->block(H); }
 
-/* A wait that counts itself in `entered` first. */
-static int counted_block_body(void *arg)
-{
-    entered++;
-    return block_body(arg);
-}
-
 static cancel_call cancelled;      /* the wait a spec's scope interrupts */
 
 /* cancelled, made ready for a wait in a scope of T. */
 static cancel_call *cancelled_block(void)
 {
-    cancelled = (cancel_call){ .token = T, .body = counted_block_body };
+    cancelled = (cancel_call){ .token = T, .body = block_body, .started = &entered };
     return &cancelled;
 }
 

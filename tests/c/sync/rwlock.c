@@ -22,8 +22,7 @@ static void run(px_fiber_fn main)
     L = px_rwlock_new();
     CHECK(L != NULL);
     CHECK_EQ(px_run(main, NULL, NULL), 0);
-    CHECK_EQ(px_rwlock_readers(L), 0);
-    CHECK_EQ(px_rwlock_writer(L), 0);
+    check_rwlock_unheld(L);
     CHECK_EQ(px_rwlock_waiters(L), 0);
     CHECK_EQ(px_rwlock_free(L), 0);
 }

@@ -45,6 +45,12 @@ static inline void join(px_fiber *f)
     CHECK_EQ(px_join(f, NULL), 0);
     px_fiber_release(f);
 }
+/* Nobody holds l, to read or to write. */
+static inline void check_rwlock_unheld(const px_rwlock *l)
+{
+    CHECK_EQ(px_rwlock_readers(l), 0);
+    CHECK_EQ(px_rwlock_writer(l), 0);
+}
 
 /*
 ** One wait in a cancel scope, on a fiber of its own (the specs of interrupted
@@ -55,12 +61,15 @@ typedef struct cancel_call {
     px_token *token;
     px_scope_fn body;        /* the wait */
     void *arg;               /* body's argument */
+    int *started;            /* if set, counts the fiber in before it waits */
     int result;
 } cancel_call;
 
 static inline void *cancellable(void *arg)
 {
     cancel_call *c = arg;
+    if (c->started)
+        ++*c->started;
     c->result = px_with_cancel(c->token, c->body, c->arg);
     return NULL;
 }

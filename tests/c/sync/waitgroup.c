@@ -117,20 +117,13 @@ SPEC(going_below_zero_is_einval_and_leaves_the_count_unchanged)
 
 static int wait_body(void *arg) { (void)arg; return px_waitgroup_wait(WG); }
 
-/* A wait that counts itself in `entered` first (cancel_main waits for it). */
-static int counted_wait_body(void *arg)
-{
-    entered++;
-    return wait_body(arg);
-}
-
 static cancel_call cancelled;      /* the wait a spec's scope interrupts */
 
 static void *cancel_main(void *arg)
 {
     (void)arg;
     CHECK_EQ(px_waitgroup_add(WG, 1), 0);
-    cancelled = (cancel_call){ .token = T, .body = counted_wait_body };
+    cancelled = (cancel_call){ .token = T, .body = wait_body, .started = &entered };
     px_fiber *c = px_spawn(cancellable, &cancelled);
     YIELD_UNTIL(entered == 1);
     CHECK_EQ(px_waitgroup_free(WG), PX_EBUSY);   /* c is queued */
