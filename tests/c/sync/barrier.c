@@ -7,13 +7,13 @@
 #include "spec.h"
 
 static px_barrier *B;
-static px_token *T;
+static px_token *T;        /* each run's own (run_with_token) */
 
 static void run(size_t parties, px_fiber_fn main)
 {
     B = px_barrier_new(parties);
     CHECK(B != NULL);
-    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    run_with_token(main, &T);
     CHECK_EQ(px_barrier_waiting(B), 0);
     CHECK_EQ(px_barrier_free(B), 0);
 }
@@ -197,9 +197,7 @@ static void *cancel_main(void *arg)
 
 SPEC(cancelled_arrival_withdraws_its_count_even_before_it_runs_again)
 {
-    T = px_token_new();
     run(3, cancel_main);
-    px_token_free(T);
 }
 
 static void *fired_main(void *arg)
@@ -213,9 +211,7 @@ static void *fired_main(void *arg)
 
 SPEC(arrival_in_a_fired_scope_fails_at_once_without_counting)
 {
-    T = px_token_new();
     run(2, fired_main);
-    px_token_free(T);
 }
 
 /* -- edges, misuse, reports ---------------------------------------------------- */

@@ -13,12 +13,13 @@
 #include "sync_mutex.c"   /* docs/examples: run below as a spec */
 
 static px_mutex *M;
+static px_token *T;        /* each run's own (run_with_token) */
 
 static void run(px_fiber_fn main)
 {
     M = px_mutex_new();
     CHECK(M != NULL);
-    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    run_with_token(main, &T);
     CHECK_EQ(px_mutex_free(M), 0);
 }
 
@@ -206,7 +207,6 @@ SPEC(relock_and_trylock_by_the_owner_are_edeadlk)
 
 /* -- interrupted waits -------------------------------------------------------- */
 
-static px_token *T;
 static cancel_call cancelled;      /* the lock a spec's scope interrupts */
 
 static void *fired_main(void *arg)
@@ -231,9 +231,7 @@ static void *fired_main(void *arg)
 
 SPEC(lock_in_a_fired_scope_fails_at_once_without_queueing)
 {
-    T = px_token_new();
     run(fired_main);
-    px_token_free(T);
 }
 
 /* -- owner death ---------------------------------------------------------------- */
@@ -289,9 +287,7 @@ static void *race_death_main(void *arg)
 
 SPEC(eownerdead_goes_past_an_interrupted_waiter_to_the_next)
 {
-    T = px_token_new();
     run(race_death_main);
-    px_token_free(T);
 }
 
 static uint64_t first_id;

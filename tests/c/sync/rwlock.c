@@ -14,6 +14,7 @@
 static px_rwlock *L;
 static char logbuf[128];                         /* what the fibers did, in order */
 static int crowd_seen;
+static px_token *T;        /* each run's own (run_with_token) */
 
 static void run(px_fiber_fn main)
 {
@@ -21,7 +22,7 @@ static void run(px_fiber_fn main)
     crowd_seen = 0;
     L = px_rwlock_new();
     CHECK(L != NULL);
-    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    run_with_token(main, &T);
     check_rwlock_unheld(L);
     CHECK_EQ(px_rwlock_waiters(L), 0);
     CHECK_EQ(px_rwlock_free(L), 0);
@@ -421,7 +422,6 @@ SPEC(timed_out_writer_leaves_no_waiter_and_lets_the_readers_behind_it_in)
     run(timed_writer_main);
 }
 
-static px_token *T;
 static cancel_call cancelled;      /* the lock a spec's scope interrupts */
 
 static void *race_writer_main(void *arg)
@@ -450,9 +450,7 @@ static void *race_writer_main(void *arg)
 
 SPEC(wrunlock_right_after_an_interrupted_writer_goes_past_it_to_the_readers)
 {
-    T = px_token_new();
     run(race_writer_main);
-    px_token_free(T);
 }
 
 static void *race_reader_main(void *arg)
@@ -478,9 +476,7 @@ static void *race_reader_main(void *arg)
 
 SPEC(wrunlock_right_after_an_interrupted_reader_goes_past_it_to_the_writer)
 {
-    T = px_token_new();
     run(race_reader_main);
-    px_token_free(T);
 }
 
 /* -- owner death --------------------------------------------------------------------- */

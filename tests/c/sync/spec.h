@@ -38,6 +38,16 @@ static const char *spec_arg;     /* the second argument, or NULL */
     } \
 } while (0)
 
+/* Runs main as the main fiber of px_run, with a fresh token in *token for
+** the specs that cancel one (freed after, and *token NULL again). */
+static inline void run_with_token(px_fiber_fn main, px_token **token)
+{
+    CHECK((*token = px_token_new()) != NULL);
+    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    px_token_free(*token);
+    *token = NULL;
+}
+
 /* Joins a fiber that must end normally, and releases it. */
 static inline void join(px_fiber *f)
 {

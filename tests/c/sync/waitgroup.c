@@ -7,13 +7,13 @@
 #include "spec.h"
 
 static px_waitgroup *WG;
-static px_token *T;
+static px_token *T;        /* each run's own (run_with_token) */
 
 static void run(px_fiber_fn main)
 {
     WG = px_waitgroup_new();
     CHECK(WG != NULL);
-    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    run_with_token(main, &T);
     CHECK_EQ(px_waitgroup_free(WG), 0);
 }
 
@@ -137,9 +137,7 @@ static void *cancel_main(void *arg)
 
 SPEC(cancelled_wait_leaves_nothing_queued)
 {
-    T = px_token_new();
     run(cancel_main);
-    px_token_free(T);
 }
 
 static void *fired_main(void *arg)
@@ -154,9 +152,7 @@ static void *fired_main(void *arg)
 
 SPEC(wait_in_a_fired_scope_fails_at_once_without_queueing)
 {
-    T = px_token_new();
     run(fired_main);
-    px_token_free(T);
 }
 
 static void *rise_main(void *arg)
