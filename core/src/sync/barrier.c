@@ -36,11 +36,9 @@ px_barrier *px_barrier_new(size_t parties)
         errno = EINVAL;
         return NULL;
     }
-    px_barrier *b = calloc(1, sizeof *b);   /* errno is ENOMEM on failure */
-    if (b) {
+    px_barrier *b = PX__SYNC_NEW(px_barrier, waiters);
+    if (b)
         b->parties = parties;
-        px__waitq_init(&b->waiters);
-    }
     return b;
 }
 

@@ -19,10 +19,7 @@ struct px_event {
 
 px_event *px_event_new(void)
 {
-    px_event *e = calloc(1, sizeof *e);   /* errno is ENOMEM on failure */
-    if (e)
-        px__waitq_init(&e->waiters);
-    return e;
+    return PX__SYNC_NEW(px_event, waiters);
 }
 
 int px_event_set(px_event *e)

@@ -55,10 +55,7 @@ static size_t once_holders(const void *object, uint64_t *out, size_t max)
 
 px_once *px_once_new(void)
 {
-    px_once *o = calloc(1, sizeof *o);   /* errno is ENOMEM on failure */
-    if (o)
-        px__waitq_init(&o->waiters);
-    return o;
+    return PX__SYNC_NEW(px_once, waiters);
 }
 
 /*

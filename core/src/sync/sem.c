@@ -27,11 +27,9 @@ struct px_sem {
 
 px_sem *px_sem_new(size_t initial)
 {
-    px_sem *sem = calloc(1, sizeof *sem);   /* errno is ENOMEM on failure */
-    if (sem) {
+    px_sem *sem = PX__SYNC_NEW(px_sem, waiters);
+    if (sem)
         sem->value = initial;
-        px__waitq_init(&sem->waiters);
-    }
     return sem;
 }
 

@@ -1,16 +1,30 @@
 /*
-** sync.h -- what the primitives of sync/ share beyond fiber/waitq.h: the
-** prologues every operation starts with, the release that grants every
-** waiter, the report of a single holder and the free of an object that
-** nobody may be waiting on.  All inline: the fast paths (the uncontended
+** sync.h -- what the primitives of sync/ share beyond fiber/waitq.h: the new
+** of an object with one queue, the prologues every operation starts with,
+** the release that grants every waiter, the report of a single holder and
+** the free of an object that nobody may be waiting on.  All inline: the fast paths (the uncontended
 ** lock and unlock) stay the few instructions they were.
 */
 #ifndef PX_SYNC_H
 #define PX_SYNC_H
 
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "fiber/waitq.h"
+
+/* The _new of a primitive with one queue: a zeroed object of `size` bytes
+** whose queue, `queue_at` bytes in, is made empty; NULL (errno ENOMEM) when
+** memory runs out.  PX__SYNC_NEW(type, queue) says it with the names. */
+static inline void *px__sync_new(size_t size, size_t queue_at)
+{
+    char *obj = calloc(1, size);
+    if (obj)
+        px__waitq_init((px__waitq *)(void *)(obj + queue_at));
+    return obj;
+}
+
+#define PX__SYNC_NEW(type, queue) px__sync_new(sizeof(type), offsetof(type, queue))
 
 /* Step 1 of waitq.h for an operation that may park, after the check every
 ** operation makes first: 1 when the operation ends here, with PX_EINVAL in

@@ -21,10 +21,7 @@ struct px_waitgroup {
 
 px_waitgroup *px_waitgroup_new(void)
 {
-    px_waitgroup *wg = calloc(1, sizeof *wg);   /* errno is ENOMEM on failure */
-    if (wg)
-        px__waitq_init(&wg->waiters);
-    return wg;
+    return PX__SYNC_NEW(px_waitgroup, waiters);
 }
 
 int px_waitgroup_add(px_waitgroup *wg, int64_t n)
