@@ -469,16 +469,24 @@ void print_row(const char *what, size_t n, const std::vector<std::unique_ptr<Pee
     printf("\n");
 }
 
-void run_ops(size_t n, int rounds)
+// The other libraries' peers this build has (libuv, Asio), for n timers.
+static void add_foreign_peers(std::vector<std::unique_ptr<Peer>> &peers, size_t n)
 {
-    std::vector<std::unique_ptr<Peer>> peers;
-    peers.emplace_back(new PxPeer(n, 0, "parataxis"));
 #ifdef PXB_HAVE_UV
     peers.emplace_back(new UvPeer(n));
 #endif
 #ifdef PXB_HAVE_ASIO
     peers.emplace_back(new AsioPeer(n));
 #endif
+    (void)peers;
+    (void)n;
+}
+
+void run_ops(size_t n, int rounds)
+{
+    std::vector<std::unique_ptr<Peer>> peers;
+    peers.emplace_back(new PxPeer(n, 0, "parataxis"));
+    add_foreign_peers(peers, n);
     if (n <= 100000)
         peers.emplace_back(new NaivePeer(n));
     std::vector<Figures> fig(peers.size());
@@ -581,12 +589,7 @@ void run_lateness(int rounds)
     std::vector<std::unique_ptr<Peer>> peers;
     peers.emplace_back(new PxPeer(n, 0, "parataxis"));
     peers.emplace_back(new PxPeer(n, -1, "parataxis(slack 50us)"));
-#ifdef PXB_HAVE_UV
-    peers.emplace_back(new UvPeer(n));
-#endif
-#ifdef PXB_HAVE_ASIO
-    peers.emplace_back(new AsioPeer(n));
-#endif
+    add_foreign_peers(peers, n);
     std::vector<std::vector<int64_t>> all(peers.size());
     Rng rng{7};
     std::vector<int64_t> d(n), late;

@@ -57,8 +57,9 @@ def fds_now():
 RACE_PRELUDE = """
 import sys, threading, parataxis
 PRODUCERS = 3
-class Ctx:   # what one round of a race shares: make() fills it
-    pass
+class Ctx:   # what one round of a race shares: make() makes it
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
 def race(rounds, make, body, close, check=lambda ctx: None):
     for _ in range(rounds):
         ctx = make()
@@ -101,11 +102,8 @@ def test_close_races_add_and_cancel_from_threads():
     either works or raises Closed, and every added timer gets its one call."""
     run_race(RACE_PRELUDE + """
 def make():
-    c = Ctx()
-    c.q = parataxis.TimerQueue()
+    c = Ctx(q=parataxis.TimerQueue(), calls=[], added=[0] * PRODUCERS)
     c.q.__enter__()
-    c.calls = []
-    c.added = [0] * PRODUCERS
     return c
 def body(c, k, n):
     h = c.q.add((n % 3) * 1e-4, c.calls.append)
@@ -126,11 +124,7 @@ print("ok")
 def test_close_races_periodic_cancel_all_and_pending():
     run_race(RACE_PRELUDE + """
 def make():
-    c = Ctx()
-    c.q = parataxis.TimerQueue()
-    c.finals = []
-    c.added = [0] * PRODUCERS
-    return c
+    return Ctx(q=parataxis.TimerQueue(), finals=[], added=[0] * PRODUCERS)
 def body(c, k, n):
     op = n % 4
     if op == 0:
@@ -156,13 +150,10 @@ def test_close_races_timer_calls():
     timer's own close()."""
     run_race(RACE_PRELUDE + """
 def make():
-    c = Ctx()
-    c.q = parataxis.TimerQueue()
-    c.t = parataxis.Timer(c.q)
-    c.t.expires_after(60)
-    c.calls = []
-    c.waits = [0] * PRODUCERS
-    return c
+    q = parataxis.TimerQueue()
+    t = parataxis.Timer(q)
+    t.expires_after(60)
+    return Ctx(q=q, t=t, calls=[], waits=[0] * PRODUCERS)
 def body(c, k, n):
     op = n % 5
     if op == 0:
@@ -192,12 +183,8 @@ print("ok")
 def test_handler_queue_close_races_drain_wait_and_len():
     run_race(RACE_PRELUDE + """
 def make():
-    c = Ctx()
-    c.hq = parataxis.HandlerQueue()
-    c.q = parataxis.TimerQueue(executor=c.hq)
-    c.calls = []
-    c.added = [0]
-    return c
+    hq = parataxis.HandlerQueue()
+    return Ctx(hq=hq, q=parataxis.TimerQueue(executor=hq), calls=[], added=[0])
 def body(c, k, n):
     if k == 0:
         c.q.add(0, c.calls.append)

@@ -20,7 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "fiber/waitq.h"
+#include "sync/sync.h"
 
 enum barrier_op { BARRIER_ARRIVE };
 
@@ -36,11 +36,9 @@ px_barrier *px_barrier_new(size_t parties)
         errno = EINVAL;
         return NULL;
     }
-    px_barrier *b = calloc(1, sizeof *b);   /* errno is ENOMEM on failure */
-    if (b) {
+    px_barrier *b = PX__SYNC_NEW(px_barrier, waiters);
+    if (b)
         b->parties = parties;
-        px__waitq_init(&b->waiters);
-    }
     return b;
 }
 
@@ -49,19 +47,15 @@ px_barrier *px_barrier_new(size_t parties)
 static int lead(px_barrier *b)
 {
     b->phase++;
-    px__waiter *w;
-    while ((w = px__waitq_first(&b->waiters)) != NULL)
-        px__waitq_grant(w, 0);
+    px__sync_grant_all(&b->waiters, 0);
     return 1;
 }
 
 int px_barrier_arrive_and_wait(px_barrier *b)
 {
-    if (b == NULL)
-        return PX_EINVAL;
     px_fiber *f;
     int r;
-    if (px__waitq_enter(b, BARRIER_ARRIVE, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(b, BARRIER_ARRIVE, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
         return r;
     if (b->waiters.len + 1 >= b->parties
         && px__waitq_waiting(&b->waiters) + 1 >= b->parties)   /* O(parties), once a phase */
@@ -82,10 +76,5 @@ size_t px_barrier_waiting(const px_barrier *b)
 
 int px_barrier_free(px_barrier *b)
 {
-    if (b == NULL)
-        return 0;
-    if (b->waiters.len != 0)
-        return PX_EBUSY;
-    free(b);
-    return 0;
+    return px__sync_free(b, b && (b->waiters.len != 0));
 }

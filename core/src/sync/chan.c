@@ -31,7 +31,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "fiber/waitq.h"
+#include "sync/sync.h"
 
 enum chan_op { CHAN_SEND, CHAN_RECV };
 enum { TAKEN = 1 };              /* w->n of a sender whose value was taken */
@@ -181,11 +181,9 @@ px_chan *px_chan_new(size_t capacity)
 
 int px_chan_send(px_chan *ch, void *v)
 {
-    if (ch == NULL)
-        return PX_EINVAL;
     px_fiber *f;
     int r;
-    if (px__waitq_enter(ch, CHAN_SEND, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(ch, CHAN_SEND, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
         return f ? send_outcome(px__waitq_own(f), r) : r;
     if (ch->closed)
         return PX_ECLOSED;
@@ -203,7 +201,7 @@ int px_chan_recv(px_chan *ch, void **v)
         return PX_EINVAL;
     px_fiber *f;
     int r;
-    if (px__waitq_enter(ch, CHAN_RECV, &f, &r)) {   /* off-fiber; the re-call after PX_EYIELD */
+    if (px__waitq_enter(ch, CHAN_RECV, &f, &r)) {   /* NULL, off-fiber; the re-call after PX_EYIELD */
         if (r == 0)
             *v = px__waitq_own(f)->value;
         return r;

@@ -8,7 +8,7 @@
 */
 #include <stdlib.h>
 
-#include "fiber/waitq.h"
+#include "sync/sync.h"
 
 enum event_op { EVENT_WAIT };
 
@@ -19,10 +19,7 @@ struct px_event {
 
 px_event *px_event_new(void)
 {
-    px_event *e = calloc(1, sizeof *e);   /* errno is ENOMEM on failure */
-    if (e)
-        px__waitq_init(&e->waiters);
-    return e;
+    return PX__SYNC_NEW(px_event, waiters);
 }
 
 int px_event_set(px_event *e)
@@ -30,14 +27,8 @@ int px_event_set(px_event *e)
     if (e == NULL)
         return PX_EINVAL;
     e->set = 1;
-    int woken = 0;
-    px__waiter *w;
     /* Interrupted waiters are leaving on their own: not counted as woken. */
-    while ((w = px__waitq_first(&e->waiters)) != NULL) {
-        px__waitq_grant(w, 0);
-        woken++;
-    }
-    return woken;
+    return px__sync_grant_all(&e->waiters, 0);
 }
 
 int px_event_clear(px_event *e)
@@ -55,11 +46,9 @@ int px_event_is_set(const px_event *e)
 
 int px_event_wait(px_event *e)
 {
-    if (e == NULL)
-        return PX_EINVAL;
     px_fiber *f;
     int r;
-    if (px__waitq_enter(e, EVENT_WAIT, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(e, EVENT_WAIT, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
         return r;
     if (e->set)
         return 0;
@@ -69,10 +58,5 @@ int px_event_wait(px_event *e)
 
 int px_event_free(px_event *e)
 {
-    if (e == NULL)
-        return 0;
-    if (e->waiters.len != 0)
-        return PX_EBUSY;
-    free(e);
-    return 0;
+    return px__sync_free(e, e && (e->waiters.len != 0));
 }

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 
 #include "base/compiler.h"
-#include "fiber/waitq.h"
+#include "sync/sync.h"
 
 /*
 ** The hold comes first, so that the mutex and its hold have one address (the
@@ -101,12 +101,7 @@ static void mutex_pass_on(px__waiter *w)
 
 static size_t mutex_holders(const void *object, uint64_t *out, size_t max)
 {
-    const px_mutex *m = object;
-    uint64_t id = px__waitq_hold_id(&m->hold);
-    if (id == 0 || max == 0)
-        return 0;
-    out[0] = id;
-    return 1;
+    return px__sync_one_holder(&((const px_mutex *)object)->hold, out, max);
 }
 
 px_mutex *px_mutex_new(void)
@@ -141,11 +136,9 @@ static int PX_NOINLINE lock_slow(px_mutex *m, px_fiber *f)
 
 int px_mutex_lock(px_mutex *m)
 {
-    if (m == NULL)
-        return PX_EINVAL;
     px_fiber *f;
     int r;
-    if (px__waitq_enter(m, MUTEX_LOCK, &f, &r))
+    if (px__sync_enter(m, MUTEX_LOCK, &f, &r))
         return r;
     /* Free (and no death to tell of) means nobody waits. */
     if (PX_LIKELY(m->hold.owner == MUTEX_FREE)) {
@@ -157,11 +150,10 @@ int px_mutex_lock(px_mutex *m)
 
 int px_mutex_trylock(px_mutex *m)
 {
-    if (m == NULL)
-        return PX_EINVAL;
-    px_fiber *f = px__waitq_self();
-    if (f == NULL)
-        return PX_ENOFIBER;
+    px_fiber *f;
+    int r = px__sync_caller(m, &f);
+    if (r != 0)
+        return r;
     px_fiber *o = px__waitq_holder(&m->hold);
     if (o == f)
         return PX_EDEADLK;
@@ -210,10 +202,5 @@ size_t px_mutex_waiters(const px_mutex *m)
 
 int px_mutex_free(px_mutex *m)
 {
-    if (m == NULL)
-        return 0;
-    if (px__waitq_holder(&m->hold) != NULL || m->waiters.len != 0)
-        return PX_EBUSY;
-    free(m);
-    return 0;
+    return px__sync_free(m, m && (px__waitq_holder(&m->hold) != NULL || m->waiters.len != 0));
 }

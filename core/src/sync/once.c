@@ -13,7 +13,7 @@
 */
 #include <stdlib.h>
 
-#include "fiber/waitq.h"
+#include "sync/sync.h"
 
 enum { NEW, RUNNING, DONE };
 enum once_op { ONCE_BEGIN };
@@ -50,20 +50,12 @@ static void once_ended(px__hold *h, uint64_t id, int discarding)
 
 static size_t once_holders(const void *object, uint64_t *out, size_t max)
 {
-    const px_once *o = object;
-    uint64_t id = px__waitq_hold_id(&o->hold);
-    if (id == 0 || max == 0)
-        return 0;
-    out[0] = id;
-    return 1;
+    return px__sync_one_holder(&((const px_once *)object)->hold, out, max);
 }
 
 px_once *px_once_new(void)
 {
-    px_once *o = calloc(1, sizeof *o);   /* errno is ENOMEM on failure */
-    if (o)
-        px__waitq_init(&o->waiters);
-    return o;
+    return PX__SYNC_NEW(px_once, waiters);
 }
 
 /*
@@ -73,11 +65,9 @@ px_once *px_once_new(void)
 */
 int px_once_begin(px_once *o)
 {
-    if (o == NULL)
-        return PX_EINVAL;
     px_fiber *f;
     int r;
-    if (px__waitq_enter(o, ONCE_BEGIN, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(o, ONCE_BEGIN, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
         return r;
     if (o->state == DONE)
         return 0;
@@ -97,11 +87,10 @@ int px_once_begin(px_once *o)
 
 int px_once_end(px_once *o)
 {
-    if (o == NULL)
-        return PX_EINVAL;
-    px_fiber *f = px__waitq_self();
-    if (f == NULL)
-        return PX_ENOFIBER;
+    px_fiber *f;
+    int r = px__sync_caller(o, &f);
+    if (r != 0)
+        return r;
     if (o->state != RUNNING || !px__waitq_held_by(&o->hold, f))
         return PX_EPERM;
     px__waitq_hold_drop(&o->hold);
@@ -128,10 +117,5 @@ int px_once_done(const px_once *o)
 
 int px_once_free(px_once *o)
 {
-    if (o == NULL)
-        return 0;
-    if (o->state == RUNNING || o->waiters.len != 0)
-        return PX_EBUSY;
-    free(o);
-    return 0;
+    return px__sync_free(o, o && (o->state == RUNNING || o->waiters.len != 0));
 }

@@ -24,7 +24,7 @@
 */
 #include <stdlib.h>
 
-#include "fiber/waitq.h"
+#include "sync/sync.h"
 
 enum rwlock_op { RWLOCK_READ, RWLOCK_WRITE };
 
@@ -288,11 +288,9 @@ px_rwlock *px_rwlock_new(void)
 
 int px_rwlock_rdlock(px_rwlock *l)
 {
-    if (l == NULL)
-        return PX_EINVAL;
     px_fiber *f;
     int r;
-    if (px__waitq_enter(l, RWLOCK_READ, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(l, RWLOCK_READ, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
         return f ? after_wait(l, px__waitq_own(f), r) : r;
     if (read_now(l, f, &r))
         return r;
@@ -301,12 +299,10 @@ int px_rwlock_rdlock(px_rwlock *l)
 
 int px_rwlock_tryrdlock(px_rwlock *l)
 {
-    if (l == NULL)
-        return PX_EINVAL;
-    px_fiber *f = px__waitq_self();
-    if (f == NULL)
-        return PX_ENOFIBER;
-    int r;
+    px_fiber *f;
+    int r = px__sync_caller(l, &f);
+    if (r != 0)
+        return r;
     return read_now(l, f, &r) ? r : PX_EBUSY;
 }
 
@@ -323,11 +319,9 @@ static int write_free(const px_rwlock *l)
 
 int px_rwlock_wrlock(px_rwlock *l)
 {
-    if (l == NULL)
-        return PX_EINVAL;
     px_fiber *f;
     int r;
-    if (px__waitq_enter(l, RWLOCK_WRITE, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(l, RWLOCK_WRITE, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
         return f ? after_wait(l, px__waitq_own(f), r) : r;
     if ((r = upgrade(l, f)) != 0)
         return r;
@@ -338,24 +332,21 @@ int px_rwlock_wrlock(px_rwlock *l)
 
 int px_rwlock_trywrlock(px_rwlock *l)
 {
-    if (l == NULL)
-        return PX_EINVAL;
-    px_fiber *f = px__waitq_self();
-    if (f == NULL)
-        return PX_ENOFIBER;
-    int r = upgrade(l, f);
+    px_fiber *f;
+    int r = px__sync_caller(l, &f);
     if (r != 0)
+        return r;
+    if ((r = upgrade(l, f)) != 0)
         return r;
     return write_free(l) ? take_write(l, f) : PX_EBUSY;
 }
 
 int px_rwlock_rdunlock(px_rwlock *l)
 {
-    if (l == NULL)
-        return PX_EINVAL;
-    px_fiber *f = px__waitq_self();
-    if (f == NULL)
-        return PX_ENOFIBER;
+    px_fiber *f;
+    int e = px__sync_caller(l, &f);
+    if (e != 0)
+        return e;
     rdhold *r = find(l, f);
     if (r == NULL)
         return PX_EPERM;
@@ -369,11 +360,10 @@ int px_rwlock_rdunlock(px_rwlock *l)
 
 int px_rwlock_wrunlock(px_rwlock *l)
 {
-    if (l == NULL)
-        return PX_EINVAL;
-    px_fiber *f = px__waitq_self();
-    if (f == NULL)
-        return PX_ENOFIBER;
+    px_fiber *f;
+    int r = px__sync_caller(l, &f);
+    if (r != 0)
+        return r;
     if (!px__waitq_held_by(&l->wr_hold, f))
         return PX_EPERM;
     px__waitq_hold_drop(&l->wr_hold);   /* its read holds stay: a downgrade */

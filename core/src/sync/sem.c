@@ -16,7 +16,7 @@
 */
 #include <stdlib.h>
 
-#include "fiber/waitq.h"
+#include "sync/sync.h"
 
 enum sem_op { SEM_ACQUIRE };
 
@@ -27,11 +27,9 @@ struct px_sem {
 
 px_sem *px_sem_new(size_t initial)
 {
-    px_sem *sem = calloc(1, sizeof *sem);   /* errno is ENOMEM on failure */
-    if (sem) {
+    px_sem *sem = PX__SYNC_NEW(px_sem, waiters);
+    if (sem)
         sem->value = initial;
-        px__waitq_init(&sem->waiters);
-    }
     return sem;
 }
 
@@ -52,11 +50,9 @@ static void sem_pass_on(px__waiter *w)
 
 int px_sem_acquire(px_sem *sem)
 {
-    if (sem == NULL)
-        return PX_EINVAL;
     px_fiber *f;
     int r;
-    if (px__waitq_enter(sem, SEM_ACQUIRE, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(sem, SEM_ACQUIRE, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
         return r;
     if (sem->value > 0) {
         sem->value--;
@@ -98,10 +94,5 @@ size_t px_sem_waiters(const px_sem *sem)
 
 int px_sem_free(px_sem *sem)
 {
-    if (sem == NULL)
-        return 0;
-    if (sem->waiters.len != 0)
-        return PX_EBUSY;
-    free(sem);
-    return 0;
+    return px__sync_free(sem, sem && (sem->waiters.len != 0));
 }

@@ -10,7 +10,7 @@
 */
 #include <stdlib.h>
 
-#include "fiber/waitq.h"
+#include "sync/sync.h"
 
 enum waitgroup_op { WAITGROUP_WAIT };
 
@@ -21,18 +21,7 @@ struct px_waitgroup {
 
 px_waitgroup *px_waitgroup_new(void)
 {
-    px_waitgroup *wg = calloc(1, sizeof *wg);   /* errno is ENOMEM on failure */
-    if (wg)
-        px__waitq_init(&wg->waiters);
-    return wg;
-}
-
-/* Zero reached: every waiter leaves with 0. */
-static void release_all(px_waitgroup *wg)
-{
-    px__waiter *w;
-    while ((w = px__waitq_first(&wg->waiters)) != NULL)
-        px__waitq_grant(w, 0);
+    return PX__SYNC_NEW(px_waitgroup, waiters);
 }
 
 int px_waitgroup_add(px_waitgroup *wg, int64_t n)
@@ -44,7 +33,7 @@ int px_waitgroup_add(px_waitgroup *wg, int64_t n)
         return PX_EINVAL;
     wg->count += n;
     if (wg->count == 0)
-        release_all(wg);
+        px__sync_grant_all(&wg->waiters, 0);   /* zero reached: every waiter leaves with 0 */
     return 0;
 }
 
@@ -55,11 +44,9 @@ int px_waitgroup_done(px_waitgroup *wg)
 
 int px_waitgroup_wait(px_waitgroup *wg)
 {
-    if (wg == NULL)
-        return PX_EINVAL;
     px_fiber *f;
     int r;
-    if (px__waitq_enter(wg, WAITGROUP_WAIT, &f, &r))   /* off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(wg, WAITGROUP_WAIT, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
         return r;
     if (wg->count == 0)
         return 0;
@@ -74,10 +61,5 @@ int64_t px_waitgroup_count(const px_waitgroup *wg)
 
 int px_waitgroup_free(px_waitgroup *wg)
 {
-    if (wg == NULL)
-        return 0;
-    if (wg->waiters.len != 0)
-        return PX_EBUSY;
-    free(wg);
-    return 0;
+    return px__sync_free(wg, wg && (wg->waiters.len != 0));
 }

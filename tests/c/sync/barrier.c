@@ -7,13 +7,13 @@
 #include "spec.h"
 
 static px_barrier *B;
-static px_token *T;
+static px_token *T;        /* each run's own (run_with_token) */
 
 static void run(size_t parties, px_fiber_fn main)
 {
     B = px_barrier_new(parties);
     CHECK(B != NULL);
-    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    run_with_token(main, &T);
     CHECK_EQ(px_barrier_waiting(B), 0);
     CHECK_EQ(px_barrier_free(B), 0);
 }
@@ -170,20 +170,13 @@ SPEC(timed_out_arrival_withdraws_its_count)
     run(2, timeout_main);
 }
 
-static int cancel_result;
-
-static void *cancellable(void *arg)
-{
-    (void)arg;
-    arrived++;
-    cancel_result = px_with_cancel(T, arrive_body, NULL);
-    return NULL;
-}
+static cancel_call cancelled;      /* the arrival a spec's scope interrupts */
 
 static void *cancel_main(void *arg)
 {
     (void)arg;
-    px_fiber *c = px_spawn(cancellable, NULL);
+    cancelled = (cancel_call){ .token = T, .body = arrive_body, .started = &arrived };
+    px_fiber *c = px_spawn(cancellable, &cancelled);
     px_fiber *a = px_spawn(arriver, (void *)0);
     YIELD_UNTIL(arrived == 2);
     CHECK_EQ(px_barrier_waiting(B), 2);
@@ -195,7 +188,7 @@ static void *cancel_main(void *arg)
     join(c);
     join(a);
     join(b);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     CHECK_EQ(results[0], 0);
     CHECK_EQ(results[1], 1);                     /* b completed the phase */
     CHECK_EQ(px_barrier_phase(B), 1);
@@ -204,9 +197,7 @@ static void *cancel_main(void *arg)
 
 SPEC(cancelled_arrival_withdraws_its_count_even_before_it_runs_again)
 {
-    T = px_token_new();
     run(3, cancel_main);
-    px_token_free(T);
 }
 
 static void *fired_main(void *arg)
@@ -220,9 +211,7 @@ static void *fired_main(void *arg)
 
 SPEC(arrival_in_a_fired_scope_fails_at_once_without_counting)
 {
-    T = px_token_new();
     run(2, fired_main);
-    px_token_free(T);
 }
 
 /* -- edges, misuse, reports ---------------------------------------------------- */

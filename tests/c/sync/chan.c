@@ -12,13 +12,13 @@
 #define N(p) ((uintptr_t)(p))
 
 static px_chan *C;
-static px_token *T;
+static px_token *T;        /* each run's own (run_with_token); the raced specs make theirs */
 
 static void run(size_t cap, px_fiber_fn main)
 {
     C = px_chan_new(cap);
     CHECK(C != NULL);
-    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    run_with_token(main, &T);
     CHECK_EQ(px_chan_free(C), 0);                /* nobody left queued */
 }
 
@@ -385,26 +385,20 @@ SPEC(timed_out_send_sends_nothing_and_timed_out_recv_takes_nothing)
     run(0, timeout_main);
 }
 
-static int cancel_result;
+static cancel_call cancelled;      /* the wait a spec's scope interrupts */
 
-static void *cancellable_recv(void *arg)
+/* cancelled, made ready for a recv into got[N(v)] or a send of v in a scope
+** of T, counted in `entered`. */
+static cancel_call *cancelled_call(px_scope_fn body, void *v)
 {
-    entered++;
-    cancel_result = px_with_cancel(T, recv_body, arg);
-    return NULL;
-}
-
-static void *cancellable_send(void *arg)
-{
-    entered++;
-    cancel_result = px_with_cancel(T, send_body, arg);
-    return NULL;
+    cancelled = (cancel_call){ .token = T, .body = body, .arg = v, .started = &entered };
+    return &cancelled;
 }
 
 static void *recv_race_main(void *arg)
 {
     (void)arg;
-    px_fiber *c = px_spawn(cancellable_recv, V(1));
+    px_fiber *c = px_spawn(cancellable, cancelled_call(recv_body, V(1)));
     px_fiber *r = px_spawn(receiver, V(0));
     YIELD_UNTIL(entered == 2);
     /* c is interrupted but has not run yet: the value sent now must not be
@@ -413,7 +407,7 @@ static void *recv_race_main(void *arg)
     CHECK_EQ(px_chan_send(C, V(9)), 0);
     join(c);
     join(r);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     CHECK(got[1] == NULL);
     CHECK_EQ(N(got[0]), 9);
     return NULL;
@@ -421,15 +415,13 @@ static void *recv_race_main(void *arg)
 
 SPEC(cancelled_recv_racing_a_send_takes_nothing_and_the_value_goes_on)
 {
-    T = px_token_new();
     run(0, recv_race_main);
-    px_token_free(T);
 }
 
 static void *send_race_main(void *arg)
 {
     (void)arg;
-    px_fiber *c = px_spawn(cancellable_send, V(1));
+    px_fiber *c = px_spawn(cancellable, cancelled_call(send_body, V(1)));
     px_fiber *s = px_spawn(sender, V(2));
     YIELD_UNTIL(entered == 2);
     /* c is interrupted but has not run yet: a receive now skips its value. */
@@ -439,16 +431,14 @@ static void *send_race_main(void *arg)
     CHECK_EQ(N(v), 2);
     join(c);
     join(s);
-    CHECK_EQ(cancel_result, PX_ECANCELED);       /* and 1 was not sent */
+    CHECK_EQ(cancelled.result, PX_ECANCELED);       /* and 1 was not sent */
     CHECK_EQ(px_chan_tryrecv(C, &v), PX_EBUSY);
     return NULL;
 }
 
 SPEC(cancelled_send_racing_a_recv_sends_nothing)
 {
-    T = px_token_new();
     run(0, send_race_main);
-    px_token_free(T);
 }
 
 /*
@@ -474,12 +464,12 @@ SPEC(raced_recv_puts_its_value_back_at_the_front_of_the_buffer)
 {
     T = px_token_new();
     C = px_chan_new(1);
-    px_sched *s = idle_sched(cancellable_recv, V(1), NULL, NULL);
+    px_sched *s = idle_sched(cancellable, cancelled_call(recv_body, V(1)), NULL, NULL);
     CHECK_EQ(px_chan_trysend(C, V(1)), 0);       /* into the cancelled one's hands */
     CHECK_EQ(px_chan_trysend(C, V(2)), 0);       /* buffered behind it */
     CHECK_EQ(px_chan_len(C), 1);
     CHECK_EQ(px_sched_run(s), 0);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     void *v;
     CHECK_EQ(px_chan_tryrecv(C, &v), 0);
     CHECK_EQ(N(v), 1);                           /* first, as it was sent */
@@ -496,10 +486,10 @@ SPEC(raced_recv_hands_its_value_to_the_next_receiver)
     T = px_token_new();
     C = px_chan_new(0);
     entered = 0;
-    px_sched *s = idle_sched(cancellable_recv, V(1), receiver, V(0));
+    px_sched *s = idle_sched(cancellable, cancelled_call(recv_body, V(1)), receiver, V(0));
     CHECK_EQ(px_chan_trysend(C, V(5)), 0);       /* to the cancelled one */
     CHECK_EQ(px_sched_run(s), 0);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     CHECK_EQ(results[0], 0);
     CHECK_EQ(N(got[0]), 5);                      /* passed on */
     px_sched_free(s);
@@ -511,13 +501,13 @@ SPEC(raced_send_whose_value_was_taken_counts_as_sent)
 {
     T = px_token_new();
     C = px_chan_new(0);
-    px_sched *s = idle_sched(cancellable_send, V(3), NULL, NULL);
+    px_sched *s = idle_sched(cancellable, cancelled_call(send_body, V(3)), NULL, NULL);
     void *v;
     CHECK_EQ(px_chan_tryrecv(C, &v), 0);         /* taken from the cancelled sender */
     CHECK_EQ(N(v), 3);
-    cancel_result = 99;
+    cancelled.result = 99;
     CHECK_EQ(px_sched_run(s), 0);
-    CHECK_EQ(cancel_result, 0);                  /* it was sent: not a timeout */
+    CHECK_EQ(cancelled.result, 0);                  /* it was sent: not a timeout */
     CHECK_EQ(px_chan_tryrecv(C, &v), PX_EBUSY);  /* and only once */
     px_sched_free(s);
     CHECK_EQ(px_chan_free(C), 0);

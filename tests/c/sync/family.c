@@ -283,12 +283,12 @@ static void release_to(px_fiber *w)
     CHECK_EQ(result, 0);
 }
 
-/* On a fiber: arms H (where the row arms it) and spawns fn. */
-static px_fiber *arm_then_spawn(px_fiber_fn fn)
+/* On a fiber: arms H (where the row arms it) and spawns fn(arg). */
+static px_fiber *arm_then_spawn(px_fiber_fn fn, void *arg)
 {
     if (K->arm)
         K->arm(H);
-    px_fiber *f = px_spawn(fn, NULL);
+    px_fiber *f = px_spawn(fn, arg);
     CHECK(f != NULL);
     return f;
 }
@@ -391,7 +391,7 @@ SPEC(try_forms_take_a_free_one_and_refuse_a_held_one_without_parking) /* for: mu
 static void *busy_main(void *arg)
 {
     (void)arg;
-    px_fiber *w = arm_then_spawn(waiter);
+    px_fiber *w = arm_then_spawn(waiter, NULL);
     YIELD_UNTIL(entered == 1);
     if (K->queued)
         CHECK_EQ(K->queued(H), 1);
@@ -410,16 +410,15 @@ SPEC(free_refuses_a_waited_on_primitive_with_ebusy)
 /* -- interrupted waits -------------------------------------------------------------- */
 
 static px_token *T;
-static int cancel_result;
-
 static int block_body(void *arg) { (void)arg; return K->block(H); }
 
-static void *cancellable(void *arg)
+static cancel_call cancelled;      /* the wait a spec's scope interrupts */
+
+/* cancelled, made ready for a wait in a scope of T. */
+static cancel_call *cancelled_block(void)
 {
-    (void)arg;
-    entered++;
-    cancel_result = px_with_cancel(T, block_body, NULL);
-    return NULL;
+    cancelled = (cancel_call){ .token = T, .body = block_body, .started = &entered };
+    return &cancelled;
 }
 
 static void *timed(void *arg)
@@ -478,11 +477,11 @@ static void *interrupt_main(void *arg)
         K->arm(H);
     join(px_spawn(timed, NULL));
     free_at_once_and_renew();
-    px_fiber *c = px_spawn(cancellable, NULL);
+    px_fiber *c = px_spawn(cancellable, cancelled_block());
     YIELD_UNTIL(entered == 1);
     CHECK_EQ(px_token_cancel(T), 1);             /* by another fiber */
     join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     free_at_once_and_renew();
     patient_gets_it();
     return NULL;
@@ -510,7 +509,7 @@ SPEC(timed_out_or_cancelled_wait_leaves_nothing_queued)
 static void *race_main(void *arg)
 {
     (void)arg;
-    px_fiber *c = arm_then_spawn(cancellable);
+    px_fiber *c = arm_then_spawn(cancellable, cancelled_block());
     YIELD_UNTIL(K->queued(H) == 1);
     px_fiber *w = px_spawn(waiter, NULL);
     YIELD_UNTIL(K->queued(H) == 2);
@@ -522,7 +521,7 @@ static void *race_main(void *arg)
         CHECK_EQ(K->queries[0](H), 0);
     CHECK_EQ(K->queued(H), 0);
     join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     join(w);
     CHECK_EQ(result, 0);
     if (K->holder)
@@ -553,14 +552,14 @@ static int join_body(void *arg) { return px_join(arg, NULL); }
 static void *thread_cancel_main(void *arg)
 {
     (void)arg;
-    px_fiber *c = arm_then_spawn(cancellable);
+    px_fiber *c = arm_then_spawn(cancellable, cancelled_block());
     YIELD_UNTIL(entered == 1);
     pthread_t t;
     CHECK(pthread_create(&t, NULL, cancelling_thread, NULL) == 0);
     CHECK_EQ(px_with_timeout(PX_TEST_TIMEOUT_NS, join_body, c), 0);
     px_fiber_release(c);
     CHECK(pthread_join(t, NULL) == 0);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     free_at_once_and_renew();
     patient_gets_it();
     return NULL;

@@ -13,12 +13,13 @@
 #include "sync_mutex.c"   /* docs/examples: run below as a spec */
 
 static px_mutex *M;
+static px_token *T;        /* each run's own (run_with_token) */
 
 static void run(px_fiber_fn main)
 {
     M = px_mutex_new();
     CHECK(M != NULL);
-    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    run_with_token(main, &T);
     CHECK_EQ(px_mutex_free(M), 0);
 }
 
@@ -206,15 +207,7 @@ SPEC(relock_and_trylock_by_the_owner_are_edeadlk)
 
 /* -- interrupted waits -------------------------------------------------------- */
 
-static px_token *T;
-static int cancel_result;
-
-static void *cancellable_locker(void *arg)
-{
-    (void)arg;
-    cancel_result = px_with_cancel(T, lock_body, NULL);
-    return NULL;
-}
+static cancel_call cancelled;      /* the lock a spec's scope interrupts */
 
 static void *fired_main(void *arg)
 {
@@ -225,10 +218,11 @@ static void *fired_main(void *arg)
     CHECK_EQ(px_mutex_unlock(M), 0);
     /* A scope fired before the lock: a free mutex is still taken (no wait
     ** was needed), a held one fails at once without queueing. */
-    px_fiber *c = px_spawn(cancellable_locker, NULL);
+    cancelled = (cancel_call){ .token = T, .body = lock_body };
+    px_fiber *c = px_spawn(cancellable, &cancelled);
     CHECK_EQ(px_mutex_lock(M), 0);
     join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     CHECK_EQ(px_mutex_waiters(M), 1);            /* h, which queued first */
     CHECK_EQ(px_mutex_unlock(M), 0);
     join(h);
@@ -237,9 +231,7 @@ static void *fired_main(void *arg)
 
 SPEC(lock_in_a_fired_scope_fails_at_once_without_queueing)
 {
-    T = px_token_new();
     run(fired_main);
-    px_token_free(T);
 }
 
 /* -- owner death ---------------------------------------------------------------- */
@@ -277,7 +269,8 @@ static void *race_death_main(void *arg)
     (void)arg;
     px_fiber *d = px_spawn(lock_and_end_queued, NULL);
     YIELD_UNTIL(px_mutex_owner(M) == px_fiber_id(d));
-    px_fiber *c = px_spawn(cancellable_locker, NULL);
+    cancelled = (cancel_call){ .token = T, .body = lock_body };
+    px_fiber *c = px_spawn(cancellable, &cancelled);
     YIELD_UNTIL(px_mutex_waiters(M) == 1);
     px_fiber *w = px_spawn(lock_expecting_death, NULL);
     YIELD_UNTIL(px_mutex_waiters(M) == 2);
@@ -286,7 +279,7 @@ static void *race_death_main(void *arg)
     CHECK_EQ(px_token_cancel(T), 1);
     join(d);
     join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     join(w);
     CHECK_EQ(dead_result, PX_EOWNERDEAD);        /* the news went on with it */
     return NULL;
@@ -294,9 +287,7 @@ static void *race_death_main(void *arg)
 
 SPEC(eownerdead_goes_past_an_interrupted_waiter_to_the_next)
 {
-    T = px_token_new();
     run(race_death_main);
-    px_token_free(T);
 }
 
 static uint64_t first_id;

@@ -33,6 +33,22 @@ static void lock_all(void)
     CHECK_EQ(px_mutex_lock(C), 0);
 }
 
+/* Unlocks the three, which the caller holds, in the order given. */
+static void unlock_in_order(px_mutex *first, px_mutex *second, px_mutex *third)
+{
+    CHECK_EQ(px_mutex_unlock(first), 0);
+    CHECK_EQ(px_mutex_unlock(second), 0);
+    CHECK_EQ(px_mutex_unlock(third), 0);
+}
+
+/* Nobody holds A, B or C. */
+static void check_none_owned(void)
+{
+    CHECK_EQ(px_mutex_owner(A), 0);
+    CHECK_EQ(px_mutex_owner(B), 0);
+    CHECK_EQ(px_mutex_owner(C), 0);
+}
+
 /* -- unlock order --------------------------------------------------------------- */
 
 static void *any_order_main(void *arg)
@@ -51,15 +67,11 @@ static void *any_order_main(void *arg)
     CHECK_EQ(px_mutex_lock(C), PX_EDEADLK);
     CHECK_EQ(px_mutex_unlock(A), 0);
     CHECK_EQ(px_mutex_unlock(C), 0);
-    CHECK_EQ(px_mutex_owner(A), 0);
-    CHECK_EQ(px_mutex_owner(B), 0);
-    CHECK_EQ(px_mutex_owner(C), 0);
+    check_none_owned();
     /* Every hold is gone: each is free to take and let go again. */
     for (int i = 0; i < 3; i++) {
         lock_all();
-        CHECK_EQ(px_mutex_unlock(C), 0);
-        CHECK_EQ(px_mutex_unlock(B), 0);
-        CHECK_EQ(px_mutex_unlock(A), 0);
+        unlock_in_order(C, B, A);
     }
     CHECK_EQ(px_mutex_trylock(B), 0);
     CHECK_EQ(px_mutex_unlock(B), 0);
@@ -85,19 +97,13 @@ static void *death_main(void *arg)
 {
     (void)arg;
     join(px_spawn(lock_three_unlock_middle_and_end, NULL));
-    CHECK_EQ(px_mutex_owner(A), 0);
-    CHECK_EQ(px_mutex_owner(B), 0);
-    CHECK_EQ(px_mutex_owner(C), 0);
+    check_none_owned();
     CHECK_EQ(px_mutex_lock(A), PX_EOWNERDEAD);
     CHECK_EQ(px_mutex_lock(B), 0);               /* let go before the end */
     CHECK_EQ(px_mutex_trylock(C), PX_EOWNERDEAD);
-    CHECK_EQ(px_mutex_unlock(A), 0);
-    CHECK_EQ(px_mutex_unlock(B), 0);
-    CHECK_EQ(px_mutex_unlock(C), 0);
+    unlock_in_order(A, B, C);
     lock_all();                                  /* each death told once */
-    CHECK_EQ(px_mutex_unlock(B), 0);
-    CHECK_EQ(px_mutex_unlock(A), 0);
-    CHECK_EQ(px_mutex_unlock(C), 0);
+    unlock_in_order(B, A, C);
     return NULL;
 }
 
@@ -170,13 +176,11 @@ static void *kinds_main(void *arg)
     CHECK_EQ(px_rwlock_rdunlock(R), PX_EPERM);
     CHECK_EQ(px_mutex_owner(A), 0);
     CHECK_EQ(px_mutex_owner(B), 0);
-    CHECK_EQ(px_rwlock_readers(R), 0);
-    CHECK_EQ(px_rwlock_writer(R), 0);
+    check_rwlock_unheld(R);
     /* A death with all three kinds. */
     join(px_spawn(wrlock_lock_and_end, NULL));
     CHECK_EQ(px_mutex_owner(A), 0);
-    CHECK_EQ(px_rwlock_readers(R), 0);
-    CHECK_EQ(px_rwlock_writer(R), 0);
+    check_rwlock_unheld(R);
     CHECK_EQ(px_mutex_lock(A), PX_EOWNERDEAD);
     CHECK_EQ(px_rwlock_wrlock(R), PX_EOWNERDEAD);
     CHECK_EQ(px_mutex_unlock(A), 0);

@@ -14,6 +14,7 @@
 static px_rwlock *L;
 static char logbuf[128];                         /* what the fibers did, in order */
 static int crowd_seen;
+static px_token *T;        /* each run's own (run_with_token) */
 
 static void run(px_fiber_fn main)
 {
@@ -21,9 +22,8 @@ static void run(px_fiber_fn main)
     crowd_seen = 0;
     L = px_rwlock_new();
     CHECK(L != NULL);
-    CHECK_EQ(px_run(main, NULL, NULL), 0);
-    CHECK_EQ(px_rwlock_readers(L), 0);
-    CHECK_EQ(px_rwlock_writer(L), 0);
+    run_with_token(main, &T);
+    check_rwlock_unheld(L);
     CHECK_EQ(px_rwlock_waiters(L), 0);
     CHECK_EQ(px_rwlock_free(L), 0);
 }
@@ -422,28 +422,14 @@ SPEC(timed_out_writer_leaves_no_waiter_and_lets_the_readers_behind_it_in)
     run(timed_writer_main);
 }
 
-static px_token *T;
-static int cancel_result;
-
-static void *cancellable_reader(void *arg)
-{
-    (void)arg;
-    cancel_result = px_with_cancel(T, rdlock_body, NULL);
-    return NULL;
-}
-
-static void *cancellable_writer(void *arg)
-{
-    (void)arg;
-    cancel_result = px_with_cancel(T, wrlock_body, NULL);
-    return NULL;
-}
+static cancel_call cancelled;      /* the lock a spec's scope interrupts */
 
 static void *race_writer_main(void *arg)
 {
     (void)arg;
     CHECK_EQ(px_rwlock_wrlock(L), 0);
-    px_fiber *c = px_spawn(cancellable_writer, NULL);
+    cancelled = (cancel_call){ .token = T, .body = wrlock_body };
+    px_fiber *c = px_spawn(cancellable, &cancelled);
     YIELD_UNTIL(px_rwlock_waiters(L) == 1);
     px_fiber *r1 = px_spawn(reader, NULL);
     px_fiber *r2 = px_spawn(reader, NULL);
@@ -454,7 +440,7 @@ static void *race_writer_main(void *arg)
     CHECK_EQ(px_rwlock_readers(L), 2);           /* ... to the readers behind it */
     CHECK_EQ(px_rwlock_waiters(L), 0);
     join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     join(r1);
     CHECK_EQ(last, 0);
     join(r2);
@@ -464,16 +450,15 @@ static void *race_writer_main(void *arg)
 
 SPEC(wrunlock_right_after_an_interrupted_writer_goes_past_it_to_the_readers)
 {
-    T = px_token_new();
     run(race_writer_main);
-    px_token_free(T);
 }
 
 static void *race_reader_main(void *arg)
 {
     (void)arg;
     CHECK_EQ(px_rwlock_wrlock(L), 0);
-    px_fiber *c = px_spawn(cancellable_reader, NULL);
+    cancelled = (cancel_call){ .token = T, .body = rdlock_body };
+    px_fiber *c = px_spawn(cancellable, &cancelled);
     YIELD_UNTIL(px_rwlock_waiters(L) == 1);
     px_fiber *w = px_spawn(writer, NULL);
     YIELD_UNTIL(px_rwlock_waiters(L) == 2);
@@ -483,7 +468,7 @@ static void *race_reader_main(void *arg)
     CHECK_EQ(px_rwlock_writer(L), px_fiber_id(w));   /* to the writer behind it */
     CHECK_EQ(px_rwlock_waiters(L), 0);
     join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     join(w);
     CHECK_EQ(last, 0);
     return NULL;
@@ -491,9 +476,7 @@ static void *race_reader_main(void *arg)
 
 SPEC(wrunlock_right_after_an_interrupted_reader_goes_past_it_to_the_writer)
 {
-    T = px_token_new();
     run(race_reader_main);
-    px_token_free(T);
 }
 
 /* -- owner death --------------------------------------------------------------------- */

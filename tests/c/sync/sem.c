@@ -29,14 +29,7 @@ static void *acquirer(void *arg)
 
 static int acquire_body(void *arg) { (void)arg; return px_sem_acquire(S); }
 
-static int cancel_result;
-
-static void *cancellable(void *arg)
-{
-    (void)arg;
-    cancel_result = px_with_cancel(T, acquire_body, NULL);
-    return NULL;
-}
+static cancel_call cancelled;      /* the acquire a spec's scope interrupts */
 
 /* -- units --------------------------------------------------------------------- */
 
@@ -201,7 +194,8 @@ static void raced_grant(int with_next_waiter)
     results[0] = -99;
     px_sched_opts o = { .on_deadlock = quiet };
     px_sched *s = px_sched_new(&o);
-    CHECK_EQ(px_sched_post(s, cancellable, NULL), 0);
+    cancelled = (cancel_call){ .token = T, .body = acquire_body };
+    CHECK_EQ(px_sched_post(s, cancellable, &cancelled), 0);
     if (with_next_waiter)
         CHECK_EQ(px_sched_post(s, acquirer, (void *)0), 0);
     CHECK_EQ(px_sched_run(s), PX_EDEADLK);       /* all parked, nothing pending */
@@ -210,7 +204,7 @@ static void raced_grant(int with_next_waiter)
     CHECK_EQ(px_sem_release(S), 0);              /* granted to the cancelled one */
     CHECK_EQ(px_sem_value(S), 0);
     CHECK_EQ(px_sched_run(s), 0);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     if (with_next_waiter)
         CHECK_EQ(results[0], 0);                 /* passed on to the next waiter */
     CHECK_EQ(px_sem_value(S), (size_t)!with_next_waiter);   /* ... or the count */

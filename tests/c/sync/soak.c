@@ -210,8 +210,7 @@ SPEC(random_operations_keep_every_invariant)
         CHECK_EQ(px_mutex_waiters(mtx[i]), 0);
         CHECK_EQ(px_mutex_free(mtx[i]), 0);
     }
-    CHECK_EQ(px_rwlock_readers(rw), 0);
-    CHECK_EQ(px_rwlock_writer(rw), 0);
+    check_rwlock_unheld(rw);
     CHECK_EQ(px_rwlock_waiters(rw), 0);
     CHECK_EQ(px_rwlock_free(rw), 0);
     CHECK_EQ(px_sem_value(sem), SEM_UNITS);

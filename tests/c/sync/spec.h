@@ -38,6 +38,16 @@ static const char *spec_arg;     /* the second argument, or NULL */
     } \
 } while (0)
 
+/* Runs main as the main fiber of px_run, with a fresh token in *token for
+** the specs that cancel one (freed after, and *token NULL again). */
+static inline void run_with_token(px_fiber_fn main, px_token **token)
+{
+    CHECK((*token = px_token_new()) != NULL);
+    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    px_token_free(*token);
+    *token = NULL;
+}
+
 /* Joins a fiber that must end normally, and releases it. */
 static inline void join(px_fiber *f)
 {
@@ -45,7 +55,34 @@ static inline void join(px_fiber *f)
     CHECK_EQ(px_join(f, NULL), 0);
     px_fiber_release(f);
 }
+/* Nobody holds l, to read or to write. */
+static inline void check_rwlock_unheld(const px_rwlock *l)
+{
+    CHECK_EQ(px_rwlock_readers(l), 0);
+    CHECK_EQ(px_rwlock_writer(l), 0);
+}
 
+/*
+** One wait in a cancel scope, on a fiber of its own (the specs of interrupted
+** waits): fill a cancel_call and spawn (or post) cancellable with its
+** address; once the fiber has ended, result is what px_with_cancel returned.
+*/
+typedef struct cancel_call {
+    px_token *token;
+    px_scope_fn body;        /* the wait */
+    void *arg;               /* body's argument */
+    int *started;            /* if set, counts the fiber in before it waits */
+    int result;
+} cancel_call;
+
+static inline void *cancellable(void *arg)
+{
+    cancel_call *c = arg;
+    if (c->started)
+        ++*c->started;
+    c->result = px_with_cancel(c->token, c->body, c->arg);
+    return NULL;
+}
 
 /* SPECS(a, b, c): the table and main().  Up to 32 names per file. */
 #define SPECS(...) \

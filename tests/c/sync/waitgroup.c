@@ -7,13 +7,13 @@
 #include "spec.h"
 
 static px_waitgroup *WG;
-static px_token *T;
+static px_token *T;        /* each run's own (run_with_token) */
 
 static void run(px_fiber_fn main)
 {
     WG = px_waitgroup_new();
     CHECK(WG != NULL);
-    CHECK_EQ(px_run(main, NULL, NULL), 0);
+    run_with_token(main, &T);
     CHECK_EQ(px_waitgroup_free(WG), 0);
 }
 
@@ -117,26 +117,19 @@ SPEC(going_below_zero_is_einval_and_leaves_the_count_unchanged)
 
 static int wait_body(void *arg) { (void)arg; return px_waitgroup_wait(WG); }
 
-static int cancel_result;
-
-static void *cancellable(void *arg)
-{
-    (void)arg;
-    entered++;
-    cancel_result = px_with_cancel(T, wait_body, NULL);
-    return NULL;
-}
+static cancel_call cancelled;      /* the wait a spec's scope interrupts */
 
 static void *cancel_main(void *arg)
 {
     (void)arg;
     CHECK_EQ(px_waitgroup_add(WG, 1), 0);
-    px_fiber *c = px_spawn(cancellable, NULL);
+    cancelled = (cancel_call){ .token = T, .body = wait_body, .started = &entered };
+    px_fiber *c = px_spawn(cancellable, &cancelled);
     YIELD_UNTIL(entered == 1);
     CHECK_EQ(px_waitgroup_free(WG), PX_EBUSY);   /* c is queued */
     CHECK_EQ(px_token_cancel(T), 1);
     join(c);
-    CHECK_EQ(cancel_result, PX_ECANCELED);
+    CHECK_EQ(cancelled.result, PX_ECANCELED);
     CHECK_EQ(px_waitgroup_count(WG), 1);         /* the count is not touched */
     CHECK_EQ(px_waitgroup_done(WG), 0);
     return NULL;                                 /* run() frees: nobody queued */
@@ -144,9 +137,7 @@ static void *cancel_main(void *arg)
 
 SPEC(cancelled_wait_leaves_nothing_queued)
 {
-    T = px_token_new();
     run(cancel_main);
-    px_token_free(T);
 }
 
 static void *fired_main(void *arg)
@@ -161,9 +152,7 @@ static void *fired_main(void *arg)
 
 SPEC(wait_in_a_fired_scope_fails_at_once_without_queueing)
 {
-    T = px_token_new();
     run(fired_main);
-    px_token_free(T);
 }
 
 static void *rise_main(void *arg)
