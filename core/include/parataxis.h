@@ -603,6 +603,12 @@ typedef struct px_sched_opts {
     ** `report` is one NUL-terminated text of several lines, valid during the call. */
     void (*on_deadlock)(void *ctx, const char *report);
     void *on_deadlock_ctx;
+    /* Called on the scheduler's thread just before it waits in the kernel
+    ** (entering 1: nothing can run until a deadline or a post) and just after
+    ** (entering 0), with on_wait_ctx.  NULL: nothing.  A host with a global
+    ** lock (Python's GIL) releases it there and holds it the rest of the time. */
+    void (*on_wait)(void *ctx, int entering);
+    void *on_wait_ctx;
 } px_sched_opts;
 
 /*

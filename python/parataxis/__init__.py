@@ -1,23 +1,40 @@
-"""parataxis: the timer queue of libparataxis for Python (its fibers are not bound yet).
+"""parataxis: timers, fibers and the sync family of libparataxis for Python.
 
-TimerQueue arms one-shot and periodic timers served by one C worker thread,
-Timer groups waiters behind one expiry, HandlerQueue runs handlers on your own
-thread; every handler runs exactly once, as fn(aborted).
+TimerQueue arms one-shot and periodic timers served by one C worker thread
+(every handler runs exactly once, as fn(aborted)); Timer groups waiters behind
+one expiry; HandlerQueue runs handlers on your own thread.
 
-    import threading, parataxis
-    done = threading.Event()
-    with parataxis.TimerQueue() as q:
-        q.add(0.1, lambda aborted: (print("aborted" if aborted else "fired"), done.set()))
-        done.wait(5)        # leaving the block at once would abort the timer
+run(main) runs fibers -- greenlets scheduled by the C scheduler -- with sleep,
+yield_, timeout / move_on_after / cancel_scope, and Mutex, RwLock, WaitGroup,
+Barrier, Once, Semaphore, Event and Channel, whose waits all obey the scopes:
+
+    import parataxis as px
+
+    def main():
+        ch = px.Channel()
+        px.spawn(lambda: [ch.send(i) for i in range(3)] and ch.close())
+        return [v for v in ch]
+
+    assert px.run(main) == [0, 1, 2]
 
 See docs/python.md.
 """
 from ._core import HandlerQueue, Timer, TimerHandle, TimerQueue, now, version
-from ._errors import Closed, Error, ForkedError, InvalidArgument, NoMemory
+from ._errors import (BusyError, Cancelled, Closed, DeadlockError, Error, ForkedError,
+                      InvalidArgument, NoFiberError, NoMemory, NotOwnerError,
+                      OwnerDiedError, Timeout, WrongSchedulerError)
+from ._fibers import (CancellationToken, Fiber, Scheduler, cancel_scope, current_id,
+                      move_on_after, run, scheduler, sleep, spawn, timeout, yield_)
+from ._sync import Barrier, Channel, Event, Mutex, Once, RwLock, Semaphore, WaitGroup
 
 __version__ = "0.1.0"
 
 __all__ = [
     "TimerQueue", "TimerHandle", "Timer", "HandlerQueue", "now", "version",
-    "Error", "InvalidArgument", "NoMemory", "Closed", "ForkedError",
+    "run", "spawn", "Fiber", "sleep", "yield_", "current_id", "scheduler", "Scheduler",
+    "timeout", "move_on_after", "CancellationToken", "cancel_scope",
+    "Mutex", "RwLock", "WaitGroup", "Barrier", "Once", "Semaphore", "Event", "Channel",
+    "Error", "InvalidArgument", "NoMemory", "Closed", "ForkedError", "Timeout",
+    "Cancelled", "DeadlockError", "OwnerDiedError", "NotOwnerError", "NoFiberError",
+    "BusyError", "WrongSchedulerError",
 ]

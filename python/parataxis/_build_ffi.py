@@ -32,6 +32,7 @@ typedef struct px_executor {
 #define PX_ECLOSED    ...
 #define PX_EFORKED    ...
 #define PX_ETHREAD    ...
+#define PX_EINTR      ...
 
 const char *px_version(void);
 const char *px_strerror(int code);
@@ -71,6 +72,95 @@ int64_t px_timer_expiry(px_timer *t);
 int px_timer_async_wait(px_timer *t, px_handler_fn fn, void *arg);
 int px_timer_cancel(px_timer *t);
 void px_timer_free(px_timer *t);
+
+typedef struct px_fiber px_fiber;
+typedef struct px_token px_token;
+int px_join(px_fiber *f, void **result);
+void px_fiber_release(px_fiber *f);
+uint64_t px_fiber_id(const px_fiber *f);
+uint64_t px_self(void);
+int px_sleep(int64_t ns);
+int px_wake(uint64_t id);
+int px_park_result(void);
+int px_scope_push_timeout(int64_t ns);
+int px_scope_push_cancel(px_token *token);
+int px_scope_pop(void);
+px_token *px_token_new(void);
+int px_token_cancel(px_token *token);
+int px_token_cancelled(const px_token *token);
+void px_token_free(px_token *token);
+
+typedef struct px_mutex px_mutex;
+px_mutex *px_mutex_new(void);
+int px_mutex_lock(px_mutex *m);
+int px_mutex_trylock(px_mutex *m);
+int px_mutex_unlock(px_mutex *m);
+uint64_t px_mutex_owner(const px_mutex *m);
+size_t px_mutex_waiters(const px_mutex *m);
+int px_mutex_free(px_mutex *m);
+
+typedef struct px_rwlock px_rwlock;
+px_rwlock *px_rwlock_new(void);
+int px_rwlock_rdlock(px_rwlock *l);
+int px_rwlock_wrlock(px_rwlock *l);
+int px_rwlock_tryrdlock(px_rwlock *l);
+int px_rwlock_trywrlock(px_rwlock *l);
+int px_rwlock_rdunlock(px_rwlock *l);
+int px_rwlock_wrunlock(px_rwlock *l);
+size_t px_rwlock_readers(const px_rwlock *l);
+uint64_t px_rwlock_writer(const px_rwlock *l);
+size_t px_rwlock_waiters(const px_rwlock *l);
+int px_rwlock_free(px_rwlock *l);
+
+typedef struct px_waitgroup px_waitgroup;
+px_waitgroup *px_waitgroup_new(void);
+int px_waitgroup_add(px_waitgroup *wg, int64_t n);
+int px_waitgroup_done(px_waitgroup *wg);
+int px_waitgroup_wait(px_waitgroup *wg);
+int64_t px_waitgroup_count(const px_waitgroup *wg);
+int px_waitgroup_free(px_waitgroup *wg);
+
+typedef struct px_barrier px_barrier;
+px_barrier *px_barrier_new(size_t parties);
+int px_barrier_arrive_and_wait(px_barrier *b);
+uint64_t px_barrier_phase(const px_barrier *b);
+size_t px_barrier_waiting(const px_barrier *b);
+int px_barrier_free(px_barrier *b);
+
+typedef struct px_once px_once;
+px_once *px_once_new(void);
+int px_once_begin(px_once *o);
+int px_once_end(px_once *o);
+int px_once_done(const px_once *o);
+int px_once_free(px_once *o);
+
+typedef struct px_sem px_sem;
+px_sem *px_sem_new(size_t initial);
+int px_sem_acquire(px_sem *sem);
+int px_sem_tryacquire(px_sem *sem);
+int px_sem_release(px_sem *sem);
+size_t px_sem_value(const px_sem *sem);
+size_t px_sem_waiters(const px_sem *sem);
+int px_sem_free(px_sem *sem);
+
+typedef struct px_event px_event;
+px_event *px_event_new(void);
+int px_event_set(px_event *e);
+int px_event_clear(px_event *e);
+int px_event_is_set(const px_event *e);
+int px_event_wait(px_event *e);
+int px_event_free(px_event *e);
+
+typedef struct px_chan px_chan;
+px_chan *px_chan_new(size_t capacity);
+int px_chan_send(px_chan *ch, void *v);
+int px_chan_recv(px_chan *ch, void **v);
+int px_chan_trysend(px_chan *ch, void *v);
+int px_chan_tryrecv(px_chan *ch, void **v);
+int px_chan_close(px_chan *ch);
+size_t px_chan_len(const px_chan *ch);
+size_t px_chan_cap(const px_chan *ch);
+int px_chan_free(px_chan *ch);
 """
 
 # The C half's own declarations: the cdef part of _pxpy.h (see there).

@@ -1,7 +1,6 @@
 """The exception hierarchy, all under parataxis.Error: one class per C error code
-that a call of this binding can return (the timer queue, the deadline timer and
-the handler queue return only these; the fiber binding will add its own).  Any
-other code raises Error itself, with px_strerror's text."""
+that a call of this binding can return.  Any other code raises Error itself,
+with px_strerror's text."""
 from __future__ import annotations
 
 from typing import Dict, NoReturn, Type
@@ -40,14 +39,67 @@ class ForkedError(Closed):
     code = lib.PX_EFORKED
 
 
+class Timeout(Error, TimeoutError):
+    """A timeout scope (px.timeout, px.move_on_after) ended the wait."""
+
+    code = lib.PX_ETIMEDOUT
+
+
+class Cancelled(Error):
+    """A cancel scope's token, or the end of the run, ended the wait."""
+
+    code = lib.PX_ECANCELED
+
+
+class DeadlockError(Error):
+    """The wait could never end: a fiber joining itself, an RwLock upgrade, or
+    (from px.run) fibers left waiting on each other -- the message is the
+    engine's report, naming each waiting fiber and the wait-for cycle."""
+
+    code = lib.PX_EDEADLK
+
+
+class OwnerDiedError(Error):
+    """Acquired -- the caller holds the lock now -- but its previous owner
+    ended holding it: what it guards may be half-updated."""
+
+    code = lib.PX_EOWNERDEAD
+
+
+class NotOwnerError(Error, PermissionError):
+    """The caller does not hold what it tried to release."""
+
+    code = lib.PX_EPERM
+
+
+class NoFiberError(Error, RuntimeError):
+    """The call needs a fiber (inside px.run) and there is none."""
+
+    code = lib.PX_ENOFIBER
+
+
+class BusyError(Error, RuntimeError):
+    """In use: px.run inside a run, or a primitive that waiters still need."""
+
+    code = lib.PX_EBUSY
+
+
+class WrongSchedulerError(Error, RuntimeError):
+    """The object belongs to another run (another thread's scheduler)."""
+
+    code = lib.PX_ETHREAD
+
+
+_ALL = (Error, InvalidArgument, NoMemory, Closed, ForkedError, Timeout, Cancelled,
+        DeadlockError, OwnerDiedError, NotOwnerError, NoFiberError, BusyError,
+        WrongSchedulerError)
+
 # Shown, printed and pickled as parataxis.Closed etc., where users import them.
-for _cls in (Error, InvalidArgument, NoMemory, Closed, ForkedError):
+for _cls in _ALL:
     _cls.__module__ = "parataxis"
 del _cls
 
-_BY_CODE: Dict[int, Type[Error]] = {
-    c.code: c for c in (InvalidArgument, NoMemory, Closed, ForkedError)
-}
+_BY_CODE: Dict[int, Type[Error]] = {c.code: c for c in _ALL[1:]}
 
 
 def raise_for(code: int) -> NoReturn:

@@ -20,18 +20,23 @@
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <greenlet/greenlet.h>
+#include <greenlet.h>   /* greenlet's C API: from its package directory */
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "parataxis.h"
 
 /* A pulled fiber's host_ctx.  A fiber spawned from Python has its greenlet
 ** from the start; one that a handler or a post starts (on a C fiber, without
 ** the GIL) gets it from the run's factory at its first turn. */
+typedef struct hexec hexec;
+
 typedef struct hfiber {
     PyObject *glet;          /* a strong reference while the fiber lives */
+    hexec *exec;             /* the executor that posted it (glet NULL) */
     px_handler_fn fn;        /* a handler call to run in it (glet NULL) */
     void *arg;
     int status;
@@ -40,9 +45,15 @@ typedef struct hfiber {
 /* The run of this thread. */
 typedef struct hrun {
     px_sched *s;
+    PyObject *obj;           /* the Python run (_fibers._Run) */
+    char *report;            /* the last deadlock report, malloc'd */
+    PyObject *exec;          /* its executor's capsule, once asked for */
     PyObject *root;          /* the greenlet that called run() */
     PyObject *factory;       /* factory(fn, arg, status) -> greenlet */
     PyObject *failure;       /* an exception a signal raised while it waited */
+    PyObject *pending;       /* a new greenlet whose turn it is: the root starts it */
+    PyThreadState *waiting;  /* while the scheduler waits in the kernel: no GIL */
+    unsigned started;        /* greenlets the root started */
     int end;                 /* what ended the run: 0 or an error code */
 } hrun;
 
@@ -139,9 +150,7 @@ static int pass_turn(hrun *r, int status)
     void *ctx = NULL;
     int rc;
     for (;;) {
-        Py_BEGIN_ALLOW_THREADS
-        rc = px_sched_next(r->s, status, &ctx);
-        Py_END_ALLOW_THREADS
+        rc = px_sched_next(r->s, status, &ctx);   /* the GIL: see on_wait */
         if (rc != PX_EINTR)
             break;
         status = 0;
@@ -159,6 +168,14 @@ static int pass_turn(hrun *r, int status)
         Py_INCREF(target);
     }
     PyGreenlet *me = PyGreenlet_GetCurrent();
+    if (!PyGreenlet_STARTED((PyGreenlet *)target)) {
+        /* A greenlet starts where it is first switched to and grows from
+        ** there: started from a fiber, a chain of new fibers would nest
+        ** deeper and deeper.  The root, near the bottom of the stack, starts
+        ** each one (its turn is given already). */
+        r->pending = target;
+        target = Py_NewRef(r->root);
+    }
     int out = 0;
     if (status == PX_HOST_DONE) {
         out = PyGreenlet_SetParent(me, (PyGreenlet *)target);
@@ -173,36 +190,108 @@ static int pass_turn(hrun *r, int status)
     return out;
 }
 
+/*
+** Where the root starts a new greenlet.  greenlet lets all of a thread's
+** greenlets share its C stack: each one's slice begins where it was first
+** switched to, and a switch to a greenlet whose slice overlaps the running
+** one's copies the running one's out to the heap and the other's back in.
+** Fibers started at one depth would all overlap, so two fibers handing the
+** thread to each other would copy both ways at every switch.  So the root
+** starts the k-th new fiber SLOT_KIB * (k % SLOTS) KiB deeper: fibers started
+** one after another get slices apart, and only every SLOTS-th one shares.
+*/
+enum { SLOTS = 16, SLOT_KIB = 64 };
+
+static PyObject *switch_deeper(PyObject *glet, unsigned kib)
+{
+    volatile char pad[1024];
+    pad[0] = (char)kib;
+    if (kib == 0)
+        return PyGreenlet_Switch((PyGreenlet *)glet, empty, NULL);
+    PyObject *v = switch_deeper(glet, kib - 1);
+    pad[sizeof pad - 1] = pad[0];   /* used after the call: the frame stays */
+    return v;
+}
+
+/* The root's side: starts the new greenlets it is handed, pulls when
+** nothing is under way, until the run is over.  A new greenlet's switch
+** back here is that of a fiber starting another, or the run's end. */
+static int root_loop(hrun *r)
+{
+    r->end = 1;
+    for (;;) {
+        PyObject *next = r->pending;
+        if (next != NULL) {
+            r->pending = NULL;
+            PyObject *v = switch_deeper(next, SLOT_KIB * (r->started++ % SLOTS));
+            Py_DECREF(next);
+            if (v == NULL)
+                return -1;
+            Py_DECREF(v);
+        } else if (r->end != 1) {
+            return 0;
+        } else if (pass_turn(r, 0) < 0) {
+            return -1;
+        }
+    }
+}
+
 /* -- the module's functions ------------------------------------------------- */
 
-PyDoc_STRVAR(begin_doc, "begin(sched, root, factory): starts this thread's run of scheduler "
-                        "address `sched`, from greenlet `root`.");
+/* The scheduler's on_deadlock: keeps the report for DeadlockError. */
+static void keep_report(void *ctx, const char *report)
+{
+    hrun *r = ctx;
+    free(r->report);
+    r->report = strdup(report);
+}
+
+/* The scheduler's on_wait: the GIL is held while fibers run, and released
+** only while the scheduler waits in the kernel for a deadline or a post. */
+static void on_wait(void *ctx, int entering)
+{
+    hrun *r = ctx;
+    if (entering)
+        r->waiting = PyEval_SaveThread();
+    else
+        PyEval_RestoreThread(r->waiting);
+}
+
+PyDoc_STRVAR(begin_doc, "begin(run, root, factory) -> int: starts this thread's run with a new "
+                        "scheduler (its address is returned), from greenlet `root`.");
 
 static PyObject *h_begin(PyObject *self, PyObject *args)
 {
     (void)self;
-    unsigned long long s;
-    PyObject *root, *factory;
-    if (!PyArg_ParseTuple(args, "KOO", &s, &root, &factory))
+    PyObject *obj, *root, *factory;
+    if (!PyArg_ParseTuple(args, "OOO", &obj, &root, &factory))
         return NULL;
-    if (run_here != NULL)
+    if (run_here != NULL || px_self() != 0)
         return fail(PX_EBUSY);
     if (!PyGreenlet_Check(root) || !PyCallable_Check(factory)) {
-        PyErr_SetString(PyExc_TypeError, "begin(sched, greenlet, callable)");
+        PyErr_SetString(PyExc_TypeError, "begin(run, greenlet, callable)");
         return NULL;
     }
     hrun *r = calloc(1, sizeof *r);
     if (r == NULL)
         return PyErr_NoMemory();
-    r->s = (px_sched *)(uintptr_t)s;
+    px_sched_opts o = { .on_deadlock = keep_report, .on_deadlock_ctx = r,
+                        .on_wait = on_wait, .on_wait_ctx = r };
+    r->s = px_sched_new(&o);
+    if (r->s == NULL) {
+        free(r);
+        return PyErr_NoMemory();
+    }
+    r->obj = Py_NewRef(obj);
     r->root = Py_NewRef(root);
     r->factory = Py_NewRef(factory);
     run_here = r;
-    Py_RETURN_NONE;
+    return PyLong_FromVoidPtr(r->s);
 }
 
-PyDoc_STRVAR(finish_run_doc, "finish_run() -> exception or None: ends this thread's run; returns "
-                             "what a signal raised while it waited, if anything.");
+PyDoc_STRVAR(finish_run_doc, "finish_run() -> (exception or None, report or None): ends this "
+                             "thread's run and frees its scheduler; returns what a signal raised "
+                             "while it waited, and the last deadlock report.");
 
 static PyObject *h_finish_run(PyObject *self, PyObject *noargs)
 {
@@ -210,12 +299,42 @@ static PyObject *h_finish_run(PyObject *self, PyObject *noargs)
     hrun *r = need_run();
     if (r == NULL)
         return NULL;
+    px_sched_free(r->s);    /* fibers left (a run given up) are unwound */
     run_here = NULL;
     PyObject *failure = r->failure ? r->failure : Py_NewRef(Py_None);
+    PyObject *report = r->report ? PyUnicode_DecodeUTF8(r->report, strlen(r->report), "replace")
+                                 : Py_NewRef(Py_None);
+    free(r->report);
+    Py_XDECREF(r->exec);
+    Py_DECREF(r->obj);
     Py_DECREF(r->root);
     Py_DECREF(r->factory);
     free(r);
-    return failure;
+    if (report == NULL) {
+        Py_DECREF(failure);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", failure, report);
+}
+
+PyDoc_STRVAR(current_doc, "current() -> the run of this thread (begin's first argument), or None.");
+
+static PyObject *h_current(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    return Py_NewRef(run_here ? run_here->obj : Py_None);
+}
+
+PyDoc_STRVAR(cancel_doc, "cancel(): cancels every fiber of this thread's run (px_sched_cancel).");
+
+static PyObject *h_cancel(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    hrun *r = need_run();
+    if (r == NULL)
+        return NULL;
+    px_sched_cancel(r->s);
+    Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(loop_doc, "loop() -> int: from the root, runs the fibers until the run is over; "
@@ -227,11 +346,8 @@ static PyObject *h_loop(PyObject *self, PyObject *noargs)
     hrun *r = need_run();
     if (r == NULL)
         return NULL;
-    r->end = 1;
-    while (r->end == 1) {   /* a fiber may switch here by mistake: pull on */
-        if (pass_turn(r, 0) < 0)
-            return NULL;
-    }
+    if (root_loop(r) < 0)
+        return NULL;
     return PyLong_FromLong(r->end);
 }
 
@@ -340,52 +456,191 @@ static PyObject *h_wait(PyObject *self, PyObject *const *args, Py_ssize_t n)
 
 /* -- the executor that starts handler calls as fibers ---------------------- */
 
-/* On a C fiber of the scheduler (handler_fiber), or off-fiber when no fiber
-** could be made or the scheduler is freed with the call still posted: then it
-** runs the call inline, as a handler is owed its one call. */
+/*
+** A run's executor: post() hands a handler call to the scheduler's own
+** executor, which runs start_handler on a C fiber, which spawns the pulled
+** fiber that will run the call.  Timer queues and Scheduler.post use it from
+** any thread, for as long as their Python objects live -- longer than the
+** run: once it ended (`closed`) a call is aborted at once, as an executor may
+** do with what it cannot run.  `inflight` counts the calls posted and not
+** started: a run that ended with some still in its inbox runs again.
+*/
+typedef struct hexec {
+    pthread_mutex_t lock;
+    px_sched *s;
+    int closed;
+    long inflight;
+} hexec;
+
+static void start_handler(void *arg, int status);
+
+/* On a C fiber of the run, or off-fiber (no fiber could be made for it, or
+** the scheduler was freed with the call posted): then it runs inline, as a
+** handler is owed its one call. */
 static void start_handler(void *arg, int status)
 {
     hfiber *h = arg;
+    hexec *x = h->exec;
     h->status = status;
-    px_sched *s = (px_sched *)(uintptr_t)0;
-    (void)s;
-    if (px_self() != 0 && run_here != NULL &&
-        px_spawn_hosted(run_here->s, &pulled, h) != NULL)
+    pthread_mutex_lock(&x->lock);
+    x->inflight--;
+    pthread_mutex_unlock(&x->lock);
+    px_fiber *f = px_self() != 0 ? px_spawn_hosted(x->s, &pulled, h) : NULL;
+    if (f != NULL) {
+        px_fiber_release(f);   /* detached: nobody joins it */
         return;
+    }
     h->fn(h->arg, status);
     free(h);
 }
 
-/* The executor's post: hands fn(arg, status) to the scheduler's own executor,
-** which starts start_handler on a C fiber. */
 static int post_handler(void *ctx, px_handler_fn fn, void *arg, int status)
 {
-    if (ctx == NULL || fn == NULL)
+    hexec *x = ctx;
+    if (x == NULL || fn == NULL)
         return PX_EINVAL;
     hfiber *h = calloc(1, sizeof *h);
     if (h == NULL)
         return PX_ENOMEM;
     h->fn = fn;
     h->arg = arg;
-    px_executor inner = px_sched_executor(ctx);
-    int rc = inner.post(inner.ctx, start_handler, h, status);
-    if (rc != 0)
+    h->exec = x;
+    pthread_mutex_lock(&x->lock);
+    int rc = PX_ECLOSED;
+    if (!x->closed) {
+        px_executor inner = px_sched_executor(x->s);
+        rc = inner.post(inner.ctx, start_handler, h, status);
+        x->inflight += rc == 0;
+    }
+    pthread_mutex_unlock(&x->lock);
+    if (rc != 0) {
         free(h);
+        if (rc == PX_ECLOSED) {
+            fn(arg, PX_ECANCELED);   /* the run is over: aborted, not lost */
+            rc = 0;
+        }
+    }
     return rc;
 }
 
-PyDoc_STRVAR(executor_doc, "executor() -> (post, start): the C addresses of the executor's post "
-                           "function (ctx: the px_sched) and of start_handler.");
+/* The px_handler_fn of Scheduler.post's calls: only called inline (see
+** start_handler); a fiber runs the others. */
+static PyObject *posted_fn;  /* Python: _fibers._posted(key, status) */
+
+static void posted_call(void *arg, int status)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *r = PyObject_CallFunction(posted_fn, "Ki", (unsigned long long)(uintptr_t)arg, status);
+    if (r == NULL)
+        PyErr_WriteUnraisable(posted_fn);
+    Py_XDECREF(r);
+    PyGILState_Release(g);
+}
+
+static void *fn_address(px_handler_fn fn)
+{
+    void *p;
+    memcpy(&p, &fn, sizeof p);   /* POSIX: function and object pointers convert */
+    return p;
+}
+
+static void exec_free(PyObject *capsule)
+{
+    hexec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
+    pthread_mutex_destroy(&x->lock);
+    free(x);
+}
+
+PyDoc_STRVAR(executor_doc, "executor() -> (capsule, post, ctx): the executor of this thread's "
+                           "run: a capsule that owns it, the address of its post function and "
+                           "of its ctx (for a px_executor).");
 
 static PyObject *h_executor(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
-    void *post, *start;
+    hrun *r = need_run();
+    if (r == NULL)
+        return NULL;
+    if (r->exec == NULL) {
+        hexec *x = calloc(1, sizeof *x);
+        if (x == NULL)
+            return PyErr_NoMemory();
+        pthread_mutex_init(&x->lock, NULL);
+        x->s = r->s;
+        r->exec = PyCapsule_New(x, "parataxis.hexec", exec_free);
+        if (r->exec == NULL) {
+            pthread_mutex_destroy(&x->lock);
+            free(x);
+            return NULL;
+        }
+    }
+    hexec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
+    void *post;
     int (*p)(void *, px_handler_fn, void *, int) = post_handler;
-    void (*st)(void *, int) = start_handler;
     memcpy(&post, &p, sizeof post);
-    memcpy(&start, &st, sizeof start);
-    return Py_BuildValue("(NN)", PyLong_FromVoidPtr(post), PyLong_FromVoidPtr(start));
+    return Py_BuildValue("(ONN)", r->exec, PyLong_FromVoidPtr(post), PyLong_FromVoidPtr(x));
+}
+
+PyDoc_STRVAR(post_doc, "post(capsule, key) -> int: posts Scheduler.post's call `key` through the "
+                       "executor of `capsule` (any thread); 0, or a C error code.");
+
+static PyObject *h_post(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *capsule;
+    unsigned long long key;
+    if (!PyArg_ParseTuple(args, "OK", &capsule, &key))
+        return NULL;
+    hexec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
+    if (x == NULL)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS   /* post_handler may call posted_call inline */
+    rc = post_handler(x, posted_call, (void *)(uintptr_t)key, 0);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(rc);
+}
+
+PyDoc_STRVAR(close_exec_doc, "close_executor() -> bool: at the end of a run, closes its executor "
+                             "unless calls are still posted (True: closed; False: run again).");
+
+static PyObject *h_close_executor(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    hrun *r = need_run();
+    if (r == NULL)
+        return NULL;
+    if (r->exec == NULL)
+        Py_RETURN_TRUE;
+    hexec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
+    pthread_mutex_lock(&x->lock);
+    int idle = x->inflight == 0;
+    if (idle)
+        x->closed = 1;
+    pthread_mutex_unlock(&x->lock);
+    return PyBool_FromLong(idle);
+}
+
+PyDoc_STRVAR(configure_doc, "configure(posted): the Python function that runs Scheduler.post's "
+                            "call `key` inline, as posted(key, status).");
+
+static PyObject *h_configure(PyObject *self, PyObject *fn)
+{
+    (void)self;
+    Py_XSETREF(posted_fn, Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(handler_kind_doc, "handler_kind(fn) -> int: 1 for Scheduler.post's calls, 0 for "
+                               "any other handler address.");
+
+static PyObject *h_handler_kind(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    void *fn = PyLong_AsVoidPtr(arg);
+    if (fn == NULL && PyErr_Occurred())
+        return NULL;
+    return PyLong_FromLong(fn == fn_address(posted_call));
 }
 
 /* -- the module ------------------------------------------------------------- */
@@ -393,6 +648,8 @@ static PyObject *h_executor(PyObject *self, PyObject *noargs)
 static PyMethodDef methods[] = {
     { "begin", h_begin, METH_VARARGS, begin_doc },
     { "finish_run", h_finish_run, METH_NOARGS, finish_run_doc },
+    { "current", h_current, METH_NOARGS, current_doc },
+    { "cancel", h_cancel, METH_NOARGS, cancel_doc },
     { "loop", h_loop, METH_NOARGS, loop_doc },
     { "spawn", h_spawn, METH_O, spawn_doc },
     { "finish", h_finish, METH_NOARGS, finish_doc },
@@ -400,10 +657,12 @@ static PyMethodDef methods[] = {
     { "park", h_park, METH_O, park_doc },
     { "wait", (PyCFunction)(void (*)(void))h_wait, METH_FASTCALL, wait_doc },
     { "executor", h_executor, METH_NOARGS, executor_doc },
+    { "post", h_post, METH_VARARGS, post_doc },
+    { "close_executor", h_close_executor, METH_NOARGS, close_exec_doc },
+    { "handler_kind", h_handler_kind, METH_O, handler_kind_doc },
+    { "configure", h_configure, METH_O, configure_doc },
     { NULL, NULL, 0, NULL },
 };
-
-PyDoc_STRVAR(set_raise_doc, "");
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "parataxis._host",
@@ -415,7 +674,6 @@ PyMODINIT_FUNC PyInit__host(void);
 
 PyMODINIT_FUNC PyInit__host(void)
 {
-    (void)set_raise_doc;
     PyGreenlet_Import();
     if (_PyGreenlet_API == NULL)
         return NULL;

@@ -78,6 +78,11 @@ static void pxpy_trampoline(void *arg, int status)
     k->n++;
 }
 
+int pxpy_is_python_handler(px_handler_fn fn)
+{
+    return fn == pxpy_trampoline || fn == pxpy_trampoline_now;
+}
+
 /*
 ** The gate.  Python threads call a queue while another thread may close it, and
 ** the C free must not run under a call still in the queue (the C API forbids it:

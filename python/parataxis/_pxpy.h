@@ -52,6 +52,10 @@ int pxpy_queue_wait(pxpy_gate *g, int64_t deadline);
 int64_t pxpy_queue_size(pxpy_gate *g);
 int pxpy_queue_shut(pxpy_gate *g, size_t own);
 
+/* 1 when `fn` is the handler of a Python timer (its arg is the key for
+** pxpy_handler): a fiber scheduler's executor runs those in Python directly. */
+int pxpy_is_python_handler(px_handler_fn fn);
+
 /* The C trampoline a concurrent.futures worker calls: fn(arg, status). */
 void pxpy_invoke(px_handler_fn fn, void *arg, int status);
 

@@ -351,7 +351,7 @@ static void *short_nap(void *arg)
 
 static void test_sched_slack(int64_t slack)
 {
-    px_sched_opts o = { 0, slack, NULL, NULL };
+    px_sched_opts o = { .timer_slack_ns = slack };
     px_sched *s = px_sched_new(&o);
     CHECK(s != NULL);
     CHECK_EQ(px_sched_post(s, short_nap, NULL), 0);

@@ -134,6 +134,8 @@ struct px_sched {
     int64_t slack_ns;
     void (*on_deadlock)(void *ctx, const char *report);
     void *on_deadlock_ctx;
+    void (*on_wait)(void *ctx, int entering);
+    void *on_wait_ctx;
 
     size_t live;             /* fibers not ended */
     size_t outside;          /* parked with PX_PARK_OUTSIDE */

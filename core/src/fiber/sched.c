@@ -443,7 +443,13 @@ static int wait_kernel(px_sched *s, int64_t until)
         ts = px__deadline_timespec(until, px_now());
         tsp = &ts;
     }
+    if (s->on_wait)
+        s->on_wait(s->on_wait_ctx, 1);
     int n = ppoll(&pfd, 1, tsp, NULL);
+    int err = errno;
+    if (s->on_wait)
+        s->on_wait(s->on_wait_ctx, 0);
+    errno = err;
     int r = n < 0 && errno == EINTR ? PX_EINTR : 0;
     if (n > 0) {
         uint64_t v;
@@ -559,6 +565,8 @@ px_sched *px_sched_new(const px_sched_opts *opts)
             s->slack_ns = px__deadline_tolerance(opts->timer_slack_ns);
         s->on_deadlock = opts->on_deadlock;
         s->on_deadlock_ctx = opts->on_deadlock_ctx;
+        s->on_wait = opts->on_wait;
+        s->on_wait_ctx = opts->on_wait_ctx;
     }
     return s;
 }

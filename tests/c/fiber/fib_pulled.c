@@ -113,9 +113,23 @@ static task *spawn(void (*body)(task *))
     return t;
 }
 
+static int waits_in, waits_out;   /* on_wait calls: entering, leaving */
+
+static void on_wait(void *ctx, int entering)
+{
+    CHECK(ctx == &waits_in);
+    CHECK_EQ(waits_in - waits_out, entering ? 0 : 1);   /* in pairs, in order */
+    if (entering)
+        waits_in++;
+    else
+        waits_out++;
+}
+
 static void fresh(void)
 {
-    S = px_sched_new(NULL);
+    px_sched_opts o = { .on_wait = on_wait, .on_wait_ctx = &waits_in };
+    waits_in = waits_out = 0;
+    S = px_sched_new(&o);
     CHECK(S != NULL);
     ntasks = 0;
     trail_len = 0;
@@ -268,6 +282,8 @@ static void a_signal_while_it_waits_returns_eintr_and_the_run_goes_on(void)
     CHECK_EQ(pthread_join(th, NULL), 0);
     CHECK_GE(intrs, 1);
     CHECK(strcmp(trail, "s") == 0);
+    CHECK_GE(waits_in, 1);                  /* around each wait in the kernel */
+    CHECK_EQ(waits_in, waits_out);
     px_sched_free(S);
 }
 

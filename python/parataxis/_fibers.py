@@ -1,0 +1,441 @@
+"""Fibers on greenlets, scheduled by the C scheduler: run, spawn, sleep, yield_,
+scopes, cancellation tokens and the scheduler as an executor.
+
+A fiber is a greenlet and a pulled fiber of a px_sched (see _host.c): the C
+scheduler decides whose turn it is, the greenlets switch straight to one
+another.  Every blocking call is a C call that returns PX_EYIELD when it must
+wait; the fiber then hands the thread to the next one and, once switched back,
+collects the outcome.  A parked fiber therefore has no C frame of the library
+on its stack, which greenlet may copy away while others run.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import threading
+from typing import Any, Callable, Dict, Generic, Optional, TypeVar
+
+from greenlet import greenlet, getcurrent
+
+from . import _host
+from ._errors import (BusyError, Cancelled, Closed, DeadlockError, InvalidArgument,
+                      NoFiberError, Timeout, raise_for)
+from ._parataxis import ffi, lib
+
+T = TypeVar("T")
+
+_EYIELD = lib.PX_EYIELD
+_ETIMEDOUT = lib.PX_ETIMEDOUT
+_ECANCELED = lib.PX_ECANCELED
+_JOIN = int(ffi.cast("uintptr_t", ffi.addressof(lib, "px_join")))
+
+
+def _seconds_ns(seconds: float, what: str) -> int:
+    """Whole nanoseconds of `seconds`, saturated (as the C deadlines are)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
+    if math.isnan(seconds) or seconds < 0:
+        raise InvalidArgument(f"{what} must be >= 0, got {seconds!r}")
+    return int(min(seconds * 1e9, 2.0**63 - 1024))
+
+
+class Fiber(Generic[T]):
+    """A fiber spawned by spawn(): join() it for its result.
+
+    `id` is its 64-bit id (never reused in the process), `done` tells whether
+    its function returned or raised.  An exception it ended with is raised by
+    join(); one nobody joined is reported through sys.unraisablehook when the
+    Fiber is dropped.
+    """
+
+    __slots__ = ("_f", "_run", "id", "_fn", "_done", "_result", "_exc", "_joined",
+                 "__weakref__")
+
+    def __init__(self, run: "_Run", fn: Callable[..., T]) -> None:
+        self._run = run
+        self._fn = fn
+        self._f: Any = None
+        self.id = 0
+        self._done = False
+        self._result: Any = None
+        self._exc: Optional[BaseException] = None
+        self._joined = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def join(self) -> T:
+        """Waits until the fiber ended; returns its result or raises its exception.
+
+        Bounded by the scopes around it (Timeout, Cancelled); DeadlockError
+        for a fiber joining itself, NoFiberError off-fiber.
+        """
+        if not self._done:
+            if self._run is not _host.current():
+                raise BusyError("join from outside the fiber's run")
+            rc = _host.wait(_JOIN, self._f, 0)
+            if rc != 0:
+                _raise_wait(rc, "fiber join")
+        self._joined = True
+        if self._exc is not None:
+            raise self._exc
+        return self._result
+
+    def _body(self, fn: Callable[..., Any], args: tuple) -> Callable[..., None]:
+        def run(*_: Any) -> None:
+            try:
+                self._result = fn(*args)
+            except BaseException as e:          # kept for join, or for run()
+                self._exc = e
+                self._run.fiber_failed(self, e)
+            finally:
+                self._done = True
+                self._fn = None
+            _host.finish()                      # returning switches to the next fiber
+        return run
+
+    def __del__(self) -> None:
+        exc = self._exc
+        if exc is not None and not self._joined and self._run.reports(exc):
+            hook = getattr(sys, "unraisablehook", None)
+            if hook is not None:
+                self._exc = None
+                try:
+                    hook(_Unraisable(exc, f"fiber {self.id:#x} ended with an exception "
+                                          "nobody joined", self))
+                except Exception:
+                    pass
+        f, self._f = self._f, None
+        run = self._run
+        if f and run.alive and _host.current() is run:
+            lib.px_fiber_release(ffi.cast("px_fiber *", f))
+
+    def __repr__(self) -> str:
+        state = "done" if self._done else "live"
+        name = getattr(self._fn, "__qualname__", None)
+        what = f" {name}" if name else ""
+        return f"<parataxis.Fiber {self.id:#x}{what} {state}>"
+
+
+class _Unraisable:
+    """What sys.unraisablehook receives (the attributes it reads)."""
+
+    def __init__(self, exc: BaseException, message: str, obj: object) -> None:
+        self.exc_type = type(exc)
+        self.exc_value = exc
+        self.exc_traceback = exc.__traceback__
+        self.err_msg = message
+        self.object = obj
+
+
+class _Run:
+    """One px.run on one thread: its scheduler, root greenlet and main fiber."""
+
+    def __init__(self) -> None:
+        self.alive = False
+        self.main: Optional[Fiber[Any]] = None
+        self.failure: Optional[BaseException] = None
+        self.scheduler: Optional[Scheduler] = None
+        self.thread = threading.get_ident()
+
+    def fiber_failed(self, fiber: Fiber[Any], exc: BaseException) -> None:
+        # The main fiber's exception, or a KeyboardInterrupt / SystemExit in any
+        # fiber, ends the program: every other fiber is cancelled and unwinds,
+        # then run() raises it.
+        if fiber is self.main or not isinstance(exc, Exception):
+            if self.failure is None:
+                self.failure = exc
+            _host.cancel()
+
+    def reports(self, exc: BaseException) -> bool:
+        return exc is not self.failure and isinstance(exc, Exception)
+
+
+def _factory(fn: int, arg: int, status: int) -> greenlet:
+    # A fiber that an executor's call started: its greenlet, at its first turn.
+    run = _host.current()
+    if _host.handler_kind(fn) == 1:
+        target: Callable[..., Any] = _take_posted(arg)
+    else:
+        target = _handler_call(fn, arg, status)
+    f: Fiber[Any] = Fiber(run, target)
+    return greenlet(f._body(target, ()), parent=run.root)
+
+
+def _handler_call(fn: int, arg: int, status: int) -> Callable[[], None]:
+    from . import _core
+    if lib.pxpy_is_python_handler(ffi.cast("px_handler_fn", fn)):
+        return lambda: _core.pxpy_handler(arg, status)
+    cfn = ffi.cast("px_handler_fn", fn)
+    return lambda: cfn(ffi.cast("void *", arg), status)
+
+
+# Scheduler.post's calls, by key, from the post until their fiber starts.
+_POSTED: Dict[int, Callable[[], Any]] = {}
+_POSTED_LOCK = threading.Lock()
+_next_key = iter(range(1, 1 << 62)).__next__
+
+
+def _take_posted(key: int) -> Callable[[], Any]:
+    with _POSTED_LOCK:
+        return _POSTED.pop(key)
+
+
+def _posted(key: int, status: int) -> None:
+    # A post whose fiber could not be made, or that came after the run: dropped
+    # (its call would run off-fiber, or in no run at all).
+    with _POSTED_LOCK:
+        _POSTED.pop(key, None)
+
+
+_host.configure(_posted)
+
+
+class Scheduler:
+    """The scheduler of a running px.run, as an executor.
+
+    TimerQueue(executor=px.scheduler()) runs each handler as a new fiber of
+    the run, and post(fn, *args) starts fn(*args) as one, from any thread.
+    Once the run is over, post raises Closed and a timer queue's handlers are
+    called aborted.
+    """
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+        self._exec, self._post, self._ctx = _host.executor()
+
+    def post(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Starts fn(*args) as a new fiber of the run (any thread)."""
+        if not callable(fn):
+            raise TypeError("post: fn must be callable")
+        key = _next_key()
+        with _POSTED_LOCK:
+            _POSTED[key] = (lambda: fn(*args)) if args else fn
+        rc = _host.post(self._exec, key)
+        if rc != 0:
+            with _POSTED_LOCK:
+                _POSTED.pop(key, None)
+            if rc == lib.PX_ECLOSED:
+                raise Closed("the run of this scheduler is over")
+            raise_for(rc)
+
+    def _executor(self) -> Any:
+        # The px_executor a TimerQueue copies; it keeps self._exec alive.
+        return {"post": ffi.cast("int (*)(void *, px_handler_fn, void *, int)", self._post),
+                "ctx": ffi.cast("void *", self._ctx), "flush": ffi.NULL}
+
+    def __repr__(self) -> str:
+        return f"<parataxis.Scheduler {'running' if self._run.alive else 'done'}>"
+
+
+def run(main: Callable[..., T], *args: Any) -> T:
+    """Runs main(*args) as the first fiber of a new scheduler on this thread,
+    until every fiber ended; returns main's result or raises its exception.
+
+    When main raises (or any fiber ends with KeyboardInterrupt or SystemExit),
+    every other fiber is cancelled first: each wait raises Cancelled, their
+    finally blocks run, and then run() raises it.  When fibers are left
+    waiting with nothing that could wake them, they are cancelled the same way
+    and run() raises DeadlockError, whose message is the engine's report.
+    BusyError inside a fiber (or while this thread runs another scheduler).
+    """
+    if not callable(main):
+        raise TypeError("run: main must be callable")
+    r = _Run()
+    r.root = getcurrent()
+    _host.begin(r, r.root, _factory)
+    r.alive = True
+    deadlock: Optional[bool] = None
+    try:
+        fiber: Fiber[T] = Fiber(r, main)
+        r.main = fiber
+        glet = greenlet(fiber._body(main, args), parent=r.root)
+        fiber._f = _host.spawn(glet)
+        fiber.id = lib.px_fiber_id(ffi.cast("px_fiber *", fiber._f))
+        while True:
+            rc = _host.loop()
+            if rc == lib.PX_EDEADLK:            # unwind them all, then say why
+                if deadlock is None:
+                    deadlock = r.failure is None    # unless something failed first
+                _host.cancel()
+                continue
+            if rc != 0:
+                raise_for(rc)
+            if _host.close_executor():
+                break
+    finally:
+        r.alive = False
+        signal_failure, report = _host.finish_run()
+    if signal_failure is not None and r.failure is None:
+        r.failure = signal_failure
+    if deadlock:                                # what the unwinding raised follows
+        raise DeadlockError(report or "deadlock") from r.failure
+    if r.failure is not None:
+        raise r.failure
+    fiber._joined = True
+    return fiber._result
+
+
+def spawn(fn: Callable[..., T], *args: Any) -> Fiber[T]:
+    """Starts fn(*args) as a new fiber of the running scheduler; it first runs
+    when the caller next waits, yields or ends.  NoFiberError outside run."""
+    r = _host.current()
+    if r is None:
+        raise NoFiberError("spawn outside px.run")
+    if not callable(fn):
+        raise TypeError("spawn: fn must be callable")
+    fiber: Fiber[T] = Fiber(r, fn)
+    glet = greenlet(fiber._body(fn, args), parent=r.root)
+    fiber._f = _host.spawn(glet)
+    fiber.id = lib.px_fiber_id(ffi.cast("px_fiber *", fiber._f))
+    return fiber
+
+
+def sleep(seconds: float) -> None:
+    """Suspends the calling fiber for `seconds` (never less); bounded by scopes."""
+    rc = _host.park(lib.px_sleep(_seconds_ns(seconds, "sleep")))
+    if rc != 0:
+        _raise_wait(rc, "sleep")
+
+
+yield_ = _host.yield_
+
+
+def current_id() -> int:
+    """The calling fiber's id, or 0 off-fiber."""
+    return lib.px_self()
+
+
+def scheduler() -> Scheduler:
+    """The scheduler of the run this thread is in (NoFiberError outside run)."""
+    r = _host.current()
+    if r is None:
+        raise NoFiberError("scheduler() outside px.run")
+    if r.scheduler is None:
+        r.scheduler = Scheduler(r)
+    return r.scheduler
+
+
+def _raise_wait(rc: int, what: str) -> None:
+    if rc == _ETIMEDOUT:
+        raise Timeout(f"{what}: timed out")
+    if rc == _ECANCELED:
+        raise Cancelled(f"{what}: cancelled")
+    raise_for(rc)
+
+
+# -- scopes -------------------------------------------------------------------
+
+class _Scope:
+    __slots__ = ("_ns", "_token", "fired", "_open")
+
+    def __init__(self, ns: int = -1, token: Optional["CancellationToken"] = None) -> None:
+        self._ns = ns
+        self._token = token
+        self.fired = False
+        self._open = False
+
+    def __enter__(self) -> "_Scope":
+        if self._open:
+            raise RuntimeError("a scope is entered once")
+        if self._token is not None:
+            rc = lib.px_scope_push_cancel(self._token._t)
+        else:
+            rc = lib.px_scope_push_timeout(self._ns)
+        if rc != 0:
+            raise_for(rc)
+        self._open = True
+        return self
+
+    def _close(self) -> int:
+        self._open = False
+        rc = lib.px_scope_pop()
+        if rc < 0 and rc not in (_ETIMEDOUT, _ECANCELED):
+            raise_for(rc)
+        self.fired = rc != 0
+        return rc
+
+
+class timeout(_Scope):
+    """with px.timeout(seconds): every wait in the block that would end after
+    the deadline raises px.Timeout (a TimeoutError) instead; `fired` says
+    whether this scope's deadline was the one that passed."""
+
+    __slots__ = ()
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(_seconds_ns(seconds, "timeout"))
+
+    def __exit__(self, *exc: object) -> bool:
+        self._close()
+        return False
+
+    def __repr__(self) -> str:
+        return f"<parataxis.timeout {self._ns / 1e9}s{' fired' if self.fired else ''}>"
+
+
+class move_on_after(_Scope):
+    """with px.move_on_after(seconds) as scope: like timeout(), but the block
+    just ends when its own deadline passed: the Timeout it raised is swallowed
+    and scope.expired is True.  A Timeout of an outer scope goes on."""
+
+    __slots__ = ()
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(_seconds_ns(seconds, "move_on_after"))
+
+    @property
+    def expired(self) -> bool:
+        return self.fired
+
+    def __exit__(self, typ: Any, value: Any, tb: Any) -> bool:
+        rc = self._close()
+        return rc == _ETIMEDOUT and typ is not None and issubclass(typ, Timeout)
+
+    def __repr__(self) -> str:
+        return f"<parataxis.move_on_after {self._ns / 1e9}s{' expired' if self.fired else ''}>"
+
+
+class CancellationToken:
+    """A flag any thread may raise with cancel(); waits inside a cancel_scope
+    of it then raise px.Cancelled."""
+
+    __slots__ = ("_t",)
+
+    def __init__(self) -> None:
+        t = lib.px_token_new()
+        if t == ffi.NULL:
+            raise MemoryError("px_token_new")
+        self._t = ffi.gc(t, lib.px_token_free)
+
+    def cancel(self) -> bool:
+        """Cancels it (any thread); False if it was cancelled already."""
+        rc = lib.px_token_cancel(self._t)
+        if rc < 0:
+            raise_for(rc)
+        return rc == 1
+
+    @property
+    def cancelled(self) -> bool:
+        return bool(lib.px_token_cancelled(self._t))
+
+    def __repr__(self) -> str:
+        return f"<parataxis.CancellationToken{' cancelled' if self.cancelled else ''}>"
+
+
+class cancel_scope(_Scope):
+    """with px.cancel_scope(token): every wait in the block raises px.Cancelled
+    once the token is cancelled (at once if it was); `fired` says whether this
+    scope's token was the one."""
+
+    __slots__ = ()
+
+    def __init__(self, token: CancellationToken) -> None:
+        if not isinstance(token, CancellationToken):
+            raise TypeError("cancel_scope takes a CancellationToken")
+        super().__init__(token=token)
+
+    def __exit__(self, *exc: object) -> bool:
+        self._close()
+        return False

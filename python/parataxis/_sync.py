@@ -1,0 +1,535 @@
+"""The synchronization family for fibers: Mutex, RwLock, WaitGroup, Barrier,
+Once, Semaphore, Event and Channel, each a thin shell over its C primitive.
+
+The rules common to all of them are the C ones:
+
+- Waits are FIFO and a release hands over directly: the next waiter owns what
+  it waited for before it runs, so nobody barges in.
+- Every wait is bounded by the scopes around it (px.timeout, move_on_after,
+  cancel_scope) and raises Timeout or Cancelled; then nothing of the wait is
+  left queued and nothing was acquired.
+- Holders are fibers: a fiber that ends holding a Mutex, an RwLock hold or a
+  running Once releases it as it ends (the next locker gets OwnerDiedError).
+- An object belongs to the run that first uses it: WrongSchedulerError from
+  a fiber of another run, NoFiberError outside any run (WaitGroup add/done
+  excepted).
+- The engine names every wait ("Mutex lock", ...): deadlock reports and
+  traces show who waits on whom.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Dict, Generic, Iterator, Optional, Tuple, TypeVar
+
+from . import _host
+from ._errors import Closed, NoFiberError, NoMemory, WrongSchedulerError
+from ._fibers import _raise_wait
+from ._parataxis import ffi, lib
+
+T = TypeVar("T")
+
+_EBUSY = lib.PX_EBUSY
+_ECLOSED = lib.PX_ECLOSED
+
+
+def _addr(name: str) -> int:
+    return int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
+
+
+_MUTEX_LOCK = _addr("px_mutex_lock")
+_RDLOCK = _addr("px_rwlock_rdlock")
+_WRLOCK = _addr("px_rwlock_wrlock")
+_WG_WAIT = _addr("px_waitgroup_wait")
+_ARRIVE = _addr("px_barrier_arrive_and_wait")
+_ONCE_BEGIN = _addr("px_once_begin")
+_ACQUIRE = _addr("px_sem_acquire")
+_EV_WAIT = _addr("px_event_wait")
+_SEND = _addr("px_chan_send")
+_RECV = _addr("px_chan_recv")
+
+
+class _Primitive:
+    """The C object (`_p`, its address `_a`) and the run it belongs to."""
+
+    __slots__ = ("_p", "_a", "_run", "_free", "__weakref__")
+    _what = "primitive"
+
+    def _own(self, p: Any, free: Any) -> None:
+        if p == ffi.NULL:
+            raise NoMemory(f"{type(self).__name__}: out of memory")
+        self._p = p
+        self._a = int(ffi.cast("uintptr_t", p))
+        self._free = free
+        self._run: Any = None
+
+    def _bind(self) -> None:
+        """Checks that the caller is a fiber of this object's run."""
+        r = _host.current()
+        if r is self._run:
+            return
+        if r is None:
+            raise NoFiberError(f"{self._what} outside px.run")
+        if self._run is not None and self._run.alive:
+            raise WrongSchedulerError(f"{self._what}: the object belongs to another run")
+        self._run = r
+
+    def _bind_off_fiber(self) -> None:
+        """Like _bind, but a call outside any run is allowed while no run on
+        another thread has the object."""
+        r = _host.current()
+        if r is None:
+            if self._run is not None and self._run.alive:
+                raise WrongSchedulerError(f"{self._what}: the object belongs to a running run")
+            return
+        if r is not self._run:
+            self._bind()
+
+    def _check(self, rc: int) -> int:
+        if rc < 0:
+            _raise_wait(rc, self._what)
+        return rc
+
+    def __del__(self) -> None:
+        # Freed by the thread of its run (or with no run): C objects are not
+        # thread-safe.  One still in use (PX_EBUSY) is left, never torn down.
+        p = getattr(self, "_p", None)
+        if p is None:
+            return
+        run = self._run
+        if run is None or not run.alive or _host.current() is run:
+            self._free(p)
+
+
+class Mutex(_Primitive):
+    """A lock owned by a fiber, not reentrant.
+
+    with m: locks and unlocks.  If the previous owner ended holding it, lock()
+    raises OwnerDiedError with the lock held by the caller (repair, then
+    unlock); `with m:` instead unlocks it again and raises OwnerDiedError
+    before the block runs, so no lock is ever stranded by a with statement.
+    """
+
+    __slots__ = ()
+    _what = "Mutex"
+
+    def __init__(self) -> None:
+        self._own(lib.px_mutex_new(), lib.px_mutex_free)
+
+    def lock(self) -> None:
+        """Waits until the caller owns it (FIFO)."""
+        self._bind()
+        rc = _host.wait(_MUTEX_LOCK, self._a)
+        if rc:
+            self._check(rc)
+
+    def try_lock(self) -> bool:
+        """Takes it if free; False when held or waited for (OwnerDiedError as lock)."""
+        self._bind()
+        rc = lib.px_mutex_trylock(self._p)
+        if rc == _EBUSY:
+            return False
+        self._check(rc)
+        return True
+
+    def unlock(self) -> None:
+        """Hands it to the first waiter, or frees it; NotOwnerError unless the
+        caller owns it."""
+        self._bind()
+        rc = lib.px_mutex_unlock(self._p)
+        if rc:
+            self._check(rc)
+
+    @property
+    def owner(self) -> Optional[int]:
+        """The owner's fiber id, or None when free."""
+        return lib.px_mutex_owner(self._p) or None
+
+    @property
+    def waiters(self) -> int:
+        return lib.px_mutex_waiters(self._p)
+
+    def __enter__(self) -> "Mutex":
+        self._bind()
+        rc = _host.wait(_MUTEX_LOCK, self._a)
+        if rc:
+            if rc == lib.PX_EOWNERDEAD:
+                lib.px_mutex_unlock(self._p)
+            self._check(rc)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.unlock()
+
+    def __repr__(self) -> str:
+        owner = self.owner
+        state = f"owned by {owner:#x}" if owner else "free"
+        return f"<parataxis.Mutex {state}, {self.waiters} waiting>"
+
+
+class _Hold:
+    """The context manager of RwLock.read() / write()."""
+
+    __slots__ = ("_lock", "_write")
+
+    def __init__(self, lock: "RwLock", write: bool) -> None:
+        self._lock, self._write = lock, write
+
+    def __enter__(self) -> "RwLock":
+        lk = self._lock
+        if self._write:
+            lk.wrlock()
+        else:
+            lk.rdlock()
+        return lk
+
+    def __exit__(self, *exc: object) -> None:
+        if self._write:
+            self._lock.wrunlock()
+        else:
+            self._lock.rdunlock()
+
+
+class RwLock(_Primitive):
+    """Many readers or one writer, writer-preferring: once a writer waits, new
+    readers queue behind it.  A reader asking for the write lock (an upgrade)
+    raises DeadlockError at once.  with l.read(): / with l.write(): hold it."""
+
+    __slots__ = ()
+    _what = "RwLock"
+
+    def __init__(self) -> None:
+        self._own(lib.px_rwlock_new(), lib.px_rwlock_free)
+
+    def read(self) -> _Hold:
+        return _Hold(self, False)
+
+    def write(self) -> _Hold:
+        return _Hold(self, True)
+
+    def rdlock(self) -> None:
+        self._bind()
+        rc = _host.wait(_RDLOCK, self._a)
+        if rc:
+            self._check(rc)
+
+    def wrlock(self) -> None:
+        self._bind()
+        rc = _host.wait(_WRLOCK, self._a)
+        if rc:
+            self._check(rc)
+
+    def try_rdlock(self) -> bool:
+        self._bind()
+        rc = lib.px_rwlock_tryrdlock(self._p)
+        if rc == _EBUSY:
+            return False
+        self._check(rc)
+        return True
+
+    def try_wrlock(self) -> bool:
+        self._bind()
+        rc = lib.px_rwlock_trywrlock(self._p)
+        if rc == _EBUSY:
+            return False
+        self._check(rc)
+        return True
+
+    def rdunlock(self) -> None:
+        self._bind()
+        self._check(lib.px_rwlock_rdunlock(self._p))
+
+    def wrunlock(self) -> None:
+        self._bind()
+        self._check(lib.px_rwlock_wrunlock(self._p))
+
+    @property
+    def readers(self) -> int:
+        return lib.px_rwlock_readers(self._p)
+
+    @property
+    def writer(self) -> Optional[int]:
+        return lib.px_rwlock_writer(self._p) or None
+
+    @property
+    def waiters(self) -> int:
+        return lib.px_rwlock_waiters(self._p)
+
+    def __repr__(self) -> str:
+        w = self.writer
+        state = f"written by {w:#x}" if w else f"{self.readers} readers"
+        return f"<parataxis.RwLock {state}, {self.waiters} waiting>"
+
+
+class WaitGroup(_Primitive):
+    """A count of work in progress: add(n) before starting it, done() as each
+    ends, wait() until the count is zero.  add and done need no fiber."""
+
+    __slots__ = ()
+    _what = "WaitGroup"
+
+    def __init__(self) -> None:
+        self._own(lib.px_waitgroup_new(), lib.px_waitgroup_free)
+
+    def add(self, n: int = 1) -> None:
+        """Adds n (may be negative); InvalidArgument if the count would go below zero."""
+        self._bind_off_fiber()
+        self._check(lib.px_waitgroup_add(self._p, n))
+
+    def done(self) -> None:
+        self._bind_off_fiber()
+        self._check(lib.px_waitgroup_done(self._p))
+
+    def wait(self) -> None:
+        self._bind()
+        rc = _host.wait(_WG_WAIT, self._a)
+        if rc:
+            self._check(rc)
+
+    @property
+    def count(self) -> int:
+        return lib.px_waitgroup_count(self._p)
+
+    def __repr__(self) -> str:
+        return f"<parataxis.WaitGroup count={self.count}>"
+
+
+class Barrier(_Primitive):
+    """`parties` fibers meet: each arrive_and_wait() returns once all arrived,
+    True for one of them (the leader) per phase; then the barrier re-arms."""
+
+    __slots__ = ()
+    _what = "Barrier"
+
+    def __init__(self, parties: int) -> None:
+        if isinstance(parties, bool) or not isinstance(parties, int):
+            raise TypeError("Barrier(parties): an int")
+        if parties < 1:
+            raise ValueError("Barrier(parties): parties >= 1")
+        self._own(lib.px_barrier_new(parties), lib.px_barrier_free)
+
+    def arrive_and_wait(self) -> bool:
+        self._bind()
+        return self._check(_host.wait(_ARRIVE, self._a)) == 1
+
+    @property
+    def phase(self) -> int:
+        """How many phases have completed."""
+        return lib.px_barrier_phase(self._p)
+
+    @property
+    def waiting(self) -> int:
+        return lib.px_barrier_waiting(self._p)
+
+    def __repr__(self) -> str:
+        return f"<parataxis.Barrier phase={self.phase}, {self.waiting} waiting>"
+
+
+class Once(_Primitive):
+    """An action run exactly once among racing fibers: do(fn, *args) runs it
+    in the first caller (returning its result, or raising its exception);
+    callers arriving meanwhile wait until it ended and return None, as do all
+    later ones.  A failed action counts as done: it is not retried."""
+
+    __slots__ = ()
+    _what = "Once"
+
+    def __init__(self) -> None:
+        self._own(lib.px_once_new(), lib.px_once_free)
+
+    def do(self, fn: Callable[..., T], *args: Any) -> Optional[T]:
+        self._bind()
+        if not self._check(_host.wait(_ONCE_BEGIN, self._a)):
+            return None
+        try:
+            return fn(*args)
+        finally:
+            lib.px_once_end(self._p)
+
+    @property
+    def done(self) -> bool:
+        return bool(lib.px_once_done(self._p))
+
+    def __repr__(self) -> str:
+        return f"<parataxis.Once {'done' if self.done else 'not done'}>"
+
+
+class Semaphore(_Primitive):
+    """A count of free units: acquire() waits for one (FIFO), release() gives
+    one back (to the first waiter, directly).  with s: holds one.  Units are
+    not owned: any fiber may release."""
+
+    __slots__ = ()
+    _what = "Semaphore"
+
+    def __init__(self, value: int = 1) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError("Semaphore(value): an int")
+        if value < 0:
+            raise ValueError("Semaphore(value): value >= 0")
+        self._own(lib.px_sem_new(value), lib.px_sem_free)
+
+    def acquire(self) -> None:
+        self._bind()
+        rc = _host.wait(_ACQUIRE, self._a)
+        if rc:
+            self._check(rc)
+
+    def try_acquire(self) -> bool:
+        self._bind()
+        rc = lib.px_sem_tryacquire(self._p)
+        if rc == _EBUSY:
+            return False
+        self._check(rc)
+        return True
+
+    def release(self) -> None:
+        self._bind()
+        self._check(lib.px_sem_release(self._p))
+
+    @property
+    def value(self) -> int:
+        return lib.px_sem_value(self._p)
+
+    @property
+    def waiters(self) -> int:
+        return lib.px_sem_waiters(self._p)
+
+    def __enter__(self) -> "Semaphore":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"<parataxis.Semaphore value={self.value}, {self.waiters} waiting>"
+
+
+class Event(_Primitive):
+    """A level: wait() returns at once while set, else waits until set()."""
+
+    __slots__ = ()
+    _what = "Event"
+
+    def __init__(self) -> None:
+        self._own(lib.px_event_new(), lib.px_event_free)
+
+    def set(self) -> int:
+        """Sets it and wakes every waiter; returns how many it woke."""
+        self._bind()
+        return self._check(lib.px_event_set(self._p))
+
+    def clear(self) -> None:
+        self._bind()
+        self._check(lib.px_event_clear(self._p))
+
+    def is_set(self) -> bool:
+        return bool(lib.px_event_is_set(self._p))
+
+    def wait(self) -> None:
+        self._bind()
+        rc = _host.wait(_EV_WAIT, self._a)
+        if rc:
+            self._check(rc)
+
+    def __repr__(self) -> str:
+        return f"<parataxis.Event {'set' if self.is_set() else 'clear'}>"
+
+
+class Channel(_Primitive, Generic[T]):
+    """A FIFO of values between fibers.  capacity 0 (unbuffered): send()
+    returns once a receiver took the value.  close(): receivers get what is
+    buffered, then Closed; senders get Closed.  Iterating receives until the
+    channel is closed and drained."""
+
+    __slots__ = ("_values", "_next", "_slot", "_closed")
+    _what = "Channel"
+
+    def __init__(self, capacity: int = 0) -> None:
+        if isinstance(capacity, bool) or not isinstance(capacity, int):
+            raise TypeError("Channel(capacity): an int")
+        if capacity < 0:
+            raise ValueError("Channel(capacity): capacity >= 0")
+        self._own(lib.px_chan_new(capacity), lib.px_chan_free)
+        # C carries keys; the values wait here.  One slot serves every
+        # receiver: a receive reads it before any other fiber runs.
+        self._values: Dict[int, Any] = {}
+        self._next = itertools.count(1).__next__
+        self._slot = ffi.new("void **")
+        self._closed = False
+
+    def send(self, value: T) -> None:
+        self._bind()
+        key = self._next()
+        self._values[key] = value
+        rc = _host.wait(_SEND, self._a, key)
+        if rc:
+            del self._values[key]
+            self._fail(rc)
+
+    def recv(self) -> T:
+        self._bind()
+        rc = _host.wait(_RECV, self._a, int(ffi.cast("uintptr_t", self._slot)))
+        if rc:
+            self._fail(rc)
+        return self._values.pop(int(ffi.cast("uintptr_t", self._slot[0])))
+
+    def try_send(self, value: T) -> bool:
+        """Sends without waiting; False when it would wait."""
+        self._bind()
+        key = self._next()
+        self._values[key] = value
+        rc = lib.px_chan_trysend(self._p, ffi.cast("void *", key))
+        if rc:
+            del self._values[key]
+            if rc == _EBUSY:
+                return False
+            self._fail(rc)
+        return True
+
+    def try_recv(self) -> Tuple[bool, Optional[T]]:
+        """Receives without waiting: (True, value), or (False, None) when it
+        would wait."""
+        self._bind()
+        rc = lib.px_chan_tryrecv(self._p, self._slot)
+        if rc == _EBUSY:
+            return False, None
+        if rc:
+            self._fail(rc)
+        return True, self._values.pop(int(ffi.cast("uintptr_t", self._slot[0])))
+
+    def close(self) -> None:
+        """Closes it (once more: Closed)."""
+        self._bind()
+        rc = lib.px_chan_close(self._p)
+        if rc:
+            self._fail(rc)
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __len__(self) -> int:
+        return lib.px_chan_len(self._p)
+
+    @property
+    def capacity(self) -> int:
+        return lib.px_chan_cap(self._p)
+
+    def __iter__(self) -> Iterator[T]:
+        while True:
+            try:
+                yield self.recv()
+            except Closed:
+                return
+
+    def _fail(self, rc: int) -> None:
+        if rc == _ECLOSED:
+            raise Closed("the channel is closed")
+        self._check(rc)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<parataxis.Channel {state}, {len(self)}/{self.capacity}>"
+
