@@ -483,6 +483,7 @@ TIMED = [   # (row, {library: cell}), ns per op
     ("channel ping-pong", {"parataxis": px_pingpong, "gevent": gevent_pingpong,
                            "asyncio": asyncio_pingpong, "trio": trio_pingpong}),
 ]
+PARKED_ROW = "bytes per parked fiber"
 PARKED = {"parataxis": px_park, "greenlet": greenlet_park, "gevent": gevent_park,
           "asyncio": asyncio_park, "trio": trio_park}
 
@@ -494,9 +495,12 @@ def run_cell(lib, cell, n):
 
 def run_parked(lib, n):
     """Bytes per parked fiber, from a fresh interpreter."""
-    out = subprocess.run([sys.executable, __file__, "--park", lib, "--parked", str(n)],
-                         check=True, capture_output=True, text=True).stdout
-    return float(out)
+    p = subprocess.run([sys.executable, __file__, "--park", lib, "--parked", str(n)],
+                       capture_output=True, text=True)
+    if p.returncode:
+        last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+        raise RuntimeError(f"in the subprocess: {last}")
+    return float(p.stdout)
 
 
 def available(cells):
@@ -509,41 +513,55 @@ def rotate(libs, r):
 
 
 def measure(a):
-    """{row: {library: [one figure per round]}}, the rounds interleaved."""
+    """{row: {library: [one figure per round]}}, the rounds interleaved, and
+    {(row, library): error} for the cells that raised (skipped from then on)."""
     res = {row: {lib: [] for lib in available(cells)} for row, cells in TIMED}
-    res["bytes per parked fiber"] = {lib: [] for lib in available(PARKED)}
-    for row, cells in TIMED:                    # warm-up
+    res[PARKED_ROW] = {lib: [] for lib in available(PARKED)}
+    failed = {}
+
+    def take(row, lib, fn, *args, keep=True):
+        if (row, lib) in failed:
+            return
+        try:
+            v = fn(*args)
+        except Exception as e:
+            failed[row, lib] = f"{type(e).__name__}: {e}"
+            return
+        if keep:
+            res[row][lib].append(v)
+    for row, cells in TIMED:
         for lib in available(cells):
-            run_cell(lib, cells[lib], max(a.n // 10, 100))
+            take(row, lib, run_cell, lib, cells[lib], max(a.n // 10, 100), keep=False)
     for r in range(max(a.rounds, a.mem_rounds)):
         for row, cells in TIMED:
-            if r < a.rounds:
-                for lib in rotate(available(cells), r):
-                    res[row][lib].append(run_cell(lib, cells[lib], a.n))
-        if r < a.mem_rounds:
-            for lib in rotate(available(PARKED), r):
-                res["bytes per parked fiber"][lib].append(run_parked(lib, a.parked))
-    return res
+            for lib in rotate(available(cells), r) if r < a.rounds else []:
+                take(row, lib, run_cell, lib, cells[lib], a.n)
+        for lib in rotate(available(PARKED), r) if r < a.mem_rounds else []:
+            take(PARKED_ROW, lib, run_parked, lib, a.parked)
+    res = {row: {lib: v for lib, v in cells.items() if v} for row, cells in res.items()}
+    return res, failed
 
 
-def report(a, res):
+def report(a, res, failed):
     print(f"Python fibers side by side: CPython {platform.python_version()}, "
-          f"greenlet {_version(greenlet)}, gevent {_version(gevent)}, trio {_version(trio)}; "
-          f"medians of {a.rounds} interleaved rounds, n = {a.n} ops a cell; memory "
-          f"{a.parked:,} parked, median of {a.mem_rounds} fresh processes (RSS, /proc/self/statm)")
+          f"greenlet {_version(greenlet)}, gevent {_version(gevent)}, trio {_version(trio)}")
+    print(f"medians of {a.rounds} interleaved rounds of n = {a.n} ops a cell; memory: "
+          f"{a.parked:,} parked, median of {a.mem_rounds} fresh processes, RSS (/proc/self/statm)")
     for lib, (_, why) in LIBS.items():
         if why:
             print(f"  skipped: {lib}: {why}")
+    for (row, lib), why in failed.items():
+        print(f"  FAILED: {row}, {lib}: {why}")
     med = {row: {lib: statistics.median(v) for lib, v in cells.items()}
            for row, cells in res.items()}
     for row, cells in res.items():
-        unit = "B" if row.startswith("bytes") else "ns"
+        unit = "B" if row == PARKED_ROW else "ns/op"
         base = med[row].get("parataxis")
-        print(f"  {row}")
+        print(f"  {row:24s} {unit:>9s} {'min..max':>17s}  {'/ parataxis' if base else ''}")
         for lib, v in cells.items():
-            m = med[row][lib]
-            ratio = f"{m / base:6.2f}x parataxis" if base else ""
-            print(f"    {lib:10s} {m:9.0f} {unit}  ({min(v):.0f}..{max(v):.0f})  {ratio}")
+            spread = f"{min(v):.0f}..{max(v):.0f}"
+            ratio = f"{med[row][lib] / base:10.2f}x" if base else ""
+            print(f"    {lib:22s} {med[row][lib]:9.0f} {spread:>17s}  {ratio}")
     return med
 
 
@@ -583,7 +601,9 @@ def main():
     if a.park:
         print(run_cell(a.park, PARKED[a.park], a.parked))
         return
-    summary(report(a, measure(a)))
+    res, failed = measure(a)
+    summary(report(a, res, failed))
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":
