@@ -9,7 +9,8 @@ What one op is, row by row (the same for every library, so that a row compares):
   yield round trip   two fibers, each yielding once: A yields and B runs, B yields
                      and A runs -- the two switches of a raw greenlet round trip
                      (main -> g -> main), which is the greenlet cell.  Two fibers
-                     each yield n times; op = elapsed / n.  gevent.sleep(0),
+                     each yield n times; op = elapsed / n (the span includes
+                     starting and joining the two).  gevent.sleep(0),
                      asyncio.sleep(0), trio.lowlevel.checkpoint(), px.yield_().
   spawn + join       start a fiber running an empty function and wait until it
                      ended (its result fetched where the API has one), one at a
@@ -41,8 +42,9 @@ What one op is, row by row (the same for every library, so that a row compares):
                      read after gc.collect() before spawning and again once all
                      N have parked; the list of fiber handles is counted too.
                      RSS, not tracemalloc: tracemalloc sees only Python's
-                     allocator, not greenlet's saved stack slices or the C
-                     engine's records.  The greenlet cell is a greenlet
+                     allocators, not the frame data-stack chunk CPython maps
+                     for each greenlet (one mmap each) nor the C engine's
+                     malloc'd records.  The greenlet cell is a greenlet
                      suspended in its function (switched back to main).
 
 Every cell runs inside its library's loop (px.run, asyncio.run, trio.run, the
