@@ -7,14 +7,14 @@
 #                 fuzz), install tree, Python, Lua
 #
 # Both install missing Debian and PyPI packages first (.ci/deps).  Other targets:
-# make build, make bench (benchmarks, not tests), make clean.
+# make build, make bench (benchmarks, not tests; bench-deps adds gevent and trio), make clean.
 
 PYTHON   ?= python3
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CONFIGURE = cmake -S . $(GENERATOR) -DPARATAXIS_WERROR=ON
 CTEST     = ctest --output-on-failure --no-tests=ignore
 
-.PHONY: all deps build demo check test-layers test-docs test-c test-asan test-tsan test-ucontext test-fuzz \
+.PHONY: all deps bench-deps build demo check test-layers test-docs test-c test-asan test-tsan test-ucontext test-fuzz \
         test-aarch64 test-python test-lua python-install bench clean
 
 all: build
@@ -89,10 +89,14 @@ test-lua: build
 	LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
 	    busted --lua=lua5.4 tests/lua
 
-bench: deps
+# deps plus the Python peers of the fiber benchmark (gevent, trio), if missing.
+bench-deps:
+	@sh .ci/deps bench
+
+bench: bench-deps
 	@$(CONFIGURE) -B build-bench -DCMAKE_BUILD_TYPE=Release -DPARATAXIS_BENCH=ON >/dev/null
 	@cmake --build build-bench
-	sh tests/bench/run.sh build-bench
+	PYTHON="$(PYTHON)" sh tests/bench/run.sh build-bench
 
 clean:
 	rm -rf build build-asan build-tsan build-ucontext build-aarch64 build-fuzz build-bench

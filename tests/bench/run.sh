@@ -4,7 +4,9 @@
 #   sh tests/bench/run.sh [BUILD_DIR] [--no-build]     (make bench calls this)
 #
 # BUILD_DIR defaults to build-bench.  Set PXB_QUICK=1 to skip the 1e6 rounds of
-# the peer benchmark.  The full output is kept in BUILD_DIR/bench-results.txt.
+# the peer benchmark and shorten the Python fiber one; PYTHON picks the
+# interpreter of the Python benchmarks (default python3).  The full output is
+# kept in BUILD_DIR/bench-results.txt.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -103,10 +105,27 @@ if [ -x "$bin/bench_sync" ]; then
     step "$bin/bench_sync"
 fi
 
+# The Python benchmarks measure the installed package (pip install . first).
+py=${PYTHON:-python3}
+if "$py" -c "import parataxis" 2>/dev/null; then
+    say "== Python timers beside asyncio call_later and threading.Timer"
+    step "$py" "$here/bench_python.py"
+    say "== Python fibers beside greenlet, gevent, asyncio and trio (targets: yield <= 1.5x a"
+    say "   greenlet round trip; spawn + join, hand-off, channel faster than gevent; >= 4x asyncio)"
+    if [ "${PXB_QUICK:-0}" = 1 ]; then
+        step "$py" "$here/bench_python_fibers.py" --rounds 5 --n 5000 --mem-rounds 1
+    else
+        step "$py" "$here/bench_python_fibers.py"
+    fi
+else
+    say "(parataxis is not importable by $py: no Python figures)"
+fi
+
 say "== summary (targets at 1e6: add <= 85 ns, cancel <= 100 ns, expiry >= 10 M/s, <= 64 B/timer;"
 say "   lateness p99 below Asio's, no early fire; worker wakes ~1)"
 grep -E '^(add|cancel|expiry|bytes).*@1e6|^lateness |^wakes |^tset .*@1000000|^tset burst' "$out" || true
 grep -E '^(yield|spawn|RSS|[0-9]+ parked|ratio parataxis / )|^(uncontended|mutex hand-off|channel) ' "$out" || true
+grep -E '^py target' "$out" || true
 grep 'FAILED' "$out" || true
 echo "(full output: $out)"
 exit $status
