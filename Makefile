@@ -35,8 +35,10 @@ demo: build python-install
 	@./build/timer_demo
 	@echo "== C: fibers (spawn, join, scopes, and a deadlock report) =="
 	@./build/fiber_demo
-	@echo "== Python =="
+	@echo "== Python: timers =="
 	@$(PYTHON) docs/examples/timer_demo.py
+	@echo "== Python: fibers and the sync family =="
+	@$(PYTHON) docs/examples/fiber_demo.py
 	@if [ -f docs/examples/timer_demo.lua ]; then echo "== Lua =="; \
 	    LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
 	    lua5.4 docs/examples/timer_demo.lua; fi

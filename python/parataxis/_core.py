@@ -97,7 +97,10 @@ class _State:
     """What handlers of one TimerQueue share; outlives the TimerQueue object.
     `g` is the queue's gate."""
 
-    __slots__ = ("__weakref__", "g")
+    __slots__ = ("__weakref__", "g", "sched")
+
+    def __init__(self) -> None:
+        self.sched: Any = None          # a fiber run's Scheduler it delivers into
 
 
 class _Call:
@@ -190,6 +193,8 @@ def pxpy_handler(key: int, status: int) -> None:
     aborted = status != 0
     if aborted or not call._periodic:
         del _LIVE[key]                  # the final call: release the call
+        if call._owner.sched is not None:
+            call._owner.sched._unhold() # (its hold: see TimerQueue.add)
     prev = getattr(_tls, "current", None)
     _tls.current = call._owner
     try:
@@ -437,6 +442,7 @@ class TimerQueue:
         self._hq: Optional[HandlerQueue] = None     # our own, for an asyncio loop
         self._user_hq: Optional[HandlerQueue] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._sched: Any = None                     # a fiber run's Scheduler
         self._where = "worker" if executor is None else type(executor).__name__
         # Inside a HandlerQueue's gate until we are one of its users: its close()
         # then closes us before it frees what we post into.
@@ -490,6 +496,10 @@ class TimerQueue:
             self._loop = executor
             self._hq = HandlerQueue()
             return lib.px_queue_executor(self._hq._q)
+        from ._fibers import Scheduler     # imports this module: imported late
+        if isinstance(executor, Scheduler):
+            self._sched = self._state.sched = executor
+            return executor._executor()
         if isinstance(executor, concurrent.futures.Executor):
             if isinstance(executor, _ELSEWHERE):
                 kind = next(c for c in _ELSEWHERE if isinstance(executor, c)).__name__
@@ -545,6 +555,8 @@ class TimerQueue:
 
     def _not_added(self, key: int) -> NoReturn:
         del _LIVE[key]                  # fn will never be called
+        if self._sched is not None:
+            self._sched._unhold()
         self._ptr()                     # raises Closed / ForkedError
         raise NoMemory("the timer could not be added")
 
@@ -563,6 +575,8 @@ class TimerQueue:
             _ns(delay)                  # raises
         if self._loop is not None:
             self._check_loop()
+        if self._sched is not None:
+            self._sched._hold()             # until the handler's fiber took its call
         h = TimerHandle()
         h._fn = fn
         h._owner = self._state
@@ -585,6 +599,8 @@ class TimerQueue:
         f = _ns(first, "first")
         if self._loop is not None:
             self._check_loop()
+        if self._sched is not None:
+            self._sched._hold()
         h = _PeriodicHandle()
         h._fn = fn
         h._owner = self._state
@@ -773,9 +789,14 @@ class Timer:
         call._ctx = _copy_context()
         key = id(call)
         _LIVE[key] = call
+        sched = queue._sched
+        if sched is not None:
+            sched._hold()
         rc = lib.pxpy_timer_wait(self._g, key)
         if rc < 0:
             del _LIVE[key]
+            if sched is not None:
+                sched._unhold()
             self._done(rc)
 
     def cancel(self) -> int:

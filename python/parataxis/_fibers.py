@@ -102,7 +102,7 @@ class Fiber(Generic[T]):
             if hook is not None:
                 self._exc = None
                 try:
-                    hook(_Unraisable(exc, f"fiber {self.id:#x} ended with an exception "
+                    hook(_Unraisable(exc, f"fiber {self.id} ended with an exception "
                                           "nobody joined", self))
                 except Exception:
                     pass
@@ -115,7 +115,7 @@ class Fiber(Generic[T]):
         state = "done" if self._done else "live"
         name = getattr(self._fn, "__qualname__", None)
         what = f" {name}" if name else ""
-        return f"<parataxis.Fiber {self.id:#x}{what} {state}>"
+        return f"<parataxis.Fiber {self.id}{what} {state}>"
 
 
 class _Unraisable:
@@ -164,11 +164,13 @@ def _factory(fn: int, arg: int, status: int) -> greenlet:
 
 
 def _handler_call(fn: int, arg: int, status: int) -> Callable[[], None]:
-    from . import _core
-    if lib.pxpy_is_python_handler(ffi.cast("px_handler_fn", fn)):
-        return lambda: _core.pxpy_handler(arg, status)
-    cfn = ffi.cast("px_handler_fn", fn)
-    return lambda: cfn(ffi.cast("void *", arg), status)
+    def call() -> None:
+        key, hstatus = ffi.new("uintptr_t *"), ffi.new("int *")
+        cfn, carg = ffi.cast("px_handler_fn", fn), ffi.cast("void *", arg)
+        if lib.pxpy_deferred_call(cfn, carg, status, key, hstatus):
+            from . import _core
+            _core.pxpy_handler(key[0], hstatus[0])   # a Python handler: may wait
+    return call
 
 
 # Scheduler.post's calls, by key, from the post until their fiber starts.
@@ -219,6 +221,15 @@ class Scheduler:
             if rc == lib.PX_ECLOSED:
                 raise Closed("the run of this scheduler is over")
             raise_for(rc)
+
+    def _hold(self) -> None:
+        # A timer queue delivering here owes a handler call: the run must not
+        # end, nor call its fibers deadlocked, before the call's fiber started.
+        # After the run there is nothing to hold: the call is aborted inline.
+        _host.hold(self._exec, 1)
+
+    def _unhold(self) -> None:
+        _host.hold(self._exec, -1)
 
     def _executor(self) -> Any:
         # The px_executor a TimerQueue copies; it keeps self._exec alive.

@@ -601,6 +601,28 @@ static PyObject *h_post(PyObject *self, PyObject *args)
     return PyLong_FromLong(rc);
 }
 
+PyDoc_STRVAR(hold_doc, "hold(capsule, delta) -> bool: takes (delta 1) or gives back (-1) a hold "
+                       "on the run of the executor `capsule` (px_sched_hold), from any thread; "
+                       "False once the run is over (nothing to hold).");
+
+static PyObject *h_hold(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *capsule;
+    int delta;
+    if (!PyArg_ParseTuple(args, "Oi", &capsule, &delta))
+        return NULL;
+    hexec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
+    if (x == NULL)
+        return NULL;
+    pthread_mutex_lock(&x->lock);   /* the run cannot end under it: see close_executor */
+    int open = !x->closed;
+    if (open)
+        (void)(delta > 0 ? px_sched_hold(x->s) : px_sched_unhold(x->s));
+    pthread_mutex_unlock(&x->lock);
+    return PyBool_FromLong(open);
+}
+
 PyDoc_STRVAR(close_exec_doc, "close_executor() -> bool: at the end of a run, closes its executor "
                              "unless calls are still posted (True: closed; False: run again).");
 
@@ -659,6 +681,7 @@ static PyMethodDef methods[] = {
     { "executor", h_executor, METH_NOARGS, executor_doc },
     { "post", h_post, METH_VARARGS, post_doc },
     { "close_executor", h_close_executor, METH_NOARGS, close_exec_doc },
+    { "hold", h_hold, METH_VARARGS, hold_doc },
     { "handler_kind", h_handler_kind, METH_O, handler_kind_doc },
     { "configure", h_configure, METH_O, configure_doc },
     { NULL, NULL, 0, NULL },

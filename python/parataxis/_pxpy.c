@@ -25,6 +25,43 @@
 static _Thread_local pxpy_keys *pxpy_collect;
 static _Thread_local size_t pxpy_collect_cap;
 
+/*
+** A fiber that runs a timer queue's call (delivered through a fiber scheduler)
+** must not run the Python handler inside that C call: the handler may wait,
+** and the timer queue counts the call as running until it returns (its close
+** would wait for a fiber that cannot run).  So the trampolines, called while
+** pxpy_defer is set, only leave the key and status there; the fiber calls
+** the handler once the C call returned.
+*/
+typedef struct pxpy_deferred {
+    uintptr_t key;
+    int status, set;
+} pxpy_deferred;
+
+static _Thread_local pxpy_deferred *pxpy_defer;
+
+static int pxpy_deferring(uintptr_t key, int status)
+{
+    pxpy_deferred *d = pxpy_defer;
+    if (d == NULL || d->set)
+        return 0;
+    d->key = key;
+    d->status = status;
+    d->set = 1;
+    return 1;
+}
+
+int pxpy_deferred_call(px_handler_fn fn, void *arg, int status, uintptr_t *key, int *hstatus)
+{
+    pxpy_deferred d = { 0, 0, 0 }, *prev = pxpy_defer;
+    pxpy_defer = &d;
+    fn(arg, status);
+    pxpy_defer = prev;
+    *key = d.key;
+    *hstatus = d.status;
+    return d.set;
+}
+
 void pxpy_invoke(px_handler_fn fn, void *arg, int status)
 {
     fn(arg, status);
@@ -61,6 +98,8 @@ static void pxpy_call_now(uintptr_t key, int status)
 /* The px_handler_fn of a periodic Python handler: hands the key to Python. */
 static void pxpy_trampoline_now(void *arg, int status)
 {
+    if (pxpy_deferring((uintptr_t)arg, status))
+        return;
     pxpy_call_now((uintptr_t)arg, status);
 }
 
@@ -68,6 +107,8 @@ static void pxpy_trampoline_now(void *arg, int status)
 ** into Python when a batch is collecting and has room, else called at once. */
 static void pxpy_trampoline(void *arg, int status)
 {
+    if (pxpy_deferring((uintptr_t)arg, status))
+        return;
     pxpy_keys *k = pxpy_collect;
     if (k == NULL || k->n == pxpy_collect_cap) {
         pxpy_call_now((uintptr_t)arg, status);
@@ -76,11 +117,6 @@ static void pxpy_trampoline(void *arg, int status)
     k->key[k->n] = (uintptr_t)arg;
     k->status[k->n] = status;
     k->n++;
-}
-
-int pxpy_is_python_handler(px_handler_fn fn)
-{
-    return fn == pxpy_trampoline || fn == pxpy_trampoline_now;
 }
 
 /*

@@ -52,9 +52,10 @@ int pxpy_queue_wait(pxpy_gate *g, int64_t deadline);
 int64_t pxpy_queue_size(pxpy_gate *g);
 int pxpy_queue_shut(pxpy_gate *g, size_t own);
 
-/* 1 when `fn` is the handler of a Python timer (its arg is the key for
-** pxpy_handler): a fiber scheduler's executor runs those in Python directly. */
-int pxpy_is_python_handler(px_handler_fn fn);
+/* Calls fn(arg, status), a call a timer queue posted to a fiber scheduler.  If
+** it reaches a Python handler, that is not called but left in *key and *hstatus
+** (returns 1): the fiber calls it once the C call returned (see _pxpy.c). */
+int pxpy_deferred_call(px_handler_fn fn, void *arg, int status, uintptr_t *key, int *hstatus);
 
 /* The C trampoline a concurrent.futures worker calls: fn(arg, status). */
 void pxpy_invoke(px_handler_fn fn, void *arg, int status);

@@ -162,7 +162,7 @@ class Mutex(_Primitive):
 
     def __repr__(self) -> str:
         owner = self.owner
-        state = f"owned by {owner:#x}" if owner else "free"
+        state = f"owned by {owner}" if owner else "free"
         return f"<parataxis.Mutex {state}, {self.waiters} waiting>"
 
 
@@ -256,7 +256,7 @@ class RwLock(_Primitive):
 
     def __repr__(self) -> str:
         w = self.writer
-        state = f"written by {w:#x}" if w else f"{self.readers} readers"
+        state = f"written by {w}" if w else f"{self.readers} readers"
         return f"<parataxis.RwLock {state}, {self.waiters} waiting>"
 
 
