@@ -58,7 +58,11 @@ _tls = threading.local()
 # delivery hands the GIL to the worker and back, several microseconds here, so
 # the worker gathers a millisecond's aborts into one.
 _ABORT_LINGER_NS = 1_000_000
-_add_at, _cancel = lib.pxpy_add_at, lib.pxpy_cancel
+# The hot pair as GIL-held CPython functions, not cffi calls (see _pxpy.c):
+# they take the gate as its address, _State.gp.
+if lib.pxpy_export() != 0:              # pragma: no cover - out of memory at import
+    raise ImportError("parataxis: pxpy_export failed")
+from ._parataxis import _add_at, _cancel  # noqa: E402
 _copy_context = contextvars.copy_context
 _invoke = lib.pxpy_invoke
 # Executors that run a call in another process or interpreter: they cannot call
@@ -95,9 +99,9 @@ else:                                   # pragma: no cover - not Linux
 
 class _State:
     """What handlers of one TimerQueue share; outlives the TimerQueue object.
-    `g` is the queue's gate."""
+    `g` is the queue's gate, `gp` its address."""
 
-    __slots__ = ("__weakref__", "g")
+    __slots__ = ("__weakref__", "g", "gp")
 
 
 class _Call:
@@ -117,7 +121,7 @@ class TimerHandle(_Call):
 
     def cancel(self) -> bool:
         """The same as queue.cancel(self)."""
-        r = _cancel(self._owner.g, self._id)
+        r = _cancel(self._owner.gp, self._id)
         if r == 1:
             self._cancelled = True
             return True
@@ -457,6 +461,7 @@ class TimerQueue:
                 _CTX.pop(id(self._state), None)
                 raise NoMemory("px_timerq_new failed")
             self._g = self._state.g = ffi.gc(g, lib.pxpy_gate_free)
+            self._gp = self._state.gp = int(ffi.cast("uintptr_t", g))
         finally:
             if hq is not None:
                 hq._leave()
@@ -570,7 +575,7 @@ class TimerQueue:
         h._when = when = _clock() + delay
         key = id(h)
         _LIVE[key] = h
-        h._id = tid = _add_at(self._g, when, key)
+        h._id = tid = _add_at(self._gp, when, key)
         if tid == 0:
             self._not_added(key)
         return h
@@ -603,7 +608,7 @@ class TimerQueue:
         another queue's (that timer is left alone)."""
         try:
             if handle._owner is self._state:
-                r = _cancel(self._g, handle._id)
+                r = _cancel(self._gp, handle._id)
                 if r == 1:
                     handle._cancelled = True
                     return True
