@@ -19,7 +19,8 @@ How a Python handler reaches C and comes back exactly once:
   loses the race is refused and raises Closed.
 - The C side calls the compiled extern "Python+C" function pxpy_handler; cffi takes
   the GIL for it.  Every other C call runs with the GIL released (cffi's rule), so
-  px_timerq_free and px_queue_wait never block Python threads.
+  px_timerq_free and px_queue_wait never block Python threads -- except add's and
+  cancel's (_add_at, _cancel), which are short and keep it (see _pxpy.c).
 - A queue without an executor, or with a concurrent.futures one, gets the C
   executor pxpy_batch: the worker's calls of one batch run (or are submitted)
   under one hold of the GIL, not one each, and the one-shot handlers among them
