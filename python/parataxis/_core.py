@@ -19,7 +19,8 @@ How a Python handler reaches C and comes back exactly once:
   loses the race is refused and raises Closed.
 - The C side calls the compiled extern "Python+C" function pxpy_handler; cffi takes
   the GIL for it.  Every other C call runs with the GIL released (cffi's rule), so
-  px_timerq_free and px_queue_wait never block Python threads.
+  px_timerq_free and px_queue_wait never block Python threads -- except add's and
+  cancel's (_add_at, _cancel), which are short and keep it (see _pxpy.c).
 - A queue without an executor, or with a concurrent.futures one, gets the C
   executor pxpy_batch: the worker's calls of one batch run (or are submitted)
   under one hold of the GIL, not one each, and the one-shot handlers among them
@@ -58,7 +59,11 @@ _tls = threading.local()
 # delivery hands the GIL to the worker and back, several microseconds here, so
 # the worker gathers a millisecond's aborts into one.
 _ABORT_LINGER_NS = 1_000_000
-_add_at, _cancel = lib.pxpy_add_at, lib.pxpy_cancel
+# The hot pair as GIL-held CPython functions, not cffi calls (see _pxpy.c):
+# they take the gate as its address, _State.gp.
+if lib.pxpy_export() != 0:              # pragma: no cover - out of memory at import
+    raise ImportError("parataxis: pxpy_export failed")
+from ._parataxis import _add_at, _cancel  # noqa: E402
 _copy_context = contextvars.copy_context
 _invoke = lib.pxpy_invoke
 # Executors that run a call in another process or interpreter: they cannot call
@@ -95,9 +100,10 @@ else:                                   # pragma: no cover - not Linux
 
 class _State:
     """What handlers of one TimerQueue share; outlives the TimerQueue object.
-    `g` is the queue's gate."""
+    `g` is the queue's gate, `gp` its address, `sched` the Scheduler of a fiber
+    run it delivers into (or None)."""
 
-    __slots__ = ("__weakref__", "g", "sched")
+    __slots__ = ("__weakref__", "g", "gp", "sched")
 
     def __init__(self) -> None:
         self.sched: Any = None          # a fiber run's Scheduler it delivers into
@@ -120,7 +126,7 @@ class TimerHandle(_Call):
 
     def cancel(self) -> bool:
         """The same as queue.cancel(self)."""
-        r = _cancel(self._owner.g, self._id)
+        r = _cancel(self._owner.gp, self._id)
         if r == 1:
             self._cancelled = True
             return True
@@ -463,6 +469,7 @@ class TimerQueue:
                 _CTX.pop(id(self._state), None)
                 raise NoMemory("px_timerq_new failed")
             self._g = self._state.g = ffi.gc(g, lib.pxpy_gate_free)
+            self._gp = self._state.gp = int(ffi.cast("uintptr_t", g))
         finally:
             if hq is not None:
                 hq._leave()
@@ -584,7 +591,7 @@ class TimerQueue:
         h._when = when = _clock() + delay
         key = id(h)
         _LIVE[key] = h
-        h._id = tid = _add_at(self._g, when, key)
+        h._id = tid = _add_at(self._gp, when, key)
         if tid == 0:
             self._not_added(key)
         return h
@@ -619,7 +626,7 @@ class TimerQueue:
         another queue's (that timer is left alone)."""
         try:
             if handle._owner is self._state:
-                r = _cancel(self._g, handle._id)
+                r = _cancel(self._gp, handle._id)
                 if r == 1:
                     handle._cancelled = True
                     return True

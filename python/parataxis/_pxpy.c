@@ -67,6 +67,24 @@ void pxpy_invoke(px_handler_fn fn, void *arg, int status)
     fn(arg, status);
 }
 
+/*
+** The GIL hand-over.  add and cancel keep the GIL (fast_add_at, fast_cancel at
+** the end of this file), so a thread that waits for it would get it only when
+** the interpreter forces a switch (sys.getswitchinterval(), 5 ms): a worker
+** delivering aborts 256 at a time would fall behind a loop of cancels.  So a C
+** thread about to take the GIL counts itself in pxpy_gil_wanted, and those two
+** hand the GIL over (pxpy_gil_yield) while it is non-zero.
+*/
+static atomic_int pxpy_gil_wanted;
+
+static PyGILState_STATE pxpy_gil_take(void)
+{
+    atomic_fetch_add_explicit(&pxpy_gil_wanted, 1, memory_order_relaxed);
+    PyGILState_STATE gil = PyGILState_Ensure();
+    atomic_fetch_sub_explicit(&pxpy_gil_wanted, 1, memory_order_relaxed);
+    return gil;
+}
+
 /* Runs the handlers collected so far, in order, and empties `k`.  An exception
 ** leaves pxpy_run_keys (cffi reports it through sys.unraisablehook) with `done`
 ** just past that handler: go on from there. */
@@ -75,7 +93,9 @@ static void pxpy_run_collected(pxpy_keys *k)
     pxpy_collect = NULL;
     while (k->done < k->n) {
         size_t before = k->done;
+        PyGILState_STATE gil = pxpy_gil_take();   /* cffi's own take then nests */
         pxpy_run_keys(k);
+        PyGILState_Release(gil);
         if (k->done == before)
             k->done++;
     }
@@ -91,7 +111,9 @@ static void pxpy_call_now(uintptr_t key, int status)
     pxpy_keys *collecting = pxpy_collect;
     if (collecting != NULL)
         pxpy_run_collected(collecting);
+    PyGILState_STATE gil = pxpy_gil_take();
     pxpy_handler(key, status);
+    PyGILState_Release(gil);
     pxpy_collect = collecting;
 }
 
@@ -544,7 +566,7 @@ static void pxpy_batch_flush(void *ctx)
     pxpy_batch *b = ctx;
     if (b->len == 0)
         return;
-    PyGILState_STATE gil = PyGILState_Ensure();
+    PyGILState_STATE gil = pxpy_gil_take();
     int collect = b->inner.post == NULL && pxpy_keys_room(b);
     pxpy_keys keys = { b->key, b->status, 0, 0 };
     if (collect) {
@@ -568,4 +590,102 @@ px_executor pxpy_batch_executor(pxpy_batch *b)
 {
     px_executor e = { pxpy_batch_post, b, pxpy_batch_flush };
     return e;
+}
+
+/*
+** The hot pair, add and cancel, without cffi.  cffi releases the GIL around
+** every C call and passes more than one argument in a tuple; for a call of
+** 40-80 ns that is most of the cost (about 350 ns of pxpy_add_at's 470 here).
+** These two are plain CPython functions, called with the GIL held, which they
+** keep: px_timerq_add_at and px_timerq_cancel never wait for the GIL (no thread
+** holds the queue's lock while it takes the GIL: handlers are called outside
+** it), so holding it across them is safe, and it is short.  The gate is kept
+** as it is: close() in another thread waits for it with the GIL released.
+** The gate comes as its address (an int), from the _State that owns it.
+*/
+/* With the GIL released: lets the threads that wait for it take it (they clear
+** pxpy_gil_wanted once they have it; this one then waits in
+** Py_END_ALLOW_THREADS until they are done).  Bounded: a waiter that is slow to
+** be scheduled is left to the interpreter's forced switch. */
+static void pxpy_gil_yield(void)
+{
+    for (int round = 0; round < 1000; round++) {
+        if (atomic_load_explicit(&pxpy_gil_wanted, memory_order_relaxed) == 0)
+            return;
+        sched_yield();
+    }
+}
+
+static PyObject *fast_add_at(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+    (void)self;
+    if (n != 3) {
+        PyErr_SetString(PyExc_TypeError, "_add_at(gate, when, key)");
+        return NULL;
+    }
+    pxpy_gate *g = PyLong_AsVoidPtr(args[0]);
+    double when = PyFloat_AsDouble(args[1]);
+    uintptr_t key = (uintptr_t)PyLong_AsVoidPtr(args[2]);
+    if (g == NULL || PyErr_Occurred()) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "_add_at: no gate");
+        return NULL;
+    }
+    uint64_t id;
+    if (atomic_load_explicit(&pxpy_gil_wanted, memory_order_relaxed) == 0) {
+        id = pxpy_add_at(g, when, key);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        id = pxpy_add_at(g, when, key);
+        pxpy_gil_yield();
+        Py_END_ALLOW_THREADS
+    }
+    return PyLong_FromUnsignedLong(id);
+}
+
+_Static_assert(sizeof(unsigned long) == sizeof(uint64_t), "a timer id fits an unsigned long");
+
+static PyObject *fast_cancel(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+    (void)self;
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "_cancel(gate, id)");
+        return NULL;
+    }
+    pxpy_gate *g = PyLong_AsVoidPtr(args[0]);
+    /* unsigned long, not long long: CPython converts a long long through a
+    ** byte array, three times the work; the _Static_assert keeps it 64 bits. */
+    unsigned long id = PyLong_AsUnsignedLong(args[1]);
+    if (g == NULL || PyErr_Occurred()) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "_cancel: no gate");
+        return NULL;
+    }
+    int rc;
+    if (atomic_load_explicit(&pxpy_gil_wanted, memory_order_relaxed) == 0) {
+        rc = pxpy_cancel(g, id);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        rc = pxpy_cancel(g, id);
+        pxpy_gil_yield();
+        Py_END_ALLOW_THREADS
+    }
+    return PyLong_FromLong(rc);
+}
+
+static PyMethodDef fast_methods[] = {
+    { "_add_at", (PyCFunction)(void (*)(void))fast_add_at, METH_FASTCALL, NULL },
+    { "_cancel", (PyCFunction)(void (*)(void))fast_cancel, METH_FASTCALL, NULL },
+    { NULL, NULL, 0, NULL },
+};
+
+int pxpy_export(void)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *m = PyImport_AddModule("parataxis._parataxis");   /* borrowed */
+    int rc = m == NULL ? -1 : PyModule_AddFunctions(m, fast_methods);
+    if (rc != 0)
+        PyErr_Clear();
+    PyGILState_Release(gil);
+    return rc;
 }

@@ -42,6 +42,10 @@ int pxpy_timer_cancel(pxpy_gate *g);
 void pxpy_timer_drop(pxpy_gate *g);
 int pxpy_timer_close(pxpy_gate *g, pxpy_gate *qg);
 
+/* Adds the GIL-held _add_at and _cancel to parataxis._parataxis (see _pxpy.c);
+** 0, or -1 when that failed. */
+int pxpy_export(void);
+
 /* The handler queue's calls.  pxpy_queue_wait returns PXPY_EINTR when a signal
 ** ended the wait. */
 int pxpy_queue_drain(pxpy_gate *g, size_t max);
