@@ -98,6 +98,7 @@ class _State:
     `g` is the queue's gate."""
 
     __slots__ = ("__weakref__", "g")
+    g: Any
 
 
 class _Call:
@@ -105,6 +106,10 @@ class _Call:
     contextvars context it runs in."""
 
     __slots__ = ("_fn", "_owner", "_ctx", "_cancelled")
+    _fn: Handler
+    _owner: _State
+    _ctx: contextvars.Context
+    _cancelled: bool
     _periodic = False
 
 
@@ -114,6 +119,8 @@ class TimerHandle(_Call):
     does not know it.  It does not keep the queue alive."""
 
     __slots__ = ("_id", "_when")
+    _id: int
+    _when: float
 
     def cancel(self) -> bool:
         """The same as queue.cancel(self)."""

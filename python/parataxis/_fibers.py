@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
-from typing import Any, Callable, Dict, Generic, Optional, TypeVar
+from typing import Any, Callable, Dict, Generic, Literal, Optional, Tuple, TypeVar
 
 from greenlet import greenlet, getcurrent
 
@@ -53,7 +53,7 @@ class Fiber(Generic[T]):
 
     def __init__(self, run: "_Run", fn: Callable[..., T]) -> None:
         self._run = run
-        self._fn = fn
+        self._fn: Optional[Callable[..., T]] = fn
         self._f: Any = None
         self.id = 0
         self._done = False
@@ -80,9 +80,10 @@ class Fiber(Generic[T]):
         self._joined = True
         if self._exc is not None:
             raise self._exc
-        return self._result
+        result: T = self._result
+        return result
 
-    def _body(self, fn: Callable[..., Any], args: tuple) -> Callable[..., None]:
+    def _body(self, fn: Callable[..., Any], args: Tuple[Any, ...]) -> Callable[..., None]:
         def run(*_: Any) -> None:
             try:
                 self._result = fn(*args)
@@ -132,6 +133,8 @@ class _Unraisable:
 class _Run:
     """One px.run on one thread: its scheduler, root greenlet and main fiber."""
 
+    root: greenlet                      # set by run(), before the first fiber
+
     def __init__(self) -> None:
         self.alive = False
         self.main: Optional[Fiber[Any]] = None
@@ -155,6 +158,7 @@ class _Run:
 def _factory(fn: int, arg: int, status: int) -> greenlet:
     # A fiber that an executor's call started: its greenlet, at its first turn.
     run = _host.current()
+    assert run is not None              # only a run's turns call it
     if _host.handler_kind(fn) == 1:
         target: Callable[..., Any] = _take_posted(arg)
     else:
@@ -274,7 +278,8 @@ def run(main: Callable[..., T], *args: Any) -> T:
     if r.failure is not None:
         raise r.failure
     fiber._joined = True
-    return fiber._result
+    result: T = fiber._result
+    return result
 
 
 def spawn(fn: Callable[..., T], *args: Any) -> Fiber[T]:
@@ -327,6 +332,9 @@ def _raise_wait(rc: int, what: str) -> None:
 
 # -- scopes -------------------------------------------------------------------
 
+_S = TypeVar("_S", bound="_Scope")
+
+
 class _Scope:
     __slots__ = ("_ns", "_token", "fired", "_open")
 
@@ -336,7 +344,7 @@ class _Scope:
         self.fired = False
         self._open = False
 
-    def __enter__(self) -> "_Scope":
+    def __enter__(self: _S) -> _S:
         if self._open:
             raise RuntimeError("a scope is entered once")
         if self._token is not None:
@@ -367,7 +375,7 @@ class timeout(_Scope):
     def __init__(self, seconds: float) -> None:
         super().__init__(_seconds_ns(seconds, "timeout"))
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         self._close()
         return False
 
@@ -436,6 +444,6 @@ class cancel_scope(_Scope):
             raise TypeError("cancel_scope takes a CancellationToken")
         super().__init__(token=token)
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         self._close()
         return False

@@ -453,7 +453,7 @@ class Channel(_Primitive, Generic[T]):
         self._own(lib.px_chan_new(capacity), lib.px_chan_free)
         # C carries keys; the values wait here.  One slot serves every
         # receiver: a receive reads it before any other fiber runs.
-        self._values: Dict[int, Any] = {}
+        self._values: Dict[int, T] = {}
         self._next = itertools.count(1).__next__
         self._slot = ffi.new("void **")
         self._closed = False
