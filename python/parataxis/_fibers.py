@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
-from typing import Any, Callable, Dict, Generic, Literal, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Generic, Literal, Optional, Tuple, TypeVar, Union
 
 from greenlet import greenlet, getcurrent
 
@@ -53,7 +53,7 @@ class Fiber(Generic[T]):
 
     def __init__(self, run: "_Run", fn: Callable[..., T]) -> None:
         self._run = run
-        self._fn: Optional[Callable[..., T]] = fn
+        self._fn: Union[Callable[..., T], str, None] = fn
         self._f: Any = None
         self.id = 0
         self._done = False
@@ -63,13 +63,15 @@ class Fiber(Generic[T]):
 
     @property
     def done(self) -> bool:
+        """True once its function returned or raised."""
         return self._done
 
     def join(self) -> T:
         """Waits until the fiber ended; returns its result or raises its exception.
 
-        Bounded by the scopes around it (Timeout, Cancelled); DeadlockError
-        for a fiber joining itself, NoFiberError off-fiber.
+        May wait (not once it is done).  Raises Timeout / Cancelled from the
+        scopes around it, DeadlockError for a fiber joining itself, BusyError
+        from outside the fiber's run (another thread, or off-fiber).
         """
         if not self._done:
             if self._run is not _host.current():
@@ -92,7 +94,7 @@ class Fiber(Generic[T]):
                 self._run.fiber_failed(self, e)
             finally:
                 self._done = True
-                self._fn = None
+                self._fn = getattr(fn, "__qualname__", None)   # for repr, not fn
             _host.finish()                      # returning switches to the next fiber
         return run
 
@@ -113,9 +115,16 @@ class Fiber(Generic[T]):
             lib.px_fiber_release(ffi.cast("px_fiber *", f))
 
     def __repr__(self) -> str:
-        state = "done" if self._done else "live"
-        name = getattr(self._fn, "__qualname__", None)
+        # Once done, _fn holds the function's name only (see _body).
+        fn = self._fn
+        name = fn if isinstance(fn, str) else getattr(fn, "__qualname__", None)
         what = f" {name}" if name else ""
+        if not self._done:
+            state = "live"
+        elif self._exc is not None:
+            state = f"done, raised {type(self._exc).__name__}"
+        else:
+            state = "done"
         return f"<parataxis.Fiber {self.id:#x}{what} {state}>"
 
 
@@ -210,7 +219,10 @@ class Scheduler:
         self._exec, self._post, self._ctx = _host.executor()
 
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Starts fn(*args) as a new fiber of the run (any thread)."""
+        """Starts fn(*args) as a new fiber of the run; returns None.
+
+        Any thread; never waits.  Raises TypeError unless fn is callable,
+        Closed once the run is over, NoMemory."""
         if not callable(fn):
             raise TypeError("post: fn must be callable")
         key = _next_key()
@@ -230,7 +242,8 @@ class Scheduler:
                 "ctx": ffi.cast("void *", self._ctx), "flush": ffi.NULL}
 
     def __repr__(self) -> str:
-        return f"<parataxis.Scheduler {'running' if self._run.alive else 'done'}>"
+        state = "running" if self._run.alive else "done"
+        return f"<parataxis.Scheduler of thread {self._run.thread:#x} {state}>"
 
 
 def run(main: Callable[..., T], *args: Any) -> T:
@@ -242,7 +255,8 @@ def run(main: Callable[..., T], *args: Any) -> T:
     finally blocks run, and then run() raises it.  When fibers are left
     waiting with nothing that could wake them, they are cancelled the same way
     and run() raises DeadlockError, whose message is the engine's report.
-    BusyError inside a fiber (or while this thread runs another scheduler).
+    Raises BusyError inside a fiber (or while this thread runs another
+    scheduler), TypeError unless main is callable.
     """
     if not callable(main):
         raise TypeError("run: main must be callable")
@@ -283,8 +297,9 @@ def run(main: Callable[..., T], *args: Any) -> T:
 
 
 def spawn(fn: Callable[..., T], *args: Any) -> Fiber[T]:
-    """Starts fn(*args) as a new fiber of the running scheduler; it first runs
-    when the caller next waits, yields or ends.  NoFiberError outside run."""
+    """Starts fn(*args) as a new fiber of the running scheduler; returns its
+    Fiber.  It first runs when the caller next waits, yields or ends.  Never
+    waits.  Raises NoFiberError outside run, TypeError unless fn is callable."""
     r = _host.current()
     if r is None:
         raise NoFiberError("spawn outside px.run")
@@ -298,7 +313,11 @@ def spawn(fn: Callable[..., T], *args: Any) -> Fiber[T]:
 
 
 def sleep(seconds: float) -> None:
-    """Suspends the calling fiber for `seconds` (never less); bounded by scopes."""
+    """Suspends the calling fiber for `seconds` (never less); returns None.
+
+    Waits.  Raises Timeout / Cancelled from the scopes, NoFiberError
+    off-fiber, InvalidArgument for a negative or NaN duration, TypeError for
+    a non-number."""
     rc = _host.park(lib.px_sleep(_seconds_ns(seconds, "sleep")))
     if rc != 0:
         _raise_wait(rc, "sleep")
@@ -308,12 +327,13 @@ yield_ = _host.yield_
 
 
 def current_id() -> int:
-    """The calling fiber's id, or 0 off-fiber."""
+    """The calling fiber's id, or 0 off-fiber.  Never waits."""
     return lib.px_self()
 
 
 def scheduler() -> Scheduler:
-    """The scheduler of the run this thread is in (NoFiberError outside run)."""
+    """The scheduler of the run this thread is in (the same object for the
+    whole run).  Never waits.  Raises NoFiberError outside run."""
     r = _host.current()
     if r is None:
         raise NoFiberError("scheduler() outside px.run")
@@ -336,6 +356,8 @@ _S = TypeVar("_S", bound="_Scope")
 
 
 class _Scope:
+    """What the three scopes share: a push on entry, a pop on exit."""
+
     __slots__ = ("_ns", "_token", "fired", "_open")
 
     def __init__(self, ns: int = -1, token: Optional["CancellationToken"] = None) -> None:
@@ -345,6 +367,8 @@ class _Scope:
         self._open = False
 
     def __enter__(self: _S) -> _S:
+        """Opens the scope for the calling fiber; returns it.  Never waits.
+        Raises NoFiberError off-fiber, RuntimeError when entered twice."""
         if self._open:
             raise RuntimeError("a scope is entered once")
         if self._token is not None:
@@ -364,11 +388,16 @@ class _Scope:
         self.fired = rc != 0
         return rc
 
+    def _state(self, fired: str = " fired") -> str:
+        # For repr: open (inside its with block), and whether it fired.
+        return (" open" if self._open else "") + (fired if self.fired else "")
+
 
 class timeout(_Scope):
     """with px.timeout(seconds): every wait in the block that would end after
     the deadline raises px.Timeout (a TimeoutError) instead; `fired` says
-    whether this scope's deadline was the one that passed."""
+    whether this scope's deadline was the one that passed.  InvalidArgument
+    for a negative or NaN duration."""
 
     __slots__ = ()
 
@@ -380,7 +409,7 @@ class timeout(_Scope):
         return False
 
     def __repr__(self) -> str:
-        return f"<parataxis.timeout {self._ns / 1e9}s{' fired' if self.fired else ''}>"
+        return f"<parataxis.timeout {self._ns / 1e9}s{self._state()}>"
 
 
 class move_on_after(_Scope):
@@ -395,6 +424,7 @@ class move_on_after(_Scope):
 
     @property
     def expired(self) -> bool:
+        """True when this scope's own deadline passed (its Timeout was swallowed)."""
         return self.fired
 
     def __exit__(self, typ: Any, value: Any, tb: Any) -> bool:
@@ -402,7 +432,7 @@ class move_on_after(_Scope):
         return rc == _ETIMEDOUT and typ is not None and issubclass(typ, Timeout)
 
     def __repr__(self) -> str:
-        return f"<parataxis.move_on_after {self._ns / 1e9}s{' expired' if self.fired else ''}>"
+        return f"<parataxis.move_on_after {self._ns / 1e9}s{self._state(' expired')}>"
 
 
 class CancellationToken:
@@ -418,7 +448,8 @@ class CancellationToken:
         self._t = ffi.gc(t, lib.px_token_free)
 
     def cancel(self) -> bool:
-        """Cancels it (any thread); False if it was cancelled already."""
+        """Cancels it: True, or False if it was cancelled already.  Any
+        thread; never waits.  The waits it interrupts raise Cancelled."""
         rc = lib.px_token_cancel(self._t)
         if rc < 0:
             raise_for(rc)
@@ -426,6 +457,7 @@ class CancellationToken:
 
     @property
     def cancelled(self) -> bool:
+        """True once cancel() was called (any thread)."""
         return bool(lib.px_token_cancelled(self._t))
 
     def __repr__(self) -> str:
@@ -447,3 +479,6 @@ class cancel_scope(_Scope):
     def __exit__(self, *exc: object) -> Literal[False]:
         self._close()
         return False
+
+    def __repr__(self) -> str:
+        return f"<parataxis.cancel_scope{self._state()} of {self._token!r}>"
