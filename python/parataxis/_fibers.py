@@ -210,8 +210,8 @@ class Scheduler:
 
     TimerQueue(executor=px.scheduler()) runs each handler as a new fiber of
     the run, and post(fn, *args) starts fn(*args) as one, from any thread.
-    Once the run is over, post raises Closed and a timer queue's handlers are
-    called aborted.
+    Once the run is over, a timer queue's handlers are called aborted and a
+    post's call is dropped (it never runs; post raises nothing).
     """
 
     def __init__(self, run: _Run) -> None:
@@ -222,7 +222,7 @@ class Scheduler:
         """Starts fn(*args) as a new fiber of the run; returns None.
 
         Any thread; never waits.  Raises TypeError unless fn is callable,
-        Closed once the run is over, NoMemory."""
+        NoMemory.  After the run the call is dropped, never run."""
         if not callable(fn):
             raise TypeError("post: fn must be callable")
         key = _next_key()
