@@ -10,14 +10,15 @@ with aborted=True).
 import asyncio
 import threading
 import time
+from typing import Callable, List
 
 import parataxis
 
 start = time.monotonic()
 
 
-def say(what):
-    def handler(aborted):
+def say(what: str) -> Callable[[bool], None]:
+    def handler(aborted: bool) -> None:
         ms = (time.monotonic() - start) * 1e3
         print(f"{ms:7.1f} ms  {what:28s} {'aborted' if aborted else 'expired'}")
         done.release()
@@ -27,11 +28,11 @@ def say(what):
 done = threading.Semaphore(0)
 
 
-def worker_thread_demo():
+def worker_thread_demo() -> None:
     three_ticks = threading.Event()
-    ticks = []
+    ticks: List[float] = []
 
-    def tick(aborted):
+    def tick(aborted: bool) -> None:
         ms = (time.monotonic() - start) * 1e3
         if aborted:
             print(f"{ms:7.1f} ms  periodic timer ends")
@@ -59,11 +60,11 @@ def worker_thread_demo():
         done.acquire(timeout=5)               # the periodic timer's final call
 
 
-async def asyncio_demo():
+async def asyncio_demo() -> None:
     loop = asyncio.get_running_loop()
-    fut = loop.create_future()
+    fut: asyncio.Future[None] = loop.create_future()
 
-    def on_loop(aborted):
+    def on_loop(aborted: bool) -> None:
         print(f"{(time.monotonic() - start) * 1e3:7.1f} ms  handler on the asyncio loop, "
               f"same thread: {threading.get_ident() == main_thread}")
         fut.set_result(None)

@@ -104,6 +104,8 @@ class _State:
     run it delivers into (or None)."""
 
     __slots__ = ("__weakref__", "g", "gp", "sched")
+    g: Any
+    gp: int
 
     def __init__(self) -> None:
         self.sched: Any = None          # a fiber run's Scheduler it delivers into
@@ -114,6 +116,10 @@ class _Call:
     contextvars context it runs in."""
 
     __slots__ = ("_fn", "_owner", "_ctx", "_cancelled")
+    _fn: Handler
+    _owner: _State
+    _ctx: contextvars.Context
+    _cancelled: bool
     _periodic = False
 
 
@@ -123,6 +129,8 @@ class TimerHandle(_Call):
     does not know it.  It does not keep the queue alive."""
 
     __slots__ = ("_id", "_when")
+    _id: int
+    _when: float
 
     def cancel(self) -> bool:
         """The same as queue.cancel(self)."""

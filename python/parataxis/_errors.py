@@ -20,10 +20,14 @@ class Error(Exception):
 
 
 class InvalidArgument(Error, ValueError):
+    """An argument is out of range (a negative duration, a count below zero)."""
+
     code = lib.PX_EINVAL
 
 
 class NoMemory(Error, MemoryError):
+    """The C library ran out of memory; nothing was done."""
+
     code = lib.PX_ENOMEM
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
-from typing import Any, Callable, Dict, Generic, Optional, TypeVar
+from typing import Any, Callable, Dict, Generic, Literal, Optional, Tuple, TypeVar, Union
 
 from greenlet import greenlet, getcurrent
 
@@ -53,7 +53,7 @@ class Fiber(Generic[T]):
 
     def __init__(self, run: "_Run", fn: Callable[..., T]) -> None:
         self._run = run
-        self._fn = fn
+        self._fn: Union[Callable[..., T], str, None] = fn
         self._f: Any = None
         self.id = 0
         self._done = False
@@ -63,13 +63,15 @@ class Fiber(Generic[T]):
 
     @property
     def done(self) -> bool:
+        """True once its function returned or raised."""
         return self._done
 
     def join(self) -> T:
         """Waits until the fiber ended; returns its result or raises its exception.
 
-        Bounded by the scopes around it (Timeout, Cancelled); DeadlockError
-        for a fiber joining itself, NoFiberError off-fiber.
+        May wait (not once it is done).  Raises Timeout / Cancelled from the
+        scopes around it, DeadlockError for a fiber joining itself, BusyError
+        from outside the fiber's run (another thread, or off-fiber).
         """
         if not self._done:
             if self._run is not _host.current():
@@ -80,9 +82,10 @@ class Fiber(Generic[T]):
         self._joined = True
         if self._exc is not None:
             raise self._exc
-        return self._result
+        result: T = self._result
+        return result
 
-    def _body(self, fn: Callable[..., Any], args: tuple) -> Callable[..., None]:
+    def _body(self, fn: Callable[..., Any], args: Tuple[Any, ...]) -> Callable[..., None]:
         def run(*_: Any) -> None:
             try:
                 self._result = fn(*args)
@@ -91,7 +94,7 @@ class Fiber(Generic[T]):
                 self._run.fiber_failed(self, e)
             finally:
                 self._done = True
-                self._fn = None
+                self._fn = getattr(fn, "__qualname__", None)   # for repr, not fn
             _host.finish()                      # returning switches to the next fiber
         return run
 
@@ -112,9 +115,16 @@ class Fiber(Generic[T]):
             lib.px_fiber_release(ffi.cast("px_fiber *", f))
 
     def __repr__(self) -> str:
-        state = "done" if self._done else "live"
-        name = getattr(self._fn, "__qualname__", None)
+        # Once done, _fn holds the function's name only (see _body).
+        fn = self._fn
+        name = fn if isinstance(fn, str) else getattr(fn, "__qualname__", None)
         what = f" {name}" if name else ""
+        if not self._done:
+            state = "live"
+        elif self._exc is not None:
+            state = f"done, raised {type(self._exc).__name__}"
+        else:
+            state = "done"
         return f"<parataxis.Fiber {self.id}{what} {state}>"
 
 
@@ -131,6 +141,8 @@ class _Unraisable:
 
 class _Run:
     """One px.run on one thread: its scheduler, root greenlet and main fiber."""
+
+    root: greenlet                      # set by run(), before the first fiber
 
     def __init__(self) -> None:
         self.alive = False
@@ -155,6 +167,7 @@ class _Run:
 def _factory(fn: int, arg: int, status: int) -> greenlet:
     # A fiber that an executor's call started: its greenlet, at its first turn.
     run = _host.current()
+    assert run is not None              # only a run's turns call it
     if _host.handler_kind(fn) == 1:
         target: Callable[..., Any] = _take_posted(arg)
     else:
@@ -199,8 +212,8 @@ class Scheduler:
 
     TimerQueue(executor=px.scheduler()) runs each handler as a new fiber of
     the run, and post(fn, *args) starts fn(*args) as one, from any thread.
-    Once the run is over, post raises Closed and a timer queue's handlers are
-    called aborted.
+    Once the run is over, a timer queue's handlers are called aborted and a
+    post's call is dropped (it never runs; post raises nothing).
     """
 
     def __init__(self, run: _Run) -> None:
@@ -208,7 +221,10 @@ class Scheduler:
         self._exec, self._post, self._ctx = _host.executor()
 
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Starts fn(*args) as a new fiber of the run (any thread)."""
+        """Starts fn(*args) as a new fiber of the run; returns None.
+
+        Any thread; never waits.  Raises TypeError unless fn is callable,
+        NoMemory.  After the run the call is dropped, never run."""
         if not callable(fn):
             raise TypeError("post: fn must be callable")
         key = _next_key()
@@ -237,7 +253,8 @@ class Scheduler:
                 "ctx": ffi.cast("void *", self._ctx), "flush": ffi.NULL}
 
     def __repr__(self) -> str:
-        return f"<parataxis.Scheduler {'running' if self._run.alive else 'done'}>"
+        state = "running" if self._run.alive else "done"
+        return f"<parataxis.Scheduler of thread {self._run.thread:#x} {state}>"
 
 
 def run(main: Callable[..., T], *args: Any) -> T:
@@ -249,7 +266,8 @@ def run(main: Callable[..., T], *args: Any) -> T:
     finally blocks run, and then run() raises it.  When fibers are left
     waiting with nothing that could wake them, they are cancelled the same way
     and run() raises DeadlockError, whose message is the engine's report.
-    BusyError inside a fiber (or while this thread runs another scheduler).
+    Raises BusyError inside a fiber (or while this thread runs another
+    scheduler), TypeError unless main is callable.
     """
     if not callable(main):
         raise TypeError("run: main must be callable")
@@ -285,12 +303,14 @@ def run(main: Callable[..., T], *args: Any) -> T:
     if r.failure is not None:
         raise r.failure
     fiber._joined = True
-    return fiber._result
+    result: T = fiber._result
+    return result
 
 
 def spawn(fn: Callable[..., T], *args: Any) -> Fiber[T]:
-    """Starts fn(*args) as a new fiber of the running scheduler; it first runs
-    when the caller next waits, yields or ends.  NoFiberError outside run."""
+    """Starts fn(*args) as a new fiber of the running scheduler; returns its
+    Fiber.  It first runs when the caller next waits, yields or ends.  Never
+    waits.  Raises NoFiberError outside run, TypeError unless fn is callable."""
     r = _host.current()
     if r is None:
         raise NoFiberError("spawn outside px.run")
@@ -304,7 +324,11 @@ def spawn(fn: Callable[..., T], *args: Any) -> Fiber[T]:
 
 
 def sleep(seconds: float) -> None:
-    """Suspends the calling fiber for `seconds` (never less); bounded by scopes."""
+    """Suspends the calling fiber for `seconds` (never less); returns None.
+
+    Waits.  Raises Timeout / Cancelled from the scopes, NoFiberError
+    off-fiber, InvalidArgument for a negative or NaN duration, TypeError for
+    a non-number."""
     rc = _host.park(lib.px_sleep(_seconds_ns(seconds, "sleep")))
     if rc != 0:
         _raise_wait(rc, "sleep")
@@ -314,12 +338,13 @@ yield_ = _host.yield_
 
 
 def current_id() -> int:
-    """The calling fiber's id, or 0 off-fiber."""
+    """The calling fiber's id, or 0 off-fiber.  Never waits."""
     return lib.px_self()
 
 
 def scheduler() -> Scheduler:
-    """The scheduler of the run this thread is in (NoFiberError outside run)."""
+    """The scheduler of the run this thread is in (the same object for the
+    whole run).  Never waits.  Raises NoFiberError outside run."""
     r = _host.current()
     if r is None:
         raise NoFiberError("scheduler() outside px.run")
@@ -338,7 +363,12 @@ def _raise_wait(rc: int, what: str) -> None:
 
 # -- scopes -------------------------------------------------------------------
 
+_S = TypeVar("_S", bound="_Scope")
+
+
 class _Scope:
+    """What the three scopes share: a push on entry, a pop on exit."""
+
     __slots__ = ("_ns", "_token", "fired", "_open")
 
     def __init__(self, ns: int = -1, token: Optional["CancellationToken"] = None) -> None:
@@ -347,7 +377,9 @@ class _Scope:
         self.fired = False
         self._open = False
 
-    def __enter__(self) -> "_Scope":
+    def __enter__(self: _S) -> _S:
+        """Opens the scope for the calling fiber; returns it.  Never waits.
+        Raises NoFiberError off-fiber, RuntimeError when entered twice."""
         if self._open:
             raise RuntimeError("a scope is entered once")
         if self._token is not None:
@@ -367,23 +399,28 @@ class _Scope:
         self.fired = rc != 0
         return rc
 
+    def _state(self, fired: str = " fired") -> str:
+        # For repr: open (inside its with block), and whether it fired.
+        return (" open" if self._open else "") + (fired if self.fired else "")
+
 
 class timeout(_Scope):
     """with px.timeout(seconds): every wait in the block that would end after
     the deadline raises px.Timeout (a TimeoutError) instead; `fired` says
-    whether this scope's deadline was the one that passed."""
+    whether this scope's deadline was the one that passed.  InvalidArgument
+    for a negative or NaN duration."""
 
     __slots__ = ()
 
     def __init__(self, seconds: float) -> None:
         super().__init__(_seconds_ns(seconds, "timeout"))
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         self._close()
         return False
 
     def __repr__(self) -> str:
-        return f"<parataxis.timeout {self._ns / 1e9}s{' fired' if self.fired else ''}>"
+        return f"<parataxis.timeout {self._ns / 1e9}s{self._state()}>"
 
 
 class move_on_after(_Scope):
@@ -398,6 +435,7 @@ class move_on_after(_Scope):
 
     @property
     def expired(self) -> bool:
+        """True when this scope's own deadline passed (its Timeout was swallowed)."""
         return self.fired
 
     def __exit__(self, typ: Any, value: Any, tb: Any) -> bool:
@@ -405,7 +443,7 @@ class move_on_after(_Scope):
         return rc == _ETIMEDOUT and typ is not None and issubclass(typ, Timeout)
 
     def __repr__(self) -> str:
-        return f"<parataxis.move_on_after {self._ns / 1e9}s{' expired' if self.fired else ''}>"
+        return f"<parataxis.move_on_after {self._ns / 1e9}s{self._state(' expired')}>"
 
 
 class CancellationToken:
@@ -421,7 +459,8 @@ class CancellationToken:
         self._t = ffi.gc(t, lib.px_token_free)
 
     def cancel(self) -> bool:
-        """Cancels it (any thread); False if it was cancelled already."""
+        """Cancels it: True, or False if it was cancelled already.  Any
+        thread; never waits.  The waits it interrupts raise Cancelled."""
         rc = lib.px_token_cancel(self._t)
         if rc < 0:
             raise_for(rc)
@@ -429,6 +468,7 @@ class CancellationToken:
 
     @property
     def cancelled(self) -> bool:
+        """True once cancel() was called (any thread)."""
         return bool(lib.px_token_cancelled(self._t))
 
     def __repr__(self) -> str:
@@ -447,6 +487,9 @@ class cancel_scope(_Scope):
             raise TypeError("cancel_scope takes a CancellationToken")
         super().__init__(token=token)
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         self._close()
         return False
+
+    def __repr__(self) -> str:
+        return f"<parataxis.cancel_scope{self._state()} of {self._token!r}>"

@@ -168,6 +168,10 @@ static int pass_turn(hrun *r, int status)
         Py_INCREF(target);
     }
     PyGreenlet *me = PyGreenlet_GetCurrent();
+    if (me == NULL) {
+        Py_DECREF(target);
+        return -1;
+    }
     if (!PyGreenlet_STARTED((PyGreenlet *)target)) {
         /* A greenlet starts where it is first switched to and grows from
         ** there: started from a fiber, a chain of new fibers would nest
@@ -285,9 +289,20 @@ static PyObject *h_begin(PyObject *self, PyObject *args)
     r->obj = Py_NewRef(obj);
     r->root = Py_NewRef(root);
     r->factory = Py_NewRef(factory);
+    PyObject *addr = PyLong_FromVoidPtr(r->s);
+    if (addr == NULL) {
+        px_sched_free(r->s);
+        Py_DECREF(r->obj);
+        Py_DECREF(r->root);
+        Py_DECREF(r->factory);
+        free(r);
+        return NULL;
+    }
     run_here = r;
-    return PyLong_FromVoidPtr(r->s);
+    return addr;
 }
+
+static void exec_close(PyObject *capsule);
 
 PyDoc_STRVAR(finish_run_doc, "finish_run() -> (exception or None, report or None): ends this "
                              "thread's run and frees its scheduler; returns what a signal raised "
@@ -299,6 +314,10 @@ static PyObject *h_finish_run(PyObject *self, PyObject *noargs)
     hrun *r = need_run();
     if (r == NULL)
         return NULL;
+    /* However the run ended, a post from now on is refused, never handed to
+    ** the scheduler freed below (close_executor is the normal end's). */
+    if (r->exec != NULL)
+        exec_close(r->exec);
     px_sched_free(r->s);    /* fibers left (a run given up) are unwound */
     run_here = NULL;
     PyObject *failure = r->failure ? r->failure : Py_NewRef(Py_None);
@@ -360,6 +379,10 @@ static PyObject *h_spawn(PyObject *self, PyObject *glet)
     hrun *r = need_run();
     if (r == NULL)
         return NULL;
+    if (!PyGreenlet_Check(glet)) {
+        PyErr_SetString(PyExc_TypeError, "spawn(greenlet)");
+        return NULL;
+    }
     hfiber *h = calloc(1, sizeof *h);
     if (h == NULL)
         return PyErr_NoMemory();
@@ -410,6 +433,8 @@ static PyObject *h_park(PyObject *self, PyObject *arg)
     (void)self;
     int rc = PyLong_AsLong(arg);
     if (rc == -1 && PyErr_Occurred())
+        return NULL;
+    if (rc == PX_EYIELD && need_run() == NULL)   /* no park made it: bad input */
         return NULL;
     if (rc == PX_EYIELD) {
         if (pass_turn(run_here, 0) < 0)
@@ -542,6 +567,15 @@ static void *fn_address(px_handler_fn fn)
     void *p;
     memcpy(&p, &fn, sizeof p);   /* POSIX: function and object pointers convert */
     return p;
+}
+
+/* Closes the executor of `capsule`: posts are refused (aborted) from now on. */
+static void exec_close(PyObject *capsule)
+{
+    hexec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
+    pthread_mutex_lock(&x->lock);
+    x->closed = 1;
+    pthread_mutex_unlock(&x->lock);
 }
 
 static void exec_free(PyObject *capsule)

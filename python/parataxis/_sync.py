@@ -116,14 +116,21 @@ class Mutex(_Primitive):
         self._own(lib.px_mutex_new(), lib.px_mutex_free)
 
     def lock(self) -> None:
-        """Waits until the caller owns it (FIFO)."""
+        """Waits until the caller owns it (FIFO); returns None.
+
+        May wait.  Raises OwnerDiedError when the previous owner ended holding
+        it (the caller owns it then), DeadlockError when the caller owns it
+        already, Timeout / Cancelled from the scopes (not acquired then).
+        """
         self._bind()
         rc = _host.wait(_MUTEX_LOCK, self._a)
         if rc:
             self._check(rc)
 
     def try_lock(self) -> bool:
-        """Takes it if free; False when held or waited for (OwnerDiedError as lock)."""
+        """Takes it if free: True; False when it is held or waited for.
+
+        Never waits.  Raises OwnerDiedError as lock() does (acquired)."""
         self._bind()
         rc = lib.px_mutex_trylock(self._p)
         if rc == _EBUSY:
@@ -132,8 +139,9 @@ class Mutex(_Primitive):
         return True
 
     def unlock(self) -> None:
-        """Hands it to the first waiter, or frees it; NotOwnerError unless the
-        caller owns it."""
+        """Hands it to the first waiter, or frees it; returns None.
+
+        Never waits.  Raises NotOwnerError unless the caller owns it."""
         self._bind()
         rc = lib.px_mutex_unlock(self._p)
         if rc:
@@ -141,14 +149,17 @@ class Mutex(_Primitive):
 
     @property
     def owner(self) -> Optional[int]:
-        """The owner's fiber id, or None when free."""
+        """The owner's fiber id, or None when free (never waits, any fiber)."""
         return lib.px_mutex_owner(self._p) or None
 
     @property
     def waiters(self) -> int:
+        """How many fibers wait in lock()."""
         return lib.px_mutex_waiters(self._p)
 
     def __enter__(self) -> "Mutex":
+        """lock(), but on OwnerDiedError unlocks before raising it, so that
+        the block does not run and the lock is not stranded.  May wait."""
         self._bind()
         rc = _host.wait(_MUTEX_LOCK, self._a)
         if rc:
@@ -158,6 +169,7 @@ class Mutex(_Primitive):
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """unlock() (NotOwnerError if the block unlocked it already)."""
         self.unlock()
 
     def __repr__(self) -> str:
@@ -188,6 +200,9 @@ class _Hold:
         else:
             self._lock.rdunlock()
 
+    def __repr__(self) -> str:
+        return f"<parataxis.RwLock.{'write' if self._write else 'read'}() of {self._lock!r}>"
+
 
 class RwLock(_Primitive):
     """Many readers or one writer, writer-preferring: once a writer waits, new
@@ -201,24 +216,39 @@ class RwLock(_Primitive):
         self._own(lib.px_rwlock_new(), lib.px_rwlock_free)
 
     def read(self) -> _Hold:
+        """A context manager: rdlock() on entry, rdunlock() on exit."""
         return _Hold(self, False)
 
     def write(self) -> _Hold:
+        """A context manager: wrlock() on entry, wrunlock() on exit."""
         return _Hold(self, True)
 
     def rdlock(self) -> None:
+        """Waits until the caller holds a read hold (one more if it has
+        some: reentrant); returns None.
+
+        May wait (while a writer holds it or waits).  Raises OwnerDiedError
+        when a writer ended holding it (the hold is taken), Timeout /
+        Cancelled from the scopes (not taken)."""
         self._bind()
         rc = _host.wait(_RDLOCK, self._a)
         if rc:
             self._check(rc)
 
     def wrlock(self) -> None:
+        """Waits until the caller holds the write lock; returns None.
+
+        May wait.  Raises DeadlockError at once when the caller holds it
+        already or holds read holds (an upgrade), OwnerDiedError when a
+        writer ended holding it (acquired),
+        Timeout / Cancelled from the scopes (not acquired)."""
         self._bind()
         rc = _host.wait(_WRLOCK, self._a)
         if rc:
             self._check(rc)
 
     def try_rdlock(self) -> bool:
+        """A read lock if it can be had now: True; else False.  Never waits."""
         self._bind()
         rc = lib.px_rwlock_tryrdlock(self._p)
         if rc == _EBUSY:
@@ -227,6 +257,7 @@ class RwLock(_Primitive):
         return True
 
     def try_wrlock(self) -> bool:
+        """The write lock if it is free now: True; else False.  Never waits."""
         self._bind()
         rc = lib.px_rwlock_trywrlock(self._p)
         if rc == _EBUSY:
@@ -235,23 +266,30 @@ class RwLock(_Primitive):
         return True
 
     def rdunlock(self) -> None:
+        """Releases one read hold of the caller.  Never waits; NotOwnerError
+        unless the caller holds one."""
         self._bind()
         self._check(lib.px_rwlock_rdunlock(self._p))
 
     def wrunlock(self) -> None:
+        """Releases the write lock.  Never waits; NotOwnerError unless the
+        caller is the writer."""
         self._bind()
         self._check(lib.px_rwlock_wrunlock(self._p))
 
     @property
     def readers(self) -> int:
+        """How many fibers hold a read lock."""
         return lib.px_rwlock_readers(self._p)
 
     @property
     def writer(self) -> Optional[int]:
+        """The writer's fiber id, or None."""
         return lib.px_rwlock_writer(self._p) or None
 
     @property
     def waiters(self) -> int:
+        """How many fibers wait for it (readers and writers)."""
         return lib.px_rwlock_waiters(self._p)
 
     def __repr__(self) -> str:
@@ -271,15 +309,22 @@ class WaitGroup(_Primitive):
         self._own(lib.px_waitgroup_new(), lib.px_waitgroup_free)
 
     def add(self, n: int = 1) -> None:
-        """Adds n (may be negative); InvalidArgument if the count would go below zero."""
+        """Adds n (may be negative) to the count; at zero, wakes the waiters.
+
+        Never waits; needs no fiber.  Raises InvalidArgument if the count would
+        go below zero."""
         self._bind_off_fiber()
         self._check(lib.px_waitgroup_add(self._p, n))
 
     def done(self) -> None:
+        """add(-1).  Never waits; needs no fiber."""
         self._bind_off_fiber()
         self._check(lib.px_waitgroup_done(self._p))
 
     def wait(self) -> None:
+        """Waits until the count is zero (returns at once if it is).
+
+        May wait.  Raises Timeout / Cancelled from the scopes."""
         self._bind()
         rc = _host.wait(_WG_WAIT, self._a)
         if rc:
@@ -287,6 +332,7 @@ class WaitGroup(_Primitive):
 
     @property
     def count(self) -> int:
+        """The count now."""
         return lib.px_waitgroup_count(self._p)
 
     def __repr__(self) -> str:
@@ -308,6 +354,11 @@ class Barrier(_Primitive):
         self._own(lib.px_barrier_new(parties), lib.px_barrier_free)
 
     def arrive_and_wait(self) -> bool:
+        """Waits until `parties` fibers arrived; True for the phase's leader,
+        False for the others.
+
+        May wait.  Raises Timeout / Cancelled from the scopes (the caller's
+        arrival is withdrawn)."""
         self._bind()
         return self._check(_host.wait(_ARRIVE, self._a)) == 1
 
@@ -318,6 +369,7 @@ class Barrier(_Primitive):
 
     @property
     def waiting(self) -> int:
+        """How many fibers arrived in the current phase."""
         return lib.px_barrier_waiting(self._p)
 
     def __repr__(self) -> str:
@@ -337,6 +389,11 @@ class Once(_Primitive):
         self._own(lib.px_once_new(), lib.px_once_free)
 
     def do(self, fn: Callable[..., T], *args: Any) -> Optional[T]:
+        """Runs fn(*args) if no fiber has: returns its result (or raises its
+        exception); else returns None once the action ended.
+
+        May wait (while another fiber runs the action).  Raises Timeout /
+        Cancelled from the scopes while waiting (nothing ran)."""
         self._bind()
         if not self._check(_host.wait(_ONCE_BEGIN, self._a)):
             return None
@@ -347,6 +404,7 @@ class Once(_Primitive):
 
     @property
     def done(self) -> bool:
+        """True once the action ended (returned or raised)."""
         return bool(lib.px_once_done(self._p))
 
     def __repr__(self) -> str:
@@ -369,12 +427,17 @@ class Semaphore(_Primitive):
         self._own(lib.px_sem_new(value), lib.px_sem_free)
 
     def acquire(self) -> None:
+        """Takes one unit, waiting for one if none is free (FIFO).
+
+        May wait.  Raises Timeout / Cancelled from the scopes (nothing taken)."""
         self._bind()
         rc = _host.wait(_ACQUIRE, self._a)
         if rc:
             self._check(rc)
 
     def try_acquire(self) -> bool:
+        """Takes one unit if one is free and nobody waits: True; else False.
+        Never waits."""
         self._bind()
         rc = lib.px_sem_tryacquire(self._p)
         if rc == _EBUSY:
@@ -383,22 +446,28 @@ class Semaphore(_Primitive):
         return True
 
     def release(self) -> None:
+        """Gives one unit back: to the first waiter, else to the count.
+        Never waits."""
         self._bind()
         self._check(lib.px_sem_release(self._p))
 
     @property
     def value(self) -> int:
+        """How many units are free."""
         return lib.px_sem_value(self._p)
 
     @property
     def waiters(self) -> int:
+        """How many fibers wait in acquire()."""
         return lib.px_sem_waiters(self._p)
 
     def __enter__(self) -> "Semaphore":
+        """acquire() (may wait)."""
         self.acquire()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """release()."""
         self.release()
 
     def __repr__(self) -> str:
@@ -415,18 +484,24 @@ class Event(_Primitive):
         self._own(lib.px_event_new(), lib.px_event_free)
 
     def set(self) -> int:
-        """Sets it and wakes every waiter; returns how many it woke."""
+        """Sets it and wakes every waiter; returns how many it woke.
+        Never waits."""
         self._bind()
         return self._check(lib.px_event_set(self._p))
 
     def clear(self) -> None:
+        """Unsets it (a waiter woken already still returns).  Never waits."""
         self._bind()
         self._check(lib.px_event_clear(self._p))
 
     def is_set(self) -> bool:
+        """True while it is set.  Never waits; any thread."""
         return bool(lib.px_event_is_set(self._p))
 
     def wait(self) -> None:
+        """Returns once it is set (at once if it is).
+
+        May wait.  Raises Timeout / Cancelled from the scopes."""
         self._bind()
         rc = _host.wait(_EV_WAIT, self._a)
         if rc:
@@ -453,12 +528,17 @@ class Channel(_Primitive, Generic[T]):
         self._own(lib.px_chan_new(capacity), lib.px_chan_free)
         # C carries keys; the values wait here.  One slot serves every
         # receiver: a receive reads it before any other fiber runs.
-        self._values: Dict[int, Any] = {}
+        self._values: Dict[int, T] = {}
         self._next = itertools.count(1).__next__
         self._slot = ffi.new("void **")
         self._closed = False
 
     def send(self, value: T) -> None:
+        """Sends value: returns once a receiver took it (capacity 0) or it is
+        buffered.
+
+        May wait.  Raises Closed when the channel is closed (also while
+        waiting), Timeout / Cancelled from the scopes (not sent)."""
         self._bind()
         key = self._next()
         self._values[key] = value
@@ -468,6 +548,10 @@ class Channel(_Primitive, Generic[T]):
             self._fail(rc)
 
     def recv(self) -> T:
+        """Returns the next value, waiting for one.
+
+        May wait.  Raises Closed once the channel is closed and drained,
+        Timeout / Cancelled from the scopes (nothing received)."""
         self._bind()
         rc = _host.wait(_RECV, self._a, int(ffi.cast("uintptr_t", self._slot)))
         if rc:
@@ -475,7 +559,8 @@ class Channel(_Primitive, Generic[T]):
         return self._values.pop(int(ffi.cast("uintptr_t", self._slot[0])))
 
     def try_send(self, value: T) -> bool:
-        """Sends without waiting; False when it would wait."""
+        """Sends value if a receiver waits or the buffer has room: True;
+        False when it would wait.  Never waits; Closed when closed."""
         self._bind()
         key = self._next()
         self._values[key] = value
@@ -489,7 +574,7 @@ class Channel(_Primitive, Generic[T]):
 
     def try_recv(self) -> Tuple[bool, Optional[T]]:
         """Receives without waiting: (True, value), or (False, None) when it
-        would wait."""
+        would wait.  Raises Closed once closed and drained."""
         self._bind()
         rc = lib.px_chan_tryrecv(self._p, self._slot)
         if rc == _EBUSY:
@@ -499,7 +584,8 @@ class Channel(_Primitive, Generic[T]):
         return True, self._values.pop(int(ffi.cast("uintptr_t", self._slot[0])))
 
     def close(self) -> None:
-        """Closes it (once more: Closed)."""
+        """Closes it: waiting senders raise Closed, receivers get what is
+        buffered, then Closed.  Never waits; Closed if it was closed."""
         self._bind()
         rc = lib.px_chan_close(self._p)
         if rc:
@@ -508,16 +594,20 @@ class Channel(_Primitive, Generic[T]):
 
     @property
     def closed(self) -> bool:
+        """True once close() was called."""
         return self._closed
 
     def __len__(self) -> int:
+        """How many values are buffered."""
         return lib.px_chan_len(self._p)
 
     @property
     def capacity(self) -> int:
+        """The buffer's size (0: unbuffered)."""
         return lib.px_chan_cap(self._p)
 
     def __iter__(self) -> Iterator[T]:
+        """recv() until the channel is closed and drained (may wait)."""
         while True:
             try:
                 yield self.recv()

@@ -77,8 +77,33 @@ def test_sdist_has_the_sources_and_the_licence(sdist_members):
                 "core/include/parataxis.h", "core/src/timerq/queue.c",
                 "python/CMakeLists.txt", "python/parataxis/__init__.py",
                 "python/parataxis/_build_ffi.py", "python/parataxis/_pxpy.c",
-                "python/parataxis/_pxpy.h", "python/parataxis/py.typed"]:
+                "python/parataxis/_pxpy.h", "python/parataxis/py.typed",
+                "python/parataxis/_host.c", "python/parataxis/_fibers.py",
+                "python/parataxis/_sync.py", "python/parataxis/_errors.py",
+                "python/parataxis/_host.pyi", "python/parataxis/_parataxis.pyi"]:
         assert rel in sdist_members, rel
+
+
+def test_metadata_needs_greenlet_and_python_3_10():
+    # _host.c uses Py_NewRef (3.10) and greenlet's C API (3.0), at build and run time.
+    text = (ROOT / "pyproject.toml").read_text()
+    assert 'requires-python = ">=3.10"' in text
+    assert text.count('"greenlet>=3.0"') == 2, "build-system requires and dependencies"
+
+
+def test_installed_wheel_has_the_fiber_modules_and_types():
+    try:
+        dist = importlib.metadata.distribution("parataxis")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("parataxis is not installed as a distribution")
+    names = {Path(str(f)).name for f in dist.files or []
+             if Path(str(f)).parts[0] == "parataxis"}
+    for name in ["_fibers.py", "_sync.py", "_errors.py", "py.typed", "_host.pyi",
+                 "_parataxis.pyi"]:
+        assert name in names, name
+    assert any(n.startswith("_host.") and n.endswith(".so") for n in names), names
+    assert "_host.c" not in names
+    assert "greenlet>=3.0" in (dist.requires or [])
 
 
 def test_repository_has_the_mit_licence():

@@ -1,0 +1,45 @@
+"""parataxis._host, the greenlet host: what its C side must do even when a run
+ends abnormally or is handed bad input."""
+import pytest
+
+import parataxis as px
+from parataxis import _fibers, _host
+
+
+def test_post_after_a_run_that_raised_is_dropped(monkeypatch):
+    # A run that ends by an exception out of the host's loop (not through its
+    # normal end) frees its scheduler: a Scheduler kept past it must refuse
+    # posts as after a normal end (the call is dropped at once, never run),
+    # never hand them to the freed scheduler (where the call would stay).
+    real_loop = _host.loop
+
+    def loop_then_fail():
+        real_loop()
+        raise RuntimeError("the host's loop failed")
+
+    kept = []
+
+    def main():
+        kept.append(px.scheduler())
+
+    monkeypatch.setattr(_fibers._host, "loop", loop_then_fail)
+    with pytest.raises(RuntimeError, match="loop failed"):
+        px.run(main)
+    monkeypatch.undo()
+    ran = []
+    kept[0].post(ran.append, "never")
+    assert ran == [] and _fibers._POSTED == {}
+
+
+def test_spawn_of_a_non_greenlet_is_a_type_error():
+    def main():
+        with pytest.raises(TypeError):
+            _host.spawn(42)
+        return "ok"
+
+    assert px.run(main) == "ok"
+
+
+def test_park_of_a_yield_off_fiber_is_no_fiber_error():
+    with pytest.raises(px.NoFiberError):
+        _host.park(px._parataxis.lib.PX_EYIELD)
