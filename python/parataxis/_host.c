@@ -299,8 +299,10 @@ static PyObject *h_finish_run(PyObject *self, PyObject *noargs)
     hrun *r = need_run();
     if (r == NULL)
         return NULL;
-    px_sched_free(r->s);    /* fibers left (a run given up) are unwound */
+    /* Fibers left (a run given up) are unwound by the free: as their greenlets
+    ** are dropped, GreenletExit runs their finally blocks, which find no run. */
     run_here = NULL;
+    px_sched_free(r->s);
     PyObject *failure = r->failure ? r->failure : Py_NewRef(Py_None);
     PyObject *report = r->report ? PyUnicode_DecodeUTF8(r->report, strlen(r->report), "replace")
                                  : Py_NewRef(Py_None);
