@@ -212,8 +212,8 @@ class Scheduler:
 
     TimerQueue(executor=px.scheduler()) runs each handler as a new fiber of
     the run, and post(fn, *args) starts fn(*args) as one, from any thread.
-    Once the run is over, a timer queue's handlers are called aborted and a
-    post's call is dropped (it never runs; post raises nothing).
+    Once the run is over, a timer queue's handlers are called aborted and
+    post raises Closed.
     """
 
     def __init__(self, run: _Run) -> None:
@@ -224,7 +224,7 @@ class Scheduler:
         """Starts fn(*args) as a new fiber of the run; returns None.
 
         Any thread; never waits.  Raises TypeError unless fn is callable,
-        NoMemory.  After the run the call is dropped, never run."""
+        NoMemory, and Closed once the run is over (the call never runs)."""
         if not callable(fn):
             raise TypeError("post: fn must be callable")
         key = _next_key()

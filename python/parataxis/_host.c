@@ -204,7 +204,7 @@ static int pass_turn(hrun *r, int status)
 ** starts the k-th new fiber SLOT_KIB * (k % SLOTS) KiB deeper: fibers started
 ** one after another get slices apart, and only every SLOTS-th one shares.
 */
-enum { SLOTS = 16, SLOT_KIB = 64 };
+enum { SLOTS = 8, SLOT_KIB = 16 };
 
 static PyObject *switch_deeper(PyObject *glet, unsigned kib)
 {
@@ -318,8 +318,10 @@ static PyObject *h_finish_run(PyObject *self, PyObject *noargs)
     ** the scheduler freed below (close_executor is the normal end's). */
     if (r->exec != NULL)
         exec_close(r->exec);
-    px_sched_free(r->s);    /* fibers left (a run given up) are unwound */
+    /* Fibers left (a run given up) are unwound by the free: as their greenlets
+    ** are dropped, GreenletExit runs their finally blocks, which find no run. */
     run_here = NULL;
+    px_sched_free(r->s);
     PyObject *failure = r->failure ? r->failure : Py_NewRef(Py_None);
     PyObject *report = r->report ? PyUnicode_DecodeUTF8(r->report, strlen(r->report), "replace")
                                  : Py_NewRef(Py_None);
@@ -519,11 +521,9 @@ static void start_handler(void *arg, int status)
     free(h);
 }
 
-static int post_handler(void *ctx, px_handler_fn fn, void *arg, int status)
+/* Hands fn(arg, status) to the run of `x`; PX_ECLOSED once it is over. */
+static int post_to(hexec *x, px_handler_fn fn, void *arg, int status)
 {
-    hexec *x = ctx;
-    if (x == NULL || fn == NULL)
-        return PX_EINVAL;
     hfiber *h = calloc(1, sizeof *h);
     if (h == NULL)
         return PX_ENOMEM;
@@ -538,12 +538,21 @@ static int post_handler(void *ctx, px_handler_fn fn, void *arg, int status)
         x->inflight += rc == 0;
     }
     pthread_mutex_unlock(&x->lock);
-    if (rc != 0) {
+    if (rc != 0)
         free(h);
-        if (rc == PX_ECLOSED) {
-            fn(arg, PX_ECANCELED);   /* the run is over: aborted, not lost */
-            rc = 0;
-        }
+    return rc;
+}
+
+/* The executor's post, for timer queues: a call that comes after the run is
+** made at once, aborted -- a handler is owed its call, not lost. */
+static int post_handler(void *ctx, px_handler_fn fn, void *arg, int status)
+{
+    if (ctx == NULL || fn == NULL)
+        return PX_EINVAL;
+    int rc = post_to(ctx, fn, arg, status);
+    if (rc == PX_ECLOSED) {
+        fn(arg, PX_ECANCELED);
+        rc = 0;
     }
     return rc;
 }
@@ -628,11 +637,9 @@ static PyObject *h_post(PyObject *self, PyObject *args)
     hexec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
     if (x == NULL)
         return NULL;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS   /* post_handler may call posted_call inline */
-    rc = post_handler(x, posted_call, (void *)(uintptr_t)key, 0);
-    Py_END_ALLOW_THREADS
-    return PyLong_FromLong(rc);
+    /* PX_ECLOSED after the run: Scheduler.post raises Closed (the caller is
+    ** there to be told, unlike a timer queue's worker). */
+    return PyLong_FromLong(post_to(x, posted_call, (void *)(uintptr_t)key, 0));
 }
 
 PyDoc_STRVAR(hold_doc, "hold(capsule, delta) -> bool: takes (delta 1) or gives back (-1) a hold "

@@ -6,11 +6,11 @@ import parataxis as px
 from parataxis import _fibers, _host
 
 
-def test_post_after_a_run_that_raised_is_dropped(monkeypatch):
+def test_post_after_a_run_that_raised_is_refused(monkeypatch):
     # A run that ends by an exception out of the host's loop (not through its
     # normal end) frees its scheduler: a Scheduler kept past it must refuse
-    # posts as after a normal end (the call is dropped at once, never run),
-    # never hand them to the freed scheduler (where the call would stay).
+    # posts as after a normal end (Closed, the call never runs), never hand
+    # them to the freed scheduler (where the call would stay).
     real_loop = _host.loop
 
     def loop_then_fail():
@@ -27,7 +27,8 @@ def test_post_after_a_run_that_raised_is_dropped(monkeypatch):
         px.run(main)
     monkeypatch.undo()
     ran = []
-    kept[0].post(ran.append, "never")
+    with pytest.raises(px.Closed):
+        kept[0].post(ran.append, "never")
     assert ran == [] and _fibers._POSTED == {}
 
 
