@@ -141,9 +141,9 @@ static void take_signal_failure(hrun *r)
 ** Ends the turn of the calling fiber (status 0, or PX_HOST_DONE when its
 ** body ended), pulls the next turn and switches to that fiber -- or to the
 ** root once the run is over.  Returns 0 when the caller has its turn again
-** (at once when it is the next one itself); for an ended fiber it sets the
-** greenlet's parent to the next one instead, so that returning from its run
-** switches there.  -1 with an exception set when a switch failed.
+** (at once when it is the next one itself); for an ended fiber it only
+** leaves the next one to the root, to which returning from its run switches.
+** -1 with an exception set when a switch failed.
 */
 static int pass_turn(hrun *r, int status)
 {
@@ -172,18 +172,21 @@ static int pass_turn(hrun *r, int status)
         Py_DECREF(target);
         return -1;
     }
-    if (!PyGreenlet_STARTED((PyGreenlet *)target)) {
-        /* A greenlet starts where it is first switched to and grows from
-        ** there: started from a fiber, a chain of new fibers would nest
-        ** deeper and deeper.  The root, near the bottom of the stack, starts
-        ** each one (its turn is given already). */
-        r->pending = target;
-        target = Py_NewRef(r->root);
+    if (status == PX_HOST_DONE || !PyGreenlet_STARTED((PyGreenlet *)target)) {
+        /* Through the root.  An ended greenlet returns to its parent, the
+        ** root: a dead greenlet keeps its parent alive, so pointing it at the
+        ** next fiber instead would chain every ended fiber to the next (kept
+        ** alive, and freed by a recursion as deep as the chain).  And a new
+        ** greenlet starts where it is first switched to and grows from there:
+        ** started from a fiber, a chain of new fibers would nest deeper and
+        ** deeper; the root, near the bottom of the stack, starts each one.
+        ** Either way the turn is the target's already. */
+        if (target != r->root)
+            r->pending = Py_NewRef(target);
+        Py_SETREF(target, Py_NewRef(r->root));
     }
     int out = 0;
-    if (status == PX_HOST_DONE) {
-        out = PyGreenlet_SetParent(me, (PyGreenlet *)target);
-    } else if (target != (PyObject *)me) {
+    if (status != PX_HOST_DONE && target != (PyObject *)me) {   /* ended: just return */
         PyObject *v = PyGreenlet_Switch((PyGreenlet *)target, empty, NULL);
         if (v == NULL)
             out = -1;
@@ -217,17 +220,20 @@ static PyObject *switch_deeper(PyObject *glet, unsigned kib)
     return v;
 }
 
-/* The root's side: starts the new greenlets it is handed, pulls when
-** nothing is under way, until the run is over.  A new greenlet's switch
-** back here is that of a fiber starting another, or the run's end. */
+/* The root's side: switches to the fiber it is handed (starting it if new),
+** pulls when nothing is under way, until the run is over.  A fiber comes back
+** here when it ended, when the next turn is a new fiber's, or at the end. */
 static int root_loop(hrun *r)
 {
     r->end = 1;
     for (;;) {
-        PyObject *next = r->pending;
+        PyObject *next = r->pending, *v;
         if (next != NULL) {
             r->pending = NULL;
-            PyObject *v = switch_deeper(next, SLOT_KIB * (r->started++ % SLOTS));
+            if (PyGreenlet_STARTED((PyGreenlet *)next))
+                v = PyGreenlet_Switch((PyGreenlet *)next, empty, NULL);
+            else
+                v = switch_deeper(next, SLOT_KIB * (r->started++ % SLOTS));
             Py_DECREF(next);
             if (v == NULL)
                 return -1;
