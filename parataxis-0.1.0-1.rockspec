@@ -36,7 +36,7 @@ build = {
       -DPARATAXIS_TESTS=OFF -DPARATAXIS_LUA_REQUIRED=ON \
       "-DPX_LUA_INCLUDE=$(LUA_INCDIR)" \
       "-DPARATAXIS_LUA_CMOD=$(LIBDIR)" "-DPARATAXIS_LUA_LMOD=$(LUADIR)" &&
-    $(CMAKE) --build build.luarocks --target parataxis_core
+    $(CMAKE) --build build.luarocks --target parataxis_lua
   ]],
   install_command = [[$(CMAKE) --install build.luarocks --component lua]],
 }
