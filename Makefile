@@ -4,7 +4,8 @@
 #   make check    every test: the layer rules of core/src (tests/layers.sh), the
 #                 C reference generated from the header (docs/gen_capi.py), C
 #                 (plain, ASan+UBSan, TSan, ucontext fallback, AArch64 under qemu,
-#                 fuzz), install tree, Python, Lua
+#                 fuzz), install tree, Python, Lua (also as luarocks and cmake
+#                 --install put it)
 #
 # Both install missing Debian and PyPI packages first (.ci/deps).  Other targets:
 # make build, make bench (benchmarks, not tests; bench-deps adds gevent and trio), make clean.
@@ -15,7 +16,7 @@ CONFIGURE = cmake -S . $(GENERATOR) -DPARATAXIS_WERROR=ON
 CTEST     = ctest --output-on-failure --no-tests=ignore
 
 .PHONY: all deps bench-deps build demo check test-layers test-docs test-c test-asan test-tsan test-ucontext test-fuzz \
-        test-aarch64 test-python test-lua python-install bench clean
+        test-aarch64 test-python test-lua test-lua-install python-install bench clean
 
 all: build
 
@@ -43,7 +44,7 @@ demo: build python-install
 	    LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
 	    lua5.4 docs/examples/timer_demo.lua; fi
 
-check: test-layers test-docs test-c test-asan test-tsan test-ucontext test-aarch64 test-fuzz test-python test-lua
+check: test-layers test-docs test-c test-asan test-tsan test-ucontext test-aarch64 test-fuzz test-python test-lua test-lua-install
 	@echo "make check: every suite passed"
 
 test-layers:
@@ -90,6 +91,11 @@ test-python: python-install
 test-lua: build
 	LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
 	    busted --lua=lua5.4 tests/lua
+
+# The Lua module installed into scratch trees (luarocks make, cmake --install):
+# a smoke script and the busted specs against the installed copy.
+test-lua-install: build
+	sh tests/install/lua.sh build
 
 # deps plus the Python peers of the fiber benchmark (gevent, trio), if missing.
 bench-deps:

@@ -198,4 +198,7 @@ TimerQueue.__gc = function(self)
   self.closing = nil
 end
 
+--- px.timer(q): a luv-style timer object on q (bindings/lua/parataxis/timer.lua).
+M.timer = require("parataxis.timer")(TimerQueue)
+
 return M

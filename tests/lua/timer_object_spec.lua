@@ -1,0 +1,222 @@
+-- px.timer(q): luv-style timer objects (uv_timer_* semantics, in seconds) whose
+-- handlers run on the Lua thread, from q:run / q:drain, each call at most once.
+local px = require "parataxis"
+
+-- Runs q until cond() holds; fails instead of hanging (margins are generous).
+local function run_until(q, cond)
+  for _ = 1, 400 do
+    if cond() then return end
+    q:run(0.05)
+  end
+  error("condition not reached in 20 s")
+end
+
+-- Waits, without running anything, until n calls are due in q.
+local function wait_due(q, n)
+  local deadline = px.now() + 20
+  while q.core:size() < n and px.now() < deadline do q.core:wait(0.01) end
+  assert.equal(n, q.core:size())
+end
+
+describe("timer", function()
+  local q
+  before_each(function() q = px.TimerQueue() end)
+  after_each(function() q:close() end)
+
+  it("fires a one-shot handler once with the timer, then is inactive", function()
+    local t = px.timer(q)
+    local calls, active_inside = {}, nil
+    assert.equal(0, t:start(0.005, 0, function(tt)
+      calls[#calls + 1] = tt
+      active_inside = tt:is_active()
+    end))
+    assert.is_true(t:is_active())
+    run_until(q, function() return #calls == 1 end)
+    q:run(0.02)
+    assert.equal(1, #calls)
+    assert.equal(t, calls[1])
+    assert.is_false(active_inside)
+    assert.is_false(t:is_active())
+    assert.equal(0, t:get_due_in())
+  end)
+
+  it("runs handlers only from run or drain, never from the worker", function()
+    local t, ran = px.timer(q), 0
+    t:start(0, 0, function() ran = ran + 1 end)
+    wait_due(q, 1)                           -- due, but nobody ran the queue
+    assert.equal(0, ran)
+    assert.equal(1, q:drain())
+    assert.equal(1, ran)
+  end)
+
+  it("repeats until stopped from its handler", function()
+    local t, n, active_inside = px.timer(q), 0, nil
+    t:start(0.001, 0.001, function(tt)
+      n = n + 1
+      active_inside = tt:is_active()          -- rearmed before the call, as libuv
+      if n == 3 then tt:stop() end
+    end)
+    run_until(q, function() return n == 3 end)
+    q:run(0.05)
+    assert.equal(3, n)
+    assert.is_true(active_inside)
+    assert.is_false(t:is_active())
+    assert.equal(0, q:pending())
+  end)
+
+  it("stop before the deadline: the handler is never called", function()
+    local t, ran = px.timer(q), 0
+    t:start(60, 0, function() ran = ran + 1 end)
+    assert.equal(0, t:stop())
+    assert.is_false(t:is_active())
+    assert.equal(0, q:pending())
+    q:run(0.02)
+    assert.equal(0, ran)
+    assert.equal(0, t:stop())                -- stopping a stopped timer does nothing
+  end)
+
+  it("stop wins over a call already due that has not started", function()
+    local t, ran = px.timer(q), 0
+    t:start(0, 0.001, function() ran = ran + 1 end)
+    wait_due(q, 1)
+    t:stop()
+    q:drain()
+    q:run(0.02)
+    assert.equal(0, ran)
+    assert.is_false(t:is_active())
+  end)
+
+  it("start on an active timer restarts it with the new handler", function()
+    local t, seen = px.timer(q), {}
+    t:start(0, 0, function() seen[#seen + 1] = "old" end)
+    wait_due(q, 1)                           -- the old call is already due
+    t:start(0.001, 0, function() seen[#seen + 1] = "new" end)
+    run_until(q, function() return #seen >= 1 end)
+    q:run(0.02)
+    assert.same({ "new" }, seen)
+  end)
+
+  it("again restarts with the repeat value, stops a one-shot, refuses a fresh timer", function()
+    local t, n = px.timer(q), 0
+    local ok, err = pcall(t.again, t)
+    assert.is_false(ok)
+    assert.matches("timer:again: the timer was never started", err)
+
+    t:start(60, 0, function() n = n + 1 end)
+    assert.equal(0, t:again())               -- repeat 0: stops
+    assert.is_false(t:is_active())
+
+    t:set_repeat(30)
+    assert.equal(0, t:again())               -- repeat 30: due in 30 s, not 60
+    assert.is_true(t:is_active())
+    local due = t:get_due_in()
+    assert.is_true(due > 25 and due <= 30, "due in " .. due)
+    t:stop()
+    assert.equal(0, n)
+  end)
+
+  it("set_repeat takes effect at the next arming, not the one due", function()
+    local t, n, dues = px.timer(q), 0, {}
+    t:start(0.001, 0.001, function(tt)
+      n = n + 1
+      if n == 1 then tt:set_repeat(60) end   -- the next call is armed already
+      dues[n] = tt:get_due_in()
+    end)
+    run_until(q, function() return n == 2 end)
+    assert.equal(60, t:get_repeat())
+    assert.is_true(dues[1] <= 0.001)
+    assert.is_true(dues[2] > 50, "due in " .. dues[2])
+    t:stop()
+  end)
+
+  it("get_repeat and get_due_in report the timer's values", function()
+    local t = px.timer(q)
+    assert.equal(0, t:get_repeat())
+    assert.equal(0, t:get_due_in())
+    t:start(10, 2.5, function() end)
+    assert.equal(2.5, t:get_repeat())
+    local due = t:get_due_in()
+    assert.is_true(due > 5 and due <= 10, "due in " .. due)
+    t:stop()
+    assert.equal(0, t:get_due_in())
+    assert.equal(2.5, t:get_repeat())
+  end)
+
+  it("close stops the timer for good and twice is harmless", function()
+    local t, ran = px.timer(q), 0
+    t:start(0, 0, function() ran = ran + 1 end)
+    wait_due(q, 1)
+    t:close()
+    t:close()
+    assert.equal(0, t:stop())
+    assert.is_false(t:is_active())
+    for _, call in ipairs({ function() t:start(1, 0, print) end,
+                            function() t:again() end,
+                            function() t:set_repeat(1) end }) do
+      local ok, err = pcall(call)
+      assert.is_false(ok)
+      assert.matches("the timer is closed", err)
+    end
+    q:run(0.02)
+    assert.equal(0, ran)
+    do local u <close> = px.timer(q); u:start(60, 0, print) end   -- <close> closes it
+    assert.equal(0, q:pending())
+  end)
+
+  it("a closed queue aborts its active timers without calling them", function()
+    local t, ran = px.timer(q), 0
+    t:start(60, 1, function() ran = ran + 1 end)
+    q:close()
+    assert.equal(0, ran)
+    assert.is_false(t:is_active())
+    local ok, err = pcall(t.start, t, 1, 0, print)
+    assert.is_false(ok)
+    assert.matches("timer:start: the timer queue is closed", err)
+  end)
+
+  it("a handler error propagates out of run and the timer keeps repeating", function()
+    local t, n = px.timer(q), 0
+    t:start(0.001, 0.001, function() n = n + 1; if n == 1 then error("boom") end end)
+    local ok, err
+    for _ = 1, 400 do
+      ok, err = pcall(q.run, q, 0.05)
+      if not ok then break end
+    end
+    assert.is_false(ok)
+    assert.matches("boom", err)
+    assert.is_true(t:is_active())
+    run_until(q, function() return n >= 3 end)
+    t:stop()
+  end)
+
+  it("refuses bad arguments with a message naming the function", function()
+    local t = px.timer(q)
+    local cases = {
+      { function() t:start(-1, 0, print) end, "timer:start: timeout must be a number >= 0" },
+      { function() t:start(0 / 0, 0, print) end, "timer:start: timeout must be a number >= 0" },
+      { function() t:start(1, nil, print) end, "timer:start: repeat must be a number >= 0" },
+      { function() t:start(1e10, 0, print) end, "timer:start: timeout out of range" },
+      { function() t:start(1, 0, "x") end, "timer:start: the handler must be callable" },
+      { function() t:set_repeat(-2) end, "timer:set_repeat: repeat must be a number >= 0" },
+      { function() t.start({}, 1, 0, print) end, "timer:start: called without a timer" },
+      { function() px.timer({}) end, "timer: argument #1 must be a TimerQueue" },
+    }
+    for _, c in ipairs(cases) do
+      local ok, err = pcall(c[1])
+      assert.is_false(ok)
+      assert.matches(c[2], err, 1, true)
+    end
+    assert.is_false(t:is_active())
+    assert.equal(0, t:get_repeat())
+    assert.equal(0, q:pending())
+  end)
+
+  it("runs the example of docs/lua.md", function()
+    local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+    local doc = assert(io.open(here .. "/../../docs/lua.md")):read("a")
+    local section = doc:match("\n## Timer objects.-\n```lua\n(.-)```")
+    assert.is_truthy(section)
+    local example = assert(load(section .. "\nreturn n", "=docs/lua.md"))
+    assert.equal(3, example())
+  end)
+end)
