@@ -65,9 +65,9 @@ class _Primitive:
     def _bind(self) -> None:
         """Checks that the caller is a fiber of this object's run."""
         r = _host.current()
-        if r is self._run:
+        if r is self._run and r is not None:
             return
-        if r is None:
+        if r is None:               # also for an object no run has used yet
             raise NoFiberError(f"{self._what} outside px.run")
         if self._run is not None and self._run.alive:
             raise WrongSchedulerError(f"{self._what}: the object belongs to another run")
