@@ -496,6 +496,9 @@ def test_with_read_or_write_on_owner_death_releases_and_raises_and_strands_no_ho
                     ran.append("block")
             assert ran == []
             assert lk.writer is None and lk.readers == 0, lk
+        with pytest.raises(px.OwnerDiedError):
+            lk.wrlock()                 # the readers' with did not repair it: told
+        lk.wrunlock()
         with lk.write():                # a writer took it since
             pass
         assert lk.writer is None
