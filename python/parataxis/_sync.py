@@ -65,9 +65,9 @@ class _Primitive:
     def _bind(self) -> None:
         """Checks that the caller is a fiber of this object's run."""
         r = _host.current()
-        if r is self._run:
+        if r is self._run and r is not None:
             return
-        if r is None:
+        if r is None:               # also for an object no run has used yet
             raise NoFiberError(f"{self._what} outside px.run")
         if self._run is not None and self._run.alive:
             raise WrongSchedulerError(f"{self._what}: the object belongs to another run")
@@ -187,11 +187,15 @@ class _Hold:
         self._lock, self._write = lock, write
 
     def __enter__(self) -> "RwLock":
+        # As Mutex's with: on owner death the hold was taken, but __exit__
+        # will not run, so it is given back before OwnerDiedError goes on.
         lk = self._lock
-        if self._write:
-            lk.wrlock()
-        else:
-            lk.rdlock()
+        lk._bind()
+        rc = _host.wait(_WRLOCK if self._write else _RDLOCK, lk._a)
+        if rc:
+            if rc == lib.PX_EOWNERDEAD:
+                (lib.px_rwlock_wrunlock if self._write else lib.px_rwlock_rdunlock)(lk._p)
+            lk._check(rc)
         return lk
 
     def __exit__(self, *exc: object) -> None:
@@ -207,7 +211,11 @@ class _Hold:
 class RwLock(_Primitive):
     """Many readers or one writer, writer-preferring: once a writer waits, new
     readers queue behind it.  A reader asking for the write lock (an upgrade)
-    raises DeadlockError at once.  with l.read(): / with l.write(): hold it."""
+    raises DeadlockError at once.  with l.read(): / with l.write(): hold it.
+
+    After a writer ended holding it, wrlock() and rdlock() raise
+    OwnerDiedError with the hold taken (release it); `with l.write():` and
+    `with l.read():` give the hold back and raise before the block runs."""
 
     __slots__ = ()
     _what = "RwLock"

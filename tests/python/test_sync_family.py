@@ -1,0 +1,707 @@
+"""The rules every primitive of the sync family keeps (tests/c/sync/family.c and
+stray_wake.c), once over a table of them.
+
+A row says how to make the primitive, how to make its wait park (arm, on the
+main fiber), the wait itself, what a waiter does once its wait returned
+(leave), how to let one waiter through (release, on the main fiber), how many
+wait (where the API tells) and the wait's reason in a deadlock report.
+"""
+import contextlib
+import threading
+
+import pytest
+
+import parataxis as px
+from parataxis._parataxis import lib
+from sync_kit import TIMEOUT, cancel_from_thread, outcome, run, settle, until
+
+
+class Kind:
+    name = ""
+    reason = ""
+    queues = True           # several waiters queue (a barrier of 2 holds one)
+    wakes_all = False       # one release lets every waiter through
+    has_holder = False      # the report names the fiber that holds it
+    chains = False          # a waiter's leave passes it on: the main fiber releases once
+
+    def make(self):
+        raise NotImplementedError
+
+    def arm(self, h):
+        pass
+
+    def block(self, h):
+        raise NotImplementedError
+
+    def leave(self, h, got):
+        pass
+
+    def release(self, h):
+        raise NotImplementedError
+
+    def queued(self, h):
+        return None         # the API has no count of waiters
+
+    def off_fiber(self, h):
+        """The calls that need a fiber."""
+        return [lambda: self.block(h)]
+
+    def __repr__(self):
+        return self.name
+
+
+class MutexKind(Kind):
+    name, reason, has_holder, chains = "mutex", "Mutex lock", True, True
+
+    def make(self):
+        return px.Mutex()
+
+    def arm(self, m):
+        m.lock()
+
+    def block(self, m):
+        m.lock()
+        return m.owner
+
+    def leave(self, m, got):
+        assert got == px.current_id()
+        m.unlock()
+
+    def release(self, m):
+        m.unlock()
+
+    def queued(self, m):
+        return m.waiters
+
+    def off_fiber(self, m):
+        return [m.lock, m.try_lock, m.unlock, m.__enter__]
+
+
+class RwWriteKind(Kind):
+    name, reason, has_holder, chains = "rwlock_write", "RwLock write lock", True, True
+
+    def make(self):
+        return px.RwLock()
+
+    def arm(self, lk):
+        lk.wrlock()
+
+    def block(self, lk):
+        lk.wrlock()
+        return lk.writer
+
+    def leave(self, lk, got):
+        assert got == px.current_id()
+        lk.wrunlock()
+
+    def release(self, lk):
+        lk.wrunlock()
+
+    def queued(self, lk):
+        return lk.waiters
+
+    def off_fiber(self, lk):
+        return [lk.rdlock, lk.wrlock, lk.try_rdlock, lk.try_wrlock, lk.rdunlock,
+                lk.wrunlock, lk.read().__enter__, lk.write().__enter__]
+
+
+class RwReadKind(RwWriteKind):
+    name, reason = "rwlock_read", "RwLock read lock"
+
+    def block(self, lk):
+        lk.rdlock()
+        return lk.readers
+
+    def leave(self, lk, got):
+        assert got >= 1
+        lk.rdunlock()
+
+
+class WaitGroupKind(Kind):
+    name, reason, wakes_all = "waitgroup", "WaitGroup wait", True
+
+    def make(self):
+        return px.WaitGroup()
+
+    def arm(self, wg):
+        wg.add(1)
+
+    def block(self, wg):
+        wg.wait()
+        return wg.count
+
+    def release(self, wg):
+        wg.done()
+
+
+class BarrierKind(Kind):
+    """Two parties: the waiter, and the main fiber that releases it by arriving."""
+    name, reason, queues, wakes_all = "barrier", "Barrier arrive", False, True
+
+    def make(self):
+        return px.Barrier(2)
+
+    def block(self, b):
+        return b.arrive_and_wait()
+
+    def leave(self, b, got):
+        assert got is False
+
+    def release(self, b):
+        assert b.arrive_and_wait() is True
+
+    def queued(self, b):
+        return b.waiting
+
+
+class OnceKind(Kind):
+    """A runner fiber is inside the action until release lets it end."""
+    name, reason, wakes_all = "once", "Once init", True
+
+    def make(self):
+        return px.Once(), px.Semaphore(0)
+
+    def arm(self, h):
+        once, gate = h
+        def run_it():
+            try:
+                once.do(gate.acquire)
+            except px.Cancelled:        # a deadlock test's run ends by cancelling it
+                pass
+        runner = px.spawn(run_it)
+        until(lambda: gate.waiters == 1, "the runner is in the action")
+        assert not runner.done
+
+    def block(self, h):
+        return h[0].do(pytest.fail, "a waiter ran the action")
+
+    def leave(self, h, got):
+        assert got is None and h[0].done
+
+    def release(self, h):
+        h[1].release()
+
+    def off_fiber(self, h):
+        return [lambda: h[0].do(pytest.fail)]
+
+
+class SemKind(Kind):
+    name, reason = "sem", "Semaphore acquire"
+
+    def make(self):
+        return px.Semaphore(0)
+
+    def block(self, s):
+        s.acquire()
+        return s.value
+
+    def leave(self, s, got):
+        assert got == 0                 # handed over: the count never rose
+
+    def release(self, s):
+        s.release()
+
+    def queued(self, s):
+        return s.waiters
+
+    def off_fiber(self, s):
+        return [s.acquire, s.try_acquire, s.release, s.__enter__]
+
+
+class EventKind(Kind):
+    name, reason, wakes_all = "event", "Event wait", True
+
+    def make(self):
+        return px.Event()
+
+    def block(self, e):
+        e.wait()
+        return e.is_set()
+
+    def release(self, e):
+        e.set()
+
+    def off_fiber(self, e):
+        return [e.wait, e.set, e.clear]
+
+
+class RecvKind(Kind):
+    """Each release hands a fresh object to a receiver."""
+    name, reason = "chan_recv", "Channel recv"
+
+    def make(self):
+        return px.Channel()
+
+    def block(self, ch):
+        return ch.recv()
+
+    def leave(self, ch, got):
+        assert isinstance(got, Token)
+
+    def release(self, ch):
+        assert ch.try_send(Token())
+
+    def off_fiber(self, ch):
+        return [ch.recv, lambda: ch.send(1), lambda: ch.try_send(1), ch.try_recv, ch.close]
+
+
+class SendKind(Kind):
+    """Each waiter sends its own fiber id; release receives one."""
+    name, reason = "chan_send", "Channel send"
+
+    def make(self):
+        return px.Channel()
+
+    def block(self, ch):
+        ch.send(px.current_id())
+        return px.current_id()
+
+    def release(self, ch):
+        ok, v = ch.try_recv()
+        assert ok
+        released.append(v)
+
+    def off_fiber(self, ch):
+        return [ch.recv, lambda: ch.send(1)]
+
+
+released = []
+
+
+class Token:
+    pass
+
+
+KINDS = [MutexKind(), RwWriteKind(), RwReadKind(), WaitGroupKind(), BarrierKind(),
+         OnceKind(), SemKind(), EventKind(), RecvKind(), SendKind()]
+QUEUEING = [k for k in KINDS if k.queues and not k.wakes_all]
+params = pytest.mark.parametrize("k", KINDS, ids=repr)
+
+
+def waiter(k, h, log=None, tag=None):
+    """A fiber's body: the wait, then what a waiter does after it."""
+    def body():
+        got = k.block(h)
+        if log is not None:
+            log.append(tag)
+        k.leave(h, got)
+        return tag
+    return body
+
+
+def spawn_waiting(k, h, body):
+    """Spawns body and yields until it waits (its wait is queued)."""
+    before = k.queued(h)
+    f = px.spawn(body)
+    if before is not None:
+        until(lambda: k.queued(h) == before + 1, f"{k.name}: the waiter queued")
+    else:
+        settle()
+    assert not f.done
+    return f
+
+
+def interrupted(k, h, scope):
+    """A waiter whose wait is inside `scope`; it returns what the wait raised."""
+    def body():
+        try:
+            with scope:
+                k.block(h)
+        except (px.Timeout, px.Cancelled) as e:
+            return type(e)
+        return "not interrupted"
+    return body
+
+
+# -- off-fiber calls -----------------------------------------------------------------
+
+@params
+def test_off_fiber_calls_are_enofiber(k):
+    h = k.make()
+    for call in k.off_fiber(h):
+        with pytest.raises(px.NoFiberError):
+            call()
+
+
+def test_calls_that_need_no_fiber_work_off_fiber_and_waits_stay_enofiber():
+    wg = px.WaitGroup()
+    wg.add(2)
+    wg.done()
+    assert wg.count == 1
+    with pytest.raises(px.InvalidArgument):
+        wg.add(-2)
+    assert wg.count == 1
+    with pytest.raises(px.NoFiberError):
+        wg.wait()
+    wg.done()
+
+    def body():
+        wg.wait()                       # at zero: at once
+        wg.add(1)
+        wg.done()
+    run(body)
+    wg.add(1)                           # off-fiber again, after the run
+    assert wg.count == 1
+
+
+# -- try forms -----------------------------------------------------------------------
+
+def test_try_forms_take_a_free_one_and_refuse_a_held_one_without_parking():
+    def body():
+        m = px.Mutex()
+        assert m.try_lock() and m.owner == px.current_id()
+        assert px.spawn(m.try_lock).join() is False
+        m.unlock()
+        lk = px.RwLock()
+        assert lk.try_rdlock() and lk.readers == 1
+        assert px.spawn(lk.try_wrlock).join() is False
+        lk.rdunlock()
+        assert lk.try_wrlock() and lk.writer == px.current_id()
+        assert px.spawn(lk.try_rdlock).join() is False
+        assert px.spawn(lk.try_wrlock).join() is False
+        lk.wrunlock()
+        s = px.Semaphore(1)
+        assert s.try_acquire() and s.value == 0
+        assert s.try_acquire() is False
+        s.release()
+        ch = px.Channel(1)
+        assert ch.try_send("a") and ch.try_send("b") is False
+        assert ch.try_recv() == (True, "a")
+        assert ch.try_recv() == (False, None)
+    run(body)
+
+
+# -- interrupted waits -----------------------------------------------------------------
+
+def _interrupt_then_release(k, make_scope, interrupt):
+    """Arms k, queues an interrupted waiter A then a live one B; interrupts A,
+    checks it left nothing queued and that the release reaches B."""
+    def body():
+        h = k.make()
+        k.arm(h)
+        scope, tok = make_scope()
+        a = spawn_waiting(k, h, interrupted(k, h, scope))
+        b = spawn_waiting(k, h, waiter(k, h, tag="b")) if k.queues else None
+        interrupt(tok)
+        assert a.join() is (px.Timeout if tok is None else px.Cancelled)
+        if k.queued(h) is not None:
+            assert k.queued(h) == (1 if b else 0)
+        if b is None:
+            b = spawn_waiting(k, h, waiter(k, h, tag="b"))
+        k.release(h)
+        assert b.join() == "b"
+        if k.queued(h) is not None:
+            assert k.queued(h) == 0
+    run(body)
+
+
+def _timeout_scope():
+    return px.timeout(0.05), None
+
+
+def _token_scope():
+    tok = px.CancellationToken()
+    return px.cancel_scope(tok), tok
+
+
+@params
+def test_timed_out_or_cancelled_wait_leaves_nothing_queued(k):
+    _interrupt_then_release(k, _timeout_scope, lambda tok: None)
+    _interrupt_then_release(k, _token_scope, lambda tok: tok.cancel())
+
+
+@params
+def test_wait_cancelled_by_another_thread_leaves_nothing_queued(k):
+    _interrupt_then_release(k, _token_scope, cancel_from_thread)
+
+
+@params
+def test_release_right_after_an_interrupt_goes_past_it_to_the_next_waiter(k):
+    if not k.queues:
+        pytest.skip("a barrier of two holds one waiter")
+
+    def body():
+        h = k.make()
+        k.arm(h)
+        tok = px.CancellationToken()
+        a = spawn_waiting(k, h, interrupted(k, h, px.cancel_scope(tok)))
+        b = spawn_waiting(k, h, waiter(k, h, tag="b"))
+        tok.cancel()
+        k.release(h)                    # before A ran again: it is leaving
+        assert a.join() is px.Cancelled
+        assert b.join() == "b"
+        if k.queued(h) is not None:
+            assert k.queued(h) == 0
+    run(body)
+
+
+@params
+def test_wait_in_a_fired_scope_fails_at_once_without_queueing(k):
+    def body():
+        h = k.make()
+        k.arm(h)
+        tok = px.CancellationToken()
+        tok.cancel()
+
+        def fired():                    # not the arming fiber: a lock's holder would relock
+            with pytest.raises(px.Cancelled):
+                with px.cancel_scope(tok):
+                    k.block(h)
+            with pytest.raises(px.Timeout):
+                with px.timeout(0):
+                    k.block(h)
+        px.spawn(fired).join()
+        if k.queued(h) is not None:
+            assert k.queued(h) == 0
+        b = spawn_waiting(k, h, waiter(k, h, tag="b"))
+        k.release(h)
+        assert b.join() == "b"
+    run(body)
+
+
+# -- hand-off -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", QUEUEING, ids=repr)
+def test_hands_off_in_fifo_order(k):
+    def body():
+        del released[:]
+        h = k.make()
+        k.arm(h)
+        log = []
+        fibers = [spawn_waiting(k, h, waiter(k, h, log, i)) for i in range(5)]
+        for i in range(5):
+            if i == 0 or not k.chains:
+                k.release(h)
+            until(lambda: len(log) > i or fibers[i].done, "the next waiter ran")
+        assert [f.join() for f in fibers] == list(range(5))
+        assert log == list(range(5))
+        if k.name == "chan_send":
+            assert released == [f.id for f in fibers]
+    run(body)
+
+
+@pytest.mark.parametrize("k", [k for k in KINDS if k.wakes_all], ids=repr)
+def test_one_call_wakes_every_waiter(k):
+    def body():
+        h = k.make()
+        k.arm(h)
+        n = 1 if not k.queues else 4
+        fibers = [spawn_waiting(k, h, waiter(k, h, tag=i)) for i in range(n)]
+        k.release(h)
+        assert [f.join() for f in fibers] == list(range(n))
+    run(body)
+
+
+def test_event_set_returns_how_many_it_woke():
+    def body():
+        e = px.Event()
+        fibers = [spawn_waiting(EventKind(), e, e.wait) for _ in range(3)]
+        assert e.set() == 3
+        for f in fibers:
+            f.join()
+        assert e.set() == 0
+    run(body)
+
+
+# -- stray wakes ------------------------------------------------------------------------
+
+@params
+def test_a_stray_wake_does_not_end_the_wait(k):
+    """tests/c/sync/stray_wake.c: a_stray_wake_does_not_end_a_<kind> and
+    a_stray_wake_then_<a release>_hands_it_over: the waiter keeps its place."""
+    def body():
+        h = k.make()
+        k.arm(h)
+        log = []
+        a = spawn_waiting(k, h, waiter(k, h, log, "a"))
+        b = spawn_waiting(k, h, waiter(k, h, log, "b")) if k.queues else None
+        assert lib.px_wake(a.id) == 1
+        settle()
+        assert not a.done and log == []
+        if k.queued(h) is not None:
+            assert k.queued(h) == (2 if b else 1)
+        k.release(h)                    # to A, first in line still
+        assert lib.px_wake(a.id) in (0, 1)  # granted, not yet run: a stray wake again
+        assert a.join() == "a"
+        if b is not None:
+            assert log[0] == "a"
+            if not k.chains and not k.wakes_all:
+                k.release(h)
+            assert b.join() == "b"
+    run(body)
+
+
+@params
+def test_a_wake_flood_from_another_thread_ends_no_wait(k):
+    def body():
+        h = k.make()
+        k.arm(h)
+        a = spawn_waiting(k, h, waiter(k, h, tag="a"))
+        stop = threading.Event()
+        woke = threading.Semaphore(0)
+
+        def flood():
+            while not stop.is_set():
+                lib.px_wake(a.id)
+                woke.release()
+        t = threading.Thread(target=flood)
+        t.start()
+        try:
+            for _ in range(50):         # each round: wakes landed, the waiter looked
+                assert woke.acquire(timeout=TIMEOUT)
+                settle(2)
+                assert not a.done
+            if k.queued(h) is not None:
+                assert k.queued(h) == 1
+            k.release(h)
+            assert a.join() == "a"
+        finally:
+            stop.set()
+            t.join(TIMEOUT)
+    run(body)
+
+
+# -- owner death -----------------------------------------------------------------------
+
+def test_owner_death_hands_it_over_with_eownerdead_and_tells_later_waits():
+    def body():
+        m = px.Mutex()
+        lk = px.RwLock()
+        once = px.Once()
+        gate = px.Event()
+
+        def holder():
+            m.lock()
+            lk.wrlock()
+            once.do(gate.wait)          # ends inside the action: cancelled below
+        tok = px.CancellationToken()
+
+        def holder_in_scope():
+            with px.cancel_scope(tok):
+                holder()
+        h = px.spawn(holder_in_scope)
+        until(lambda: m.owner == h.id and lk.writer == h.id, "the holder holds")
+
+        def told(lock, owner, unlock):
+            try:
+                lock()
+            except px.OwnerDiedError:
+                assert owner() == px.current_id()   # held by the one told
+                unlock()
+                return "told"
+            return "not told"
+        mw = spawn_waiting(MutexKind(), m, lambda: told(m.lock, lambda: m.owner, m.unlock))
+        lw = spawn_waiting(RwWriteKind(), lk,
+                           lambda: told(lk.wrlock, lambda: lk.writer, lk.wrunlock))
+        ow = px.spawn(once.do, pytest.fail)
+        settle()
+        tok.cancel()                    # the holder unwinds out of the action and ends
+        assert outcome(h) is px.Cancelled
+        assert mw.join() == "told" and lw.join() == "told"
+        assert ow.join() is None and once.done
+        assert m.owner is None and lk.writer is None
+        m.lock()                        # only the first owner after the death is told
+        m.unlock()
+        lk.wrlock()
+        lk.wrunlock()
+    run(body)
+
+
+# -- deadlock reports ---------------------------------------------------------------------
+
+@params
+def test_deadlock_report_names_the_wait_and_the_primitive(k):
+    ids = {}
+
+    def main():
+        h = k.make()
+        k.arm(h)
+        ids["main"] = px.current_id()
+        ids["waiter"] = spawn_waiting(k, h, interrupted(k, h, contextlib.nullcontext())).id
+        px.Event().wait()               # nothing will ever set it
+    with pytest.raises(px.DeadlockError) as e:
+        px.run(main)
+    report = str(e.value)
+    assert f'"{k.reason}"' in report, report
+    assert str(ids["waiter"]) in report
+    if k.has_holder:
+        assert f"held by fiber {ids['main']}" in report, report
+
+
+# -- another run's object -----------------------------------------------------------------
+
+@params
+def test_a_primitive_of_another_threads_run_is_wrong_scheduler(k):
+    h = k.make()
+    bound = threading.Event()
+    stop = threading.Event()
+    errors = []
+
+    def main():
+        def bind():                     # binds it to this run, without waiting
+            with pytest.raises(px.Timeout):
+                with px.timeout(0):
+                    k.block(h)
+        try:
+            k.arm(h)
+            px.spawn(bind).join()
+        except BaseException as e:
+            errors.append(e)
+        bound.set()
+        stop.wait(TIMEOUT)              # blocks this run's thread: it stays alive
+        if isinstance(k, OnceKind):
+            k.release(h)
+    t = threading.Thread(target=px.run, args=(main,))
+    t.start()
+    try:
+        assert bound.wait(TIMEOUT)
+        assert not errors, errors
+
+        def body():
+            with pytest.raises(px.WrongSchedulerError):
+                k.block(h)
+        run(body)
+    finally:
+        stop.set()
+        t.join(TIMEOUT)
+    assert not t.is_alive()
+
+
+# -- repr ----------------------------------------------------------------------------------
+
+def test_repr_of_every_primitive_says_its_state():
+    def body():
+        m = px.Mutex()
+        assert repr(m) == "<parataxis.Mutex free, 0 waiting>"
+        m.lock()
+        spawn_waiting(MutexKind(), m, lambda: (m.lock(), m.unlock()))
+        assert repr(m) == f"<parataxis.Mutex owned by {px.current_id():#x}, 1 waiting>"
+        m.unlock()
+        lk = px.RwLock()
+        lk.rdlock()
+        assert repr(lk) == "<parataxis.RwLock 1 readers, 0 waiting>"
+        lk.rdunlock()
+        lk.wrlock()
+        assert repr(lk) == f"<parataxis.RwLock written by {px.current_id():#x}, 0 waiting>"
+        lk.wrunlock()
+        wg = px.WaitGroup()
+        wg.add(3)
+        assert repr(wg) == "<parataxis.WaitGroup count=3>"
+        b = px.Barrier(2)
+        assert repr(b) == "<parataxis.Barrier phase=0, 0 waiting>"
+        o = px.Once()
+        assert repr(o) == "<parataxis.Once not done>"
+        o.do(int)
+        assert repr(o) == "<parataxis.Once done>"
+        s = px.Semaphore(2)
+        assert repr(s) == "<parataxis.Semaphore value=2, 0 waiting>"
+        e = px.Event()
+        assert repr(e) == "<parataxis.Event clear>"
+        e.set()
+        assert repr(e) == "<parataxis.Event set>"
+        ch = px.Channel(4)
+        ch.send(1)
+        assert repr(ch) == "<parataxis.Channel open, 1/4>"
+        ch.close()
+        assert repr(ch) == "<parataxis.Channel closed, 1/4>"
+    run(body)
