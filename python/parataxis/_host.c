@@ -276,7 +276,8 @@ static PyObject *h_begin(PyObject *self, PyObject *args)
     if (r == NULL)
         return PyErr_NoMemory();
     px_sched_opts o = { .on_deadlock = keep_report, .on_deadlock_ctx = r,
-                        .on_wait = on_wait, .on_wait_ctx = r };
+                        .on_wait = on_wait, .on_wait_ctx = r,
+                        .token_scopes_hold = 1 };   /* as px_run: nobody can hold it */
     r->s = px_sched_new(&o);
     if (r->s == NULL) {
         free(r);
