@@ -422,8 +422,9 @@ class TimerQueue:
     """One-shot and periodic timers served by one worker thread.
 
     executor: None (handlers run on the worker thread), an asyncio event loop
-    (handlers run on the loop's thread), a concurrent.futures.Executor, or a
-    HandlerQueue.  Handlers are called as fn(aborted), exactly once per timer
+    (handlers run on the loop's thread), a concurrent.futures.Executor, a
+    HandlerQueue, or px.scheduler() inside px.run (each handler runs as a new
+    fiber; the run does not end while a timer of the queue is pending).  Handlers are called as fn(aborted), exactly once per timer
     (a periodic one once per tick, then once with aborted=True).
     """
 
@@ -437,6 +438,7 @@ class TimerQueue:
         self._hq: Optional[HandlerQueue] = None     # our own, for an asyncio loop
         self._user_hq: Optional[HandlerQueue] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._hold: Any = None                      # px.scheduler()'s _px_hold
         self._where = "worker" if executor is None else type(executor).__name__
         # Inside a HandlerQueue's gate until we are one of its users: its close()
         # then closes us before it frees what we post into.
@@ -500,8 +502,12 @@ class TimerQueue:
             h = ffi.new_handle(executor)
             _CTX.setdefault(id(self._state), []).append(h)
             return self._batched({"post": lib.pxpy_post, "ctx": h, "flush": _NULL})
+        hold = getattr(executor, "_px_hold", None)
+        if hold is not None:                        # px.scheduler(): fibers (_fibers.py)
+            self._hold = hold
+            return executor._executor()
         raise TypeError("executor must be None, an asyncio loop, a "
-                        "concurrent.futures.Executor or a HandlerQueue")
+                        "concurrent.futures.Executor, a HandlerQueue or px.scheduler()")
 
     def _on_loop_thread(self) -> bool:
         loop = self._loop
@@ -563,6 +569,8 @@ class TimerQueue:
             _ns(delay)                  # raises
         if self._loop is not None:
             self._check_loop()
+        if self._hold is not None:
+            fn = self._hold(fn, False)
         h = TimerHandle()
         h._fn = fn
         h._owner = self._state
@@ -585,6 +593,8 @@ class TimerQueue:
         f = _ns(first, "first")
         if self._loop is not None:
             self._check_loop()
+        if self._hold is not None:
+            fn = self._hold(fn, True)
         h = _PeriodicHandle()
         h._fn = fn
         h._owner = self._state
@@ -767,6 +777,8 @@ class Timer:
         queue = self._queue
         if queue._loop is not None:
             queue._check_loop()
+        if queue._hold is not None:
+            fn = queue._hold(fn, False)
         call = _Call()
         call._fn = fn
         call._owner = queue._state

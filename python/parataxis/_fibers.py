@@ -138,6 +138,11 @@ class _Run:
         self.failure: Optional[BaseException] = None
         self.scheduler: Optional[Scheduler] = None
         self.thread = threading.get_ident()
+        self.cancelled = False                  # the run cancelled every fiber
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        _host.cancel()
 
     def fiber_failed(self, fiber: Fiber[Any], exc: BaseException) -> None:
         # The main fiber's exception, or a KeyboardInterrupt / SystemExit in any
@@ -146,10 +151,12 @@ class _Run:
         if fiber is self.main or not isinstance(exc, Exception):
             if self.failure is None:
                 self.failure = exc
-            _host.cancel()
+            self.cancel()
 
     def reports(self, exc: BaseException) -> bool:
-        return exc is not self.failure and isinstance(exc, Exception)
+        # Not the run's own failure, nor the Cancelled its cancel caused.
+        return (exc is not self.failure and isinstance(exc, Exception)
+                and not (self.cancelled and isinstance(exc, Cancelled)))
 
 
 def _factory(fn: int, arg: int, status: int) -> greenlet:
@@ -192,6 +199,32 @@ def _posted(key: int, status: int) -> None:
 _host.configure(_posted)
 
 
+class _Held:
+    """A timer handler whose calls start fibers of a run: the run is held (it
+    neither ends nor reports a deadlock) from the add until the handler's
+    final call starts as a fiber, or until the handler is dropped uncalled.
+    A cancelled or ended run holds for nobody (_host.hold says False)."""
+
+    __slots__ = ("_fn", "_exec", "_periodic", "_held")
+
+    def __init__(self, fn: Callable[[bool], Any], capsule: Any, periodic: bool) -> None:
+        self._fn = fn
+        self._exec = capsule
+        self._periodic = periodic
+        self._held = _host.hold(capsule)
+
+    def __call__(self, aborted: bool) -> Any:
+        if self._held and (aborted or not self._periodic):
+            self._held = False
+            _host.unhold(self._exec)
+        return self._fn(aborted)
+
+    def __del__(self) -> None:
+        if self._held:
+            self._held = False
+            _host.unhold(self._exec)
+
+
 class Scheduler:
     """The scheduler of a running px.run, as an executor.
 
@@ -219,6 +252,11 @@ class Scheduler:
             if rc == lib.PX_ECLOSED:
                 raise Closed("the run of this scheduler is over")
             raise_for(rc)
+
+    def _px_hold(self, fn: Callable[[bool], Any], periodic: bool) -> Callable[[bool], Any]:
+        # TimerQueue(executor=self).add & co.: the handler, holding the run
+        # until its final call starts (see _Held).
+        return _Held(fn, self._exec, periodic)
 
     def _executor(self) -> Any:
         # The px_executor a TimerQueue copies; it keeps self._exec alive.
@@ -258,7 +296,7 @@ def run(main: Callable[..., T], *args: Any) -> T:
             if rc == lib.PX_EDEADLK:            # unwind them all, then say why
                 if deadlock is None:
                     deadlock = r.failure is None    # unless something failed first
-                _host.cancel()
+                r.cancel()
                 continue
             if rc != 0:
                 raise_for(rc)
@@ -267,7 +305,7 @@ def run(main: Callable[..., T], *args: Any) -> T:
     finally:
         r.alive = False
         signal_failure, report = _host.finish_run()
-    if signal_failure is not None and r.failure is None:
+    if signal_failure is not None:              # Ctrl-C came first: the rest followed
         r.failure = signal_failure
     if deadlock:                                # what the unwinding raised follows
         raise DeadlockError(report or "deadlock") from r.failure

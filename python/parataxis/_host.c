@@ -62,6 +62,7 @@ static PyObject *raise_for;  /* Python: raises the exception of a C code */
 static PyObject *empty;      /* () */
 
 static void release_fiber(void *ctx);
+static void drop_holds(hrun *r, int close);
 
 static const px_host_ops pulled = { NULL, NULL, release_fiber };
 
@@ -135,6 +136,7 @@ static void take_signal_failure(hrun *r)
     Py_XDECREF(value);
     Py_XDECREF(tb);
     px_sched_cancel(r->s);
+    drop_holds(r, 0);
 }
 
 /*
@@ -300,6 +302,7 @@ static PyObject *h_finish_run(PyObject *self, PyObject *noargs)
     hrun *r = need_run();
     if (r == NULL)
         return NULL;
+    drop_holds(r, 1);       /* nothing posts into the freed scheduler */
     px_sched_free(r->s);    /* fibers left (a run given up) are unwound */
     run_here = NULL;
     PyObject *failure = r->failure ? r->failure : Py_NewRef(Py_None);
@@ -335,6 +338,7 @@ static PyObject *h_cancel(PyObject *self, PyObject *noargs)
     if (r == NULL)
         return NULL;
     px_sched_cancel(r->s);
+    drop_holds(r, 0);
     Py_RETURN_NONE;
 }
 
@@ -471,9 +475,12 @@ typedef struct hexec {
     px_sched *s;
     int closed;
     long inflight;
+    long holds;              /* px_sched_holds for timers that will post here */
+    int holds_off;           /* the run was cancelled: no more holds */
 } hexec;
 
 static void start_handler(void *arg, int status);
+static void posted_call(void *arg, int status);
 
 /* On a C fiber of the run, or off-fiber (no fiber could be made for it, or
 ** the scheduler was freed with the call posted): then it runs inline, as a
@@ -516,7 +523,7 @@ static int post_handler(void *ctx, px_handler_fn fn, void *arg, int status)
     pthread_mutex_unlock(&x->lock);
     if (rc != 0) {
         free(h);
-        if (rc == PX_ECLOSED) {
+        if (rc == PX_ECLOSED && fn != posted_call) {
             fn(arg, PX_ECANCELED);   /* the run is over: aborted, not lost */
             rc = 0;
         }
@@ -602,6 +609,63 @@ static PyObject *h_post(PyObject *self, PyObject *args)
     return PyLong_FromLong(rc);
 }
 
+/* Lets go of every hold of the run's executor, for good: a cancelled run
+** waits for no timer; at the end of the run, the executor is closed too. */
+static void drop_holds(hrun *r, int close)
+{
+    if (r->exec == NULL)
+        return;
+    hexec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
+    pthread_mutex_lock(&x->lock);
+    for (; x->holds > 0; x->holds--)
+        px_sched_unhold(x->s);
+    x->holds_off = 1;
+    if (close)
+        x->closed = 1;
+    pthread_mutex_unlock(&x->lock);
+}
+
+static hexec *exec_of(PyObject *capsule)
+{
+    return PyCapsule_GetPointer(capsule, "parataxis.hexec");
+}
+
+PyDoc_STRVAR(hold_doc, "hold(capsule) -> bool: holds the run of the executor (px_sched_hold: "
+                       "it neither ends nor reports a deadlock) for a timer whose handler "
+                       "will post to it; False (no hold) once the run is cancelled or over.  "
+                       "Any thread.");
+
+static PyObject *h_hold(PyObject *self, PyObject *capsule)
+{
+    (void)self;
+    hexec *x = exec_of(capsule);
+    if (x == NULL)
+        return NULL;
+    pthread_mutex_lock(&x->lock);
+    int held = !x->closed && !x->holds_off && px_sched_hold(x->s) == 0;
+    x->holds += held;
+    pthread_mutex_unlock(&x->lock);
+    return PyBool_FromLong(held);
+}
+
+PyDoc_STRVAR(unhold_doc, "unhold(capsule): lets go of one hold() that returned True (nothing "
+                         "once the run dropped its holds).  Any thread.");
+
+static PyObject *h_unhold(PyObject *self, PyObject *capsule)
+{
+    (void)self;
+    hexec *x = exec_of(capsule);
+    if (x == NULL)
+        return NULL;
+    pthread_mutex_lock(&x->lock);
+    if (x->holds > 0) {
+        x->holds--;
+        px_sched_unhold(x->s);
+    }
+    pthread_mutex_unlock(&x->lock);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(close_exec_doc, "close_executor() -> bool: at the end of a run, closes its executor "
                              "unless calls are still posted (True: closed; False: run again).");
 
@@ -660,6 +724,8 @@ static PyMethodDef methods[] = {
     { "executor", h_executor, METH_NOARGS, executor_doc },
     { "post", h_post, METH_VARARGS, post_doc },
     { "close_executor", h_close_executor, METH_NOARGS, close_exec_doc },
+    { "hold", h_hold, METH_O, hold_doc },
+    { "unhold", h_unhold, METH_O, unhold_doc },
     { "handler_kind", h_handler_kind, METH_O, handler_kind_doc },
     { "configure", h_configure, METH_O, configure_doc },
     { NULL, NULL, 0, NULL },

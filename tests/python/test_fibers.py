@@ -443,14 +443,13 @@ def test_fired_then_park():
     px.run(main)
 
 
-def test_scope_entered_once():
+def test_scope_entered_once_at_a_time():
     def main():
         s = px.timeout(1)
         with s:
-            pass
-        with pytest.raises(RuntimeError):
-            with s:
-                pass
+            with pytest.raises(RuntimeError):
+                with s:
+                    pass
         with pytest.raises(TypeError):
             px.cancel_scope(object())
         with pytest.raises(px.InvalidArgument):
@@ -531,9 +530,12 @@ def test_cancel_and_wake():
 
     def main():
         m = px.Mutex()
-        m.lock()
         ev = px.Event()
-        other = px.spawn(ev.wait)
+        def holder():
+            with m:
+                ev.wait()
+        other = px.spawn(holder)
+        px.yield_()
         out = []
         for tok, wait in zip(toks, (m.lock, other.join, lambda: px.sleep(60))):
             try:
@@ -542,10 +544,10 @@ def test_cancel_and_wake():
                     wait()
             except px.Cancelled:
                 out.append("cancelled")
-        assert m.waiters == 0 and m.owner == px.current_id()
-        m.unlock()
+        assert m.waiters == 0 and m.owner == other.id
         ev.set()
         other.join()
+        assert m.owner is None
         return out
     th = threading.Thread(target=canceller)
     th.start()
@@ -1176,3 +1178,20 @@ def test_fork_in_a_fiber():
     """)
     assert out[-2:] == ["parent", "0"]
     assert out[:2] in (["child", "BusyError"], ["child", "5"])
+
+
+def test_a_failed_run_waits_for_no_timer():
+    """The hold of a pending timer ends when the run is cancelled: main's
+    exception comes out at once, and the handler is aborted later, off-run."""
+    calls = []
+
+    def main():
+        q = px.TimerQueue(executor=px.scheduler())
+        q.add(60, calls.append)
+        raise KeyError("main")
+        return q
+    t0 = time.monotonic()
+    with pytest.raises(KeyError):
+        px.run(main)
+    assert time.monotonic() - t0 < 30
+    gc.collect()
