@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import weakref
 from typing import Any, Callable, Dict, Generic, Optional, TypeVar
 
 from greenlet import greenlet, getcurrent
@@ -83,29 +84,38 @@ class Fiber(Generic[T]):
         return self._result
 
     def _body(self, fn: Callable[..., Any], args: tuple) -> Callable[..., None]:
-        def run(*_: Any) -> None:
+        # The body refers to its Fiber weakly, and its frame lets go of what
+        # it ended with: a kept exception's traceback holds this frame, which
+        # would otherwise hold the Fiber in a cycle, and the Fiber (with its
+        # unjoined exception) would be released only by the garbage collector.
+        ref = weakref.ref(self)
+        owner = self._run
+
+        def body(*_: Any) -> None:
+            exc: Optional[BaseException] = None
+            result: Any = None
             try:
-                self._result = fn(*args)
+                result = fn(*args)
             except BaseException as e:          # kept for join, or for run()
-                self._exc = e
-                self._run.fiber_failed(self, e)
-            finally:
-                self._done = True
-                self._fn = None
+                exc = e
+            fiber = ref()
+            if fiber is not None:
+                fiber._result, fiber._exc = result, exc
+                fiber._done = True
+                fiber._fn = None
+            if exc is not None:
+                owner.fiber_failed(fiber, exc)
+                if fiber is None and owner.reports(exc):    # nobody can join it
+                    _report(exc, lib.px_self(), None)
+            del fiber, result, exc
             _host.finish()                      # returning switches to the next fiber
-        return run
+        return body
 
     def __del__(self) -> None:
         exc = self._exc
         if exc is not None and not self._joined and self._run.reports(exc):
-            hook = getattr(sys, "unraisablehook", None)
-            if hook is not None:
-                self._exc = None
-                try:
-                    hook(_Unraisable(exc, f"fiber {self.id:#x} ended with an exception "
-                                          "nobody joined", self))
-                except Exception:
-                    pass
+            self._exc = None
+            _report(exc, self.id, self)
         f, self._f = self._f, None
         run = self._run
         if f and run.alive and _host.current() is run:
@@ -116,6 +126,15 @@ class Fiber(Generic[T]):
         name = getattr(self._fn, "__qualname__", None)
         what = f" {name}" if name else ""
         return f"<parataxis.Fiber {self.id:#x}{what} {state}>"
+
+
+def _report(exc: BaseException, fid: int, obj: object) -> None:
+    hook = getattr(sys, "unraisablehook", None)
+    if hook is not None:
+        try:
+            hook(_Unraisable(exc, f"fiber {fid:#x} ended with an exception nobody joined", obj))
+        except Exception:
+            pass
 
 
 class _Unraisable:
@@ -144,7 +163,7 @@ class _Run:
         self.cancelled = True
         _host.cancel()
 
-    def fiber_failed(self, fiber: Fiber[Any], exc: BaseException) -> None:
+    def fiber_failed(self, fiber: Optional[Fiber[Any]], exc: BaseException) -> None:
         # The main fiber's exception, or a KeyboardInterrupt / SystemExit in any
         # fiber, ends the program: every other fiber is cancelled and unwinds,
         # then run() raises it.

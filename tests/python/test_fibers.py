@@ -1195,3 +1195,24 @@ def test_a_failed_run_waits_for_no_timer():
         px.run(main)
     assert time.monotonic() - t0 < 30
     gc.collect()
+
+
+def test_unjoined_exception_reported_when_the_fiber_is_released(unraisable):
+    """No garbage collection needed: the report comes when the last reference
+    to the Fiber goes (here while the run goes on), and for a fiber whose
+    Fiber was dropped before it ended, when it ends."""
+    def main():
+        gc.disable()
+        try:
+            f = px.spawn(lambda: 1 / 0)
+            px.yield_()
+            del f
+            first = len(unraisable)
+            px.spawn(lambda: {}["k"])           # dropped at once
+            px.yield_()
+            return first, len(unraisable)
+        finally:
+            gc.enable()
+    assert px.run(main) == (1, 2)
+    assert isinstance(unraisable[0].exc_value, ZeroDivisionError)
+    assert isinstance(unraisable[1].exc_value, KeyError)
