@@ -609,6 +609,11 @@ typedef struct px_sched_opts {
     ** lock (Python's GIL) releases it there and holds it the rest of the time. */
     void (*on_wait)(void *ctx, int entering);
     void *on_wait_ctx;
+    /* Nonzero: an open cancel scope counts as a hold, as in px_run -- a fiber
+    ** parked in one waits for another thread's px_token_cancel instead of
+    ** being reported as a deadlock.  For a host that, like px_run, gives its
+    ** caller no scheduler to hold for that thread (the Python binding's run). */
+    int token_scopes_hold;
 } px_sched_opts;
 
 /*

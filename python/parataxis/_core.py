@@ -100,15 +100,11 @@ else:                                   # pragma: no cover - not Linux
 
 class _State:
     """What handlers of one TimerQueue share; outlives the TimerQueue object.
-    `g` is the queue's gate, `gp` its address, `sched` the Scheduler of a fiber
-    run it delivers into (or None)."""
+    `g` is the queue's gate, `gp` its address."""
 
-    __slots__ = ("__weakref__", "g", "gp", "sched")
+    __slots__ = ("__weakref__", "g", "gp")
     g: Any
     gp: int
-
-    def __init__(self) -> None:
-        self.sched: Any = None          # a fiber run's Scheduler it delivers into
 
 
 class _Call:
@@ -207,8 +203,6 @@ def pxpy_handler(key: int, status: int) -> None:
     aborted = status != 0
     if aborted or not call._periodic:
         del _LIVE[key]                  # the final call: release the call
-        if call._owner.sched is not None:
-            call._owner.sched._unhold() # (its hold: see TimerQueue.add)
     prev = getattr(_tls, "current", None)
     _tls.current = call._owner
     try:
@@ -441,8 +435,9 @@ class TimerQueue:
     """One-shot and periodic timers served by one worker thread.
 
     executor: None (handlers run on the worker thread), an asyncio event loop
-    (handlers run on the loop's thread), a concurrent.futures.Executor, or a
-    HandlerQueue.  Handlers are called as fn(aborted), exactly once per timer
+    (handlers run on the loop's thread), a concurrent.futures.Executor, a
+    HandlerQueue, or px.scheduler() inside px.run (each handler runs as a new
+    fiber; the run does not end while a timer of the queue is pending).  Handlers are called as fn(aborted), exactly once per timer
     (a periodic one once per tick, then once with aborted=True).
     """
 
@@ -456,7 +451,7 @@ class TimerQueue:
         self._hq: Optional[HandlerQueue] = None     # our own, for an asyncio loop
         self._user_hq: Optional[HandlerQueue] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._sched: Any = None                     # a fiber run's Scheduler
+        self._hold: Any = None                      # px.scheduler()'s _px_hold
         self._where = "worker" if executor is None else type(executor).__name__
         # Inside a HandlerQueue's gate until we are one of its users: its close()
         # then closes us before it frees what we post into.
@@ -511,10 +506,6 @@ class TimerQueue:
             self._loop = executor
             self._hq = HandlerQueue()
             return lib.px_queue_executor(self._hq._q)
-        from ._fibers import Scheduler     # imports this module: imported late
-        if isinstance(executor, Scheduler):
-            self._sched = self._state.sched = executor
-            return executor._executor()
         if isinstance(executor, concurrent.futures.Executor):
             if isinstance(executor, _ELSEWHERE):
                 kind = next(c for c in _ELSEWHERE if isinstance(executor, c)).__name__
@@ -525,8 +516,12 @@ class TimerQueue:
             h = ffi.new_handle(executor)
             _CTX.setdefault(id(self._state), []).append(h)
             return self._batched({"post": lib.pxpy_post, "ctx": h, "flush": _NULL})
+        hold = getattr(executor, "_px_hold", None)
+        if hold is not None:                        # px.scheduler(): fibers (_fibers.py)
+            self._hold = hold
+            return executor._executor()
         raise TypeError("executor must be None, an asyncio loop, a "
-                        "concurrent.futures.Executor or a HandlerQueue")
+                        "concurrent.futures.Executor, a HandlerQueue or px.scheduler()")
 
     def _on_loop_thread(self) -> bool:
         loop = self._loop
@@ -570,8 +565,6 @@ class TimerQueue:
 
     def _not_added(self, key: int) -> NoReturn:
         del _LIVE[key]                  # fn will never be called
-        if self._sched is not None:
-            self._sched._unhold()
         self._ptr()                     # raises Closed / ForkedError
         raise NoMemory("the timer could not be added")
 
@@ -590,8 +583,8 @@ class TimerQueue:
             _ns(delay)                  # raises
         if self._loop is not None:
             self._check_loop()
-        if self._sched is not None:
-            self._sched._hold()             # until the handler's fiber took its call
+        if self._hold is not None:
+            fn = self._hold(fn, False)
         h = TimerHandle()
         h._fn = fn
         h._owner = self._state
@@ -614,8 +607,8 @@ class TimerQueue:
         f = _ns(first, "first")
         if self._loop is not None:
             self._check_loop()
-        if self._sched is not None:
-            self._sched._hold()
+        if self._hold is not None:
+            fn = self._hold(fn, True)
         h = _PeriodicHandle()
         h._fn = fn
         h._owner = self._state
@@ -798,20 +791,17 @@ class Timer:
         queue = self._queue
         if queue._loop is not None:
             queue._check_loop()
+        if queue._hold is not None:
+            fn = queue._hold(fn, False)
         call = _Call()
         call._fn = fn
         call._owner = queue._state
         call._ctx = _copy_context()
         key = id(call)
         _LIVE[key] = call
-        sched = queue._sched
-        if sched is not None:
-            sched._hold()
         rc = lib.pxpy_timer_wait(self._g, key)
         if rc < 0:
             del _LIVE[key]
-            if sched is not None:
-                sched._unhold()
             self._done(rc)
 
     def cancel(self) -> int:

@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 import sys
 import threading
-from typing import Any, Callable, Dict, Generic, Literal, Optional, Tuple, TypeVar, Union
+import weakref
+from typing import (Any, Callable, Dict, Generic, List, Literal, Optional, Tuple, TypeVar,
+                    Union)
 
 from greenlet import greenlet, getcurrent
 
@@ -86,29 +88,38 @@ class Fiber(Generic[T]):
         return result
 
     def _body(self, fn: Callable[..., Any], args: Tuple[Any, ...]) -> Callable[..., None]:
-        def run(*_: Any) -> None:
+        # The body refers to its Fiber weakly, and its frame lets go of what
+        # it ended with: a kept exception's traceback holds this frame, which
+        # would otherwise hold the Fiber in a cycle, and the Fiber (with its
+        # unjoined exception) would be released only by the garbage collector.
+        ref = weakref.ref(self)
+        owner = self._run
+
+        def body(*_: Any) -> None:
+            exc: Optional[BaseException] = None
+            result: Any = None
             try:
-                self._result = fn(*args)
+                result = fn(*args)
             except BaseException as e:          # kept for join, or for run()
-                self._exc = e
-                self._run.fiber_failed(self, e)
-            finally:
-                self._done = True
-                self._fn = getattr(fn, "__qualname__", None)   # for repr, not fn
+                exc = e
+            fiber = ref()
+            if fiber is not None:
+                fiber._result, fiber._exc = result, exc
+                fiber._done = True
+                fiber._fn = getattr(fn, "__qualname__", None)   # for repr, not fn
+            if exc is not None:
+                owner.fiber_failed(fiber, exc)
+                if fiber is None and owner.reports(exc):    # nobody can join it
+                    _report(exc, lib.px_self(), None)
+            del fiber, result, exc
             _host.finish()                      # returning switches to the next fiber
-        return run
+        return body
 
     def __del__(self) -> None:
         exc = self._exc
         if exc is not None and not self._joined and self._run.reports(exc):
-            hook = getattr(sys, "unraisablehook", None)
-            if hook is not None:
-                self._exc = None
-                try:
-                    hook(_Unraisable(exc, f"fiber {self.id} ended with an exception "
-                                          "nobody joined", self))
-                except Exception:
-                    pass
+            self._exc = None
+            _report(exc, self.id, self)
         f, self._f = self._f, None
         run = self._run
         if f and run.alive and _host.current() is run:
@@ -126,6 +137,15 @@ class Fiber(Generic[T]):
         else:
             state = "done"
         return f"<parataxis.Fiber {self.id}{what} {state}>"
+
+
+def _report(exc: BaseException, fid: int, obj: object) -> None:
+    hook = getattr(sys, "unraisablehook", None)
+    if hook is not None:
+        try:
+            hook(_Unraisable(exc, f"fiber {fid} ended with an exception nobody joined", obj))
+        except Exception:
+            pass
 
 
 class _Unraisable:
@@ -150,18 +170,25 @@ class _Run:
         self.failure: Optional[BaseException] = None
         self.scheduler: Optional[Scheduler] = None
         self.thread = threading.get_ident()
+        self.cancelled = False                  # the run cancelled every fiber
 
-    def fiber_failed(self, fiber: Fiber[Any], exc: BaseException) -> None:
+    def cancel(self) -> None:
+        self.cancelled = True
+        _host.cancel()
+
+    def fiber_failed(self, fiber: Optional[Fiber[Any]], exc: BaseException) -> None:
         # The main fiber's exception, or a KeyboardInterrupt / SystemExit in any
         # fiber, ends the program: every other fiber is cancelled and unwinds,
         # then run() raises it.
         if fiber is self.main or not isinstance(exc, Exception):
             if self.failure is None:
                 self.failure = exc
-            _host.cancel()
+            self.cancel()
 
     def reports(self, exc: BaseException) -> bool:
-        return exc is not self.failure and isinstance(exc, Exception)
+        # Not the run's own failure, nor the Cancelled its cancel caused.
+        return (exc is not self.failure and isinstance(exc, Exception)
+                and not (self.cancelled and isinstance(exc, Cancelled)))
 
 
 def _factory(fn: int, arg: int, status: int) -> greenlet:
@@ -207,6 +234,32 @@ def _posted(key: int, status: int) -> None:
 _host.configure(_posted)
 
 
+class _Held:
+    """A timer handler whose calls start fibers of a run: the run is held (it
+    neither ends nor reports a deadlock) from the add until the handler's
+    final call starts as a fiber, or until the handler is dropped uncalled.
+    A cancelled or ended run holds for nobody (_host.hold says False)."""
+
+    __slots__ = ("_fn", "_exec", "_periodic", "_held")
+
+    def __init__(self, fn: Callable[[bool], Any], capsule: Any, periodic: bool) -> None:
+        self._fn = fn
+        self._exec = capsule
+        self._periodic = periodic
+        self._held = _host.hold(capsule)
+
+    def __call__(self, aborted: bool) -> Any:
+        if self._held and (aborted or not self._periodic):
+            self._held = False
+            _host.unhold(self._exec)
+        return self._fn(aborted)
+
+    def __del__(self) -> None:
+        if self._held:
+            self._held = False
+            _host.unhold(self._exec)
+
+
 class Scheduler:
     """The scheduler of a running px.run, as an executor.
 
@@ -238,14 +291,10 @@ class Scheduler:
                 raise Closed("the run of this scheduler is over")
             raise_for(rc)
 
-    def _hold(self) -> None:
-        # A timer queue delivering here owes a handler call: the run must not
-        # end, nor call its fibers deadlocked, before the call's fiber started.
-        # After the run there is nothing to hold: the call is aborted inline.
-        _host.hold(self._exec, 1)
-
-    def _unhold(self) -> None:
-        _host.hold(self._exec, -1)
+    def _px_hold(self, fn: Callable[[bool], Any], periodic: bool) -> Callable[[bool], Any]:
+        # TimerQueue(executor=self).add & co.: the handler, holding the run
+        # until its final call starts (see _Held).
+        return _Held(fn, self._exec, periodic)
 
     def _executor(self) -> Any:
         # The px_executor a TimerQueue copies; it keeps self._exec alive.
@@ -287,7 +336,7 @@ def run(main: Callable[..., T], *args: Any) -> T:
             if rc == lib.PX_EDEADLK:            # unwind them all, then say why
                 if deadlock is None:
                     deadlock = r.failure is None    # unless something failed first
-                _host.cancel()
+                r.cancel()
                 continue
             if rc != 0:
                 raise_for(rc)
@@ -296,7 +345,7 @@ def run(main: Callable[..., T], *args: Any) -> T:
     finally:
         r.alive = False
         signal_failure, report = _host.finish_run()
-    if signal_failure is not None and r.failure is None:
+    if signal_failure is not None:              # Ctrl-C came first: the rest followed
         r.failure = signal_failure
     if deadlock:                                # what the unwinding raised follows
         raise DeadlockError(report or "deadlock") from r.failure

@@ -62,6 +62,7 @@ static PyObject *raise_for;  /* Python: raises the exception of a C code */
 static PyObject *empty;      /* () */
 
 static void release_fiber(void *ctx);
+static void drop_holds(hrun *r, int close);
 
 static const px_host_ops pulled = { NULL, NULL, release_fiber };
 
@@ -135,6 +136,7 @@ static void take_signal_failure(hrun *r)
     Py_XDECREF(value);
     Py_XDECREF(tb);
     px_sched_cancel(r->s);
+    drop_holds(r, 0);
 }
 
 /*
@@ -286,7 +288,8 @@ static PyObject *h_begin(PyObject *self, PyObject *args)
     if (r == NULL)
         return PyErr_NoMemory();
     px_sched_opts o = { .on_deadlock = keep_report, .on_deadlock_ctx = r,
-                        .on_wait = on_wait, .on_wait_ctx = r };
+                        .on_wait = on_wait, .on_wait_ctx = r,
+                        .token_scopes_hold = 1 };   /* as px_run: nobody can hold it */
     r->s = px_sched_new(&o);
     if (r->s == NULL) {
         free(r);
@@ -308,7 +311,6 @@ static PyObject *h_begin(PyObject *self, PyObject *args)
     return addr;
 }
 
-static void exec_close(PyObject *capsule);
 
 PyDoc_STRVAR(finish_run_doc, "finish_run() -> (exception or None, report or None): ends this "
                              "thread's run and frees its scheduler; returns what a signal raised "
@@ -320,10 +322,8 @@ static PyObject *h_finish_run(PyObject *self, PyObject *noargs)
     hrun *r = need_run();
     if (r == NULL)
         return NULL;
-    /* However the run ended, a post from now on is refused, never handed to
-    ** the scheduler freed below (close_executor is the normal end's). */
-    if (r->exec != NULL)
-        exec_close(r->exec);
+    drop_holds(r, 1);       /* posts from now on are refused, never handed to the
+                            ** scheduler freed below: a run given up too */
     /* Fibers left (a run given up) are unwound by the free: as their greenlets
     ** are dropped, GreenletExit runs their finally blocks, which find no run. */
     run_here = NULL;
@@ -361,6 +361,7 @@ static PyObject *h_cancel(PyObject *self, PyObject *noargs)
     if (r == NULL)
         return NULL;
     px_sched_cancel(r->s);
+    drop_holds(r, 0);
     Py_RETURN_NONE;
 }
 
@@ -503,9 +504,12 @@ typedef struct hexec {
     px_sched *s;
     int closed;
     long inflight;
+    long holds;              /* px_sched_holds for timers that will post here */
+    int holds_off;           /* the run was cancelled: no more holds */
 } hexec;
 
 static void start_handler(void *arg, int status);
+static void posted_call(void *arg, int status);
 
 /* On a C fiber of the run, or off-fiber (no fiber could be made for it, or
 ** the scheduler was freed with the call posted): then it runs inline, as a
@@ -584,15 +588,6 @@ static void *fn_address(px_handler_fn fn)
     return p;
 }
 
-/* Closes the executor of `capsule`: posts are refused (aborted) from now on. */
-static void exec_close(PyObject *capsule)
-{
-    hexec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
-    pthread_mutex_lock(&x->lock);
-    x->closed = 1;
-    pthread_mutex_unlock(&x->lock);
-}
-
 static void exec_free(PyObject *capsule)
 {
     hexec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
@@ -648,26 +643,61 @@ static PyObject *h_post(PyObject *self, PyObject *args)
     return PyLong_FromLong(post_to(x, posted_call, (void *)(uintptr_t)key, 0));
 }
 
-PyDoc_STRVAR(hold_doc, "hold(capsule, delta) -> bool: takes (delta 1) or gives back (-1) a hold "
-                       "on the run of the executor `capsule` (px_sched_hold), from any thread; "
-                       "False once the run is over (nothing to hold).");
+/* Lets go of every hold of the run's executor, for good: a cancelled run
+** waits for no timer; at the end of the run, the executor is closed too. */
+static void drop_holds(hrun *r, int close)
+{
+    if (r->exec == NULL)
+        return;
+    hexec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
+    pthread_mutex_lock(&x->lock);
+    for (; x->holds > 0; x->holds--)
+        px_sched_unhold(x->s);
+    x->holds_off = 1;
+    if (close)
+        x->closed = 1;
+    pthread_mutex_unlock(&x->lock);
+}
 
-static PyObject *h_hold(PyObject *self, PyObject *args)
+static hexec *exec_of(PyObject *capsule)
+{
+    return PyCapsule_GetPointer(capsule, "parataxis.hexec");
+}
+
+PyDoc_STRVAR(hold_doc, "hold(capsule) -> bool: holds the run of the executor (px_sched_hold: "
+                       "it neither ends nor reports a deadlock) for a timer whose handler "
+                       "will post to it; False (no hold) once the run is cancelled or over.  "
+                       "Any thread.");
+
+static PyObject *h_hold(PyObject *self, PyObject *capsule)
 {
     (void)self;
-    PyObject *capsule;
-    int delta;
-    if (!PyArg_ParseTuple(args, "Oi", &capsule, &delta))
-        return NULL;
-    hexec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
+    hexec *x = exec_of(capsule);
     if (x == NULL)
         return NULL;
-    pthread_mutex_lock(&x->lock);   /* the run cannot end under it: see close_executor */
-    int open = !x->closed;
-    if (open)
-        (void)(delta > 0 ? px_sched_hold(x->s) : px_sched_unhold(x->s));
+    pthread_mutex_lock(&x->lock);
+    int held = !x->closed && !x->holds_off && px_sched_hold(x->s) == 0;
+    x->holds += held;
     pthread_mutex_unlock(&x->lock);
-    return PyBool_FromLong(open);
+    return PyBool_FromLong(held);
+}
+
+PyDoc_STRVAR(unhold_doc, "unhold(capsule): lets go of one hold() that returned True (nothing "
+                         "once the run dropped its holds).  Any thread.");
+
+static PyObject *h_unhold(PyObject *self, PyObject *capsule)
+{
+    (void)self;
+    hexec *x = exec_of(capsule);
+    if (x == NULL)
+        return NULL;
+    pthread_mutex_lock(&x->lock);
+    if (x->holds > 0) {
+        x->holds--;
+        px_sched_unhold(x->s);
+    }
+    pthread_mutex_unlock(&x->lock);
+    Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(close_exec_doc, "close_executor() -> bool: at the end of a run, closes its executor "
@@ -728,7 +758,8 @@ static PyMethodDef methods[] = {
     { "executor", h_executor, METH_NOARGS, executor_doc },
     { "post", h_post, METH_VARARGS, post_doc },
     { "close_executor", h_close_executor, METH_NOARGS, close_exec_doc },
-    { "hold", h_hold, METH_VARARGS, hold_doc },
+    { "hold", h_hold, METH_O, hold_doc },
+    { "unhold", h_unhold, METH_O, unhold_doc },
     { "handler_kind", h_handler_kind, METH_O, handler_kind_doc },
     { "configure", h_configure, METH_O, configure_doc },
     { NULL, NULL, 0, NULL },

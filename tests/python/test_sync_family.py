@@ -675,14 +675,14 @@ def test_repr_of_every_primitive_says_its_state():
         assert repr(m) == "<parataxis.Mutex free, 0 waiting>"
         m.lock()
         spawn_waiting(MutexKind(), m, lambda: (m.lock(), m.unlock()))
-        assert repr(m) == f"<parataxis.Mutex owned by {px.current_id():#x}, 1 waiting>"
+        assert repr(m) == f"<parataxis.Mutex owned by {px.current_id()}, 1 waiting>"
         m.unlock()
         lk = px.RwLock()
         lk.rdlock()
         assert repr(lk) == "<parataxis.RwLock 1 readers, 0 waiting>"
         lk.rdunlock()
         lk.wrlock()
-        assert repr(lk) == f"<parataxis.RwLock written by {px.current_id():#x}, 0 waiting>"
+        assert repr(lk) == f"<parataxis.RwLock written by {px.current_id()}, 0 waiting>"
         lk.wrunlock()
         wg = px.WaitGroup()
         wg.add(3)

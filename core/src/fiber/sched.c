@@ -567,6 +567,7 @@ px_sched *px_sched_new(const px_sched_opts *opts)
         s->on_deadlock_ctx = opts->on_deadlock_ctx;
         s->on_wait = opts->on_wait;
         s->on_wait_ctx = opts->on_wait_ctx;
+        s->token_scopes_hold = opts->token_scopes_hold != 0;
     }
     return s;
 }

@@ -119,6 +119,23 @@ static void test_sched_run_with_a_hold(void)
     end();
 }
 
+/* px_sched_run of a scheduler made with token_scopes_hold: no hold, as px_run. */
+static void test_token_scopes_hold_option(void)
+{
+    pthread_t th;
+    begin();
+    px_sched_opts o = { .token_scopes_hold = 1 };
+    px_sched *s = px_sched_new(&o);
+    CHECK(s != NULL);
+    CHECK_EQ(px_sched_post(s, cancelled_main, NULL), 0);
+    CHECK_EQ(pthread_create(&th, NULL, canceller, NULL), 0);
+    CHECK_EQ(px_sched_run(s), 0);
+    CHECK_EQ(got, PX_ECANCELED);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    px_sched_free(s);
+    end();
+}
+
 /* -- real deadlocks -------------------------------------------------------- */
 
 static uint64_t stuck_id;
@@ -241,6 +258,7 @@ int main(void)
     test_px_run_waits_for_cancel();
     test_push_form_and_joiner();
     test_sched_run_with_a_hold();
+    test_token_scopes_hold_option();
     test_real_deadlocks();
     puts("fib_token_thread: ok");
     return 0;
