@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "parataxis.h"
 
@@ -54,6 +55,7 @@ typedef struct hrun {
     PyObject *pending;       /* a new greenlet whose turn it is: the root starts it */
     PyThreadState *waiting;  /* while the scheduler waits in the kernel: no GIL */
     unsigned started;        /* greenlets the root started */
+    pid_t pid;               /* the process it runs in (see begin) */
     int end;                 /* what ended the run: 0 or an error code */
 } hrun;
 
@@ -278,6 +280,9 @@ static PyObject *h_begin(PyObject *self, PyObject *args)
     PyObject *obj, *root, *factory;
     if (!PyArg_ParseTuple(args, "OOO", &obj, &root, &factory))
         return NULL;
+    if (run_here != NULL && run_here->pid != getpid())
+        run_here = NULL;    /* the child of a fork in a fiber: the parent's run is
+                            ** not ours (its fibers run in the parent), a new one may start */
     if (run_here != NULL || px_self() != 0)
         return fail(PX_EBUSY);
     if (!PyGreenlet_Check(root) || !PyCallable_Check(factory)) {
@@ -295,6 +300,7 @@ static PyObject *h_begin(PyObject *self, PyObject *args)
         free(r);
         return PyErr_NoMemory();
     }
+    r->pid = getpid();
     r->obj = Py_NewRef(obj);
     r->root = Py_NewRef(root);
     r->factory = Py_NewRef(factory);
