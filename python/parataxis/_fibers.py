@@ -15,7 +15,7 @@ import sys
 import threading
 from typing import Any, Callable, Dict, Generic, Optional, TypeVar
 
-from greenlet import greenlet, getcurrent
+from greenlet import getcurrent
 
 from . import _host
 from ._errors import (BusyError, Cancelled, Closed, DeadlockError, InvalidArgument,
@@ -48,12 +48,13 @@ class Fiber(Generic[T]):
     Fiber is dropped.
     """
 
-    __slots__ = ("_f", "_run", "id", "_fn", "_done", "_result", "_exc", "_joined",
+    __slots__ = ("_f", "_run", "id", "_fn", "_args", "_done", "_result", "_exc", "_joined",
                  "__weakref__")
 
-    def __init__(self, run: "_Run", fn: Callable[..., T]) -> None:
+    def __init__(self, run: "_Run", fn: Callable[..., T], args: tuple = ()) -> None:
         self._run = run
         self._fn = fn
+        self._args = args
         self._f: Any = None
         self.id = 0
         self._done = False
@@ -82,18 +83,17 @@ class Fiber(Generic[T]):
             raise self._exc
         return self._result
 
-    def _body(self, fn: Callable[..., Any], args: tuple) -> Callable[..., None]:
-        def run(*_: Any) -> None:
-            try:
-                self._result = fn(*args)
-            except BaseException as e:          # kept for join, or for run()
-                self._exc = e
-                self._run.fiber_failed(self, e)
-            finally:
-                self._done = True
-                self._fn = None
-            _host.finish()                      # returning switches to the next fiber
-        return run
+    def _main(self) -> None:
+        # Its body, run by a worker greenlet of _host (which then goes on to
+        # the next fiber, or runs the next new one itself).
+        try:
+            self._result = self._fn(*self._args)
+        except BaseException as e:              # kept for join, or for run()
+            self._exc = e
+            self._run.fiber_failed(self, e)
+        finally:
+            self._done = True
+            self._fn = self._args = None
 
     def __del__(self) -> None:
         exc = self._exc
@@ -109,7 +109,7 @@ class Fiber(Generic[T]):
         f, self._f = self._f, None
         run = self._run
         if f and run.alive and _host.current() is run:
-            lib.px_fiber_release(ffi.cast("px_fiber *", f))
+            _host.release(f)
 
     def __repr__(self) -> str:
         state = "done" if self._done else "live"
@@ -152,15 +152,14 @@ class _Run:
         return exc is not self.failure and isinstance(exc, Exception)
 
 
-def _factory(fn: int, arg: int, status: int) -> greenlet:
-    # A fiber that an executor's call started: its greenlet, at its first turn.
+def _factory(fn: int, arg: int, status: int) -> "Fiber[Any]":
+    # A fiber that an executor's call started: its Fiber, at its first turn.
     run = _host.current()
     if _host.handler_kind(fn) == 1:
         target: Callable[..., Any] = _take_posted(arg)
     else:
         target = _handler_call(fn, arg, status)
-    f: Fiber[Any] = Fiber(run, target)
-    return greenlet(f._body(target, ()), parent=run.root)
+    return Fiber(run, target)
 
 
 def _handler_call(fn: int, arg: int, status: int) -> Callable[[], None]:
@@ -248,11 +247,9 @@ def run(main: Callable[..., T], *args: Any) -> T:
     r.alive = True
     deadlock: Optional[bool] = None
     try:
-        fiber: Fiber[T] = Fiber(r, main)
+        fiber: Fiber[T] = Fiber(r, main, args)
         r.main = fiber
-        glet = greenlet(fiber._body(main, args), parent=r.root)
-        fiber._f = _host.spawn(glet)
-        fiber.id = lib.px_fiber_id(ffi.cast("px_fiber *", fiber._f))
+        fiber._f, fiber.id = _host.spawn(fiber)
         while True:
             rc = _host.loop()
             if rc == lib.PX_EDEADLK:            # unwind them all, then say why
@@ -285,10 +282,8 @@ def spawn(fn: Callable[..., T], *args: Any) -> Fiber[T]:
         raise NoFiberError("spawn outside px.run")
     if not callable(fn):
         raise TypeError("spawn: fn must be callable")
-    fiber: Fiber[T] = Fiber(r, fn)
-    glet = greenlet(fiber._body(fn, args), parent=r.root)
-    fiber._f = _host.spawn(glet)
-    fiber.id = lib.px_fiber_id(ffi.cast("px_fiber *", fiber._f))
+    fiber: Fiber[T] = Fiber(r, fn, args)
+    fiber._f, fiber.id = _host.spawn(fiber)
     return fiber
 
 
