@@ -1,9 +1,10 @@
 /*
 ** _host.c -- parataxis._host, the greenlet host of Python fibers.
 **
-** Each Python fiber is a greenlet and a pulled fiber of a C scheduler: the
+** Each Python fiber is a pulled fiber of a C scheduler run on a greenlet: the
 ** scheduler decides whose turn it is (px_sched_next), the greenlets switch
-** straight to one another.  A fiber that would park gets PX_EYIELD from the
+** straight to one another.  A greenlet is a worker: once its fiber ended it
+** runs the next new one, or waits idle in a bounded pool (see retire).  A fiber that would park gets PX_EYIELD from the
 ** C call, pulls the next turn and switches to it; once switched back, it
 ** collects the outcome.  So no C frame of the library is ever on a parked
 ** greenlet's stack (greenlet copies a parked greenlet's stack slice away and
