@@ -1,9 +1,9 @@
 """Fibers on greenlets, scheduled by the C scheduler: run, spawn, sleep, yield_,
 scopes, cancellation tokens and the scheduler as an executor.
 
-A fiber is a greenlet and a pulled fiber of a px_sched (see _host.c): the C
-scheduler decides whose turn it is, the greenlets switch straight to one
-another.  Every blocking call is a C call that returns PX_EYIELD when it must
+A fiber is a pulled fiber of a px_sched run on a greenlet (see _host.c): the
+C scheduler decides whose turn it is, the greenlets switch straight to one
+another.  A greenlet whose fiber ended is kept, idle, to run a later one.  Every blocking call is a C call that returns PX_EYIELD when it must
 wait; the fiber then hands the thread to the next one and, once switched back,
 collects the outcome.  A parked fiber therefore has no C frame of the library
 on its stack, which greenlet may copy away while others run.
@@ -17,7 +17,7 @@ import weakref
 from typing import (Any, Callable, Dict, Generic, List, Literal, Optional, Tuple, TypeVar,
                     Union)
 
-from greenlet import greenlet, getcurrent
+from greenlet import getcurrent
 
 from . import _host
 from ._errors import (BusyError, Cancelled, Closed, DeadlockError, InvalidArgument,
@@ -50,12 +50,13 @@ class Fiber(Generic[T]):
     Fiber is dropped.
     """
 
-    __slots__ = ("_f", "_run", "id", "_fn", "_done", "_result", "_exc", "_joined",
+    __slots__ = ("_f", "_run", "id", "_fn", "_args", "_done", "_result", "_exc", "_joined",
                  "__weakref__")
 
-    def __init__(self, run: "_Run", fn: Callable[..., T]) -> None:
+    def __init__(self, run: "_Run", fn: Callable[..., T], args: tuple = ()) -> None:
         self._run = run
         self._fn: Union[Callable[..., T], str, None] = fn
+        self._args: Optional[Tuple[Any, ...]] = args
         self._f: Any = None
         self.id = 0
         self._done = False
@@ -87,33 +88,24 @@ class Fiber(Generic[T]):
         result: T = self._result
         return result
 
-    def _body(self, fn: Callable[..., Any], args: Tuple[Any, ...]) -> Callable[..., None]:
-        # The body refers to its Fiber weakly, and its frame lets go of what
-        # it ended with: a kept exception's traceback holds this frame, which
-        # would otherwise hold the Fiber in a cycle, and the Fiber (with its
+    def _main(self) -> None:
+        # Its body, run by a worker greenlet of _host (which then goes on to
+        # the next fiber, or runs the next new one itself).  The frame lets go
+        # of self at the end: a kept exception's traceback holds this frame,
+        # which would hold the Fiber in a cycle, and the Fiber (with an
         # unjoined exception) would be released only by the garbage collector.
-        ref = weakref.ref(self)
-        owner = self._run
-
-        def body(*_: Any) -> None:
-            exc: Optional[BaseException] = None
-            result: Any = None
-            try:
-                result = fn(*args)
-            except BaseException as e:          # kept for join, or for run()
-                exc = e
-            fiber = ref()
-            if fiber is not None:
-                fiber._result, fiber._exc = result, exc
-                fiber._done = True
-                fiber._fn = getattr(fn, "__qualname__", None)   # for repr, not fn
-            if exc is not None:
-                owner.fiber_failed(fiber, exc)
-                if fiber is None and owner.reports(exc):    # nobody can join it
-                    _report(exc, lib.px_self(), None)
-            del fiber, result, exc
-            _host.finish()                      # returning switches to the next fiber
-        return body
+        fn, args = self._fn, self._args
+        assert callable(fn) and args is not None
+        try:
+            self._result = fn(*args)
+        except BaseException as e:              # kept for join, or for run()
+            self._exc = e
+            self._run.fiber_failed(self, e)
+        finally:
+            self._done = True
+            self._fn = getattr(fn, "__qualname__", None)   # for repr, not fn
+            self._args = None
+            del self, fn, args
 
     def __del__(self) -> None:
         exc = self._exc
@@ -123,10 +115,10 @@ class Fiber(Generic[T]):
         f, self._f = self._f, None
         run = self._run
         if f and run.alive and _host.current() is run:
-            lib.px_fiber_release(ffi.cast("px_fiber *", f))
+            _host.release(f)
 
     def __repr__(self) -> str:
-        # Once done, _fn holds the function's name only (see _body).
+        # Once done, _fn holds the function's name only (see _main).
         fn = self._fn
         name = fn if isinstance(fn, str) else getattr(fn, "__qualname__", None)
         what = f" {name}" if name else ""
@@ -191,16 +183,15 @@ class _Run:
                 and not (self.cancelled and isinstance(exc, Cancelled)))
 
 
-def _factory(fn: int, arg: int, status: int) -> greenlet:
-    # A fiber that an executor's call started: its greenlet, at its first turn.
+def _factory(fn: int, arg: int, status: int) -> "Fiber[Any]":
+    # A fiber that an executor's call started: its Fiber, at its first turn.
     run = _host.current()
     assert run is not None              # only a run's turns call it
     if _host.handler_kind(fn) == 1:
         target: Callable[..., Any] = _take_posted(arg)
     else:
         target = _handler_call(fn, arg, status)
-    f: Fiber[Any] = Fiber(run, target)
-    return greenlet(f._body(target, ()), parent=run.root)
+    return Fiber(run, target)
 
 
 def _handler_call(fn: int, arg: int, status: int) -> Callable[[], None]:
@@ -326,11 +317,9 @@ def run(main: Callable[..., T], *args: Any) -> T:
     r.alive = True
     deadlock: Optional[bool] = None
     try:
-        fiber: Fiber[T] = Fiber(r, main)
+        fiber: Fiber[T] = Fiber(r, main, args)
         r.main = fiber
-        glet = greenlet(fiber._body(main, args), parent=r.root)
-        fiber._f = _host.spawn(glet)
-        fiber.id = lib.px_fiber_id(ffi.cast("px_fiber *", fiber._f))
+        fiber._f, fiber.id = _host.spawn(fiber)
         while True:
             rc = _host.loop()
             if rc == lib.PX_EDEADLK:            # unwind them all, then say why
@@ -365,10 +354,8 @@ def spawn(fn: Callable[..., T], *args: Any) -> Fiber[T]:
         raise NoFiberError("spawn outside px.run")
     if not callable(fn):
         raise TypeError("spawn: fn must be callable")
-    fiber: Fiber[T] = Fiber(r, fn)
-    glet = greenlet(fiber._body(fn, args), parent=r.root)
-    fiber._f = _host.spawn(glet)
-    fiber.id = lib.px_fiber_id(ffi.cast("px_fiber *", fiber._f))
+    fiber: Fiber[T] = Fiber(r, fn, args)
+    fiber._f, fiber.id = _host.spawn(fiber)
     return fiber
 
 

@@ -1,9 +1,10 @@
 /*
 ** _host.c -- parataxis._host, the greenlet host of Python fibers.
 **
-** Each Python fiber is a greenlet and a pulled fiber of a C scheduler: the
+** Each Python fiber is a pulled fiber of a C scheduler run on a greenlet: the
 ** scheduler decides whose turn it is (px_sched_next), the greenlets switch
-** straight to one another.  A fiber that would park gets PX_EYIELD from the
+** straight to one another.  A greenlet is a worker: once its fiber ended it
+** runs the next new one, or waits idle in a bounded pool (see retire).  A fiber that would park gets PX_EYIELD from the
 ** C call, pulls the next turn and switches to it; once switched back, it
 ** collects the outcome.  So no C frame of the library is ever on a parked
 ** greenlet's stack (greenlet copies a parked greenlet's stack slice away and
@@ -30,18 +31,28 @@
 
 #include "parataxis.h"
 
-/* A pulled fiber's host_ctx.  A fiber spawned from Python has its greenlet
-** from the start; one that a handler or a post starts (on a C fiber, without
-** the GIL) gets it from the run's factory at its first turn. */
+/*
+** A pulled fiber's host_ctx.  Its job is the _fibers.Fiber whose _main() it
+** runs: a fiber spawned from Python has it from the start, one that a handler
+** or a post starts (on a C fiber, without the GIL) gets it from the run's
+** factory at its first turn.  Its greenlet is bound at its first turn too: an
+** idle worker's (see retire) or a new one.
+*/
 typedef struct hexec hexec;
 
 typedef struct hfiber {
-    PyObject *glet;          /* a strong reference while the fiber lives */
-    hexec *exec;             /* the executor that posted it (glet NULL) */
-    px_handler_fn fn;        /* a handler call to run in it (glet NULL) */
+    PyObject *glet;          /* a strong reference once bound */
+    PyObject *job;           /* the Fiber, until its greenlet takes it */
+    hexec *exec;             /* the executor that posted it (job NULL) */
+    px_handler_fn fn;        /* a handler call to run in it (job NULL) */
     void *arg;
     int status;
 } hfiber;
+
+/* Idle workers kept at most: a greenlet whose fiber ended waits (parked in
+** retire, no fiber of the scheduler) to run the next new fiber, as a new
+** greenlet costs ~10 us (CPython maps each one its own frame data stack). */
+enum { POOL_MAX = 64 };
 
 /* The run of this thread. */
 typedef struct hrun {
@@ -53,10 +64,15 @@ typedef struct hrun {
     PyObject *factory;       /* factory(fn, arg, status) -> greenlet */
     PyObject *failure;       /* an exception a signal raised while it waited */
     PyObject *pending;       /* a new greenlet whose turn it is: the root starts it */
+    PyObject *next;          /* whose turn it is, after a greenlet that ends */
+    hfiber *turn;            /* the fiber whose turn it is */
+    PyObject *idle[POOL_MAX];/* idle workers (strong references) */
+    int nidle;
     PyThreadState *waiting;  /* while the scheduler waits in the kernel: no GIL */
     unsigned started;        /* greenlets the root started */
     pid_t pid;               /* the process it runs in (see begin) */
     int end;                 /* what ended the run: 0 or an error code */
+    int closing;             /* finish_run: workers end instead of retiring */
 } hrun;
 
 static _Thread_local hrun *run_here;
@@ -94,28 +110,37 @@ static hrun *need_run(void)
 static void release_fiber(void *ctx)
 {
     hfiber *h = ctx;
-    if (h->glet != NULL) {
+    if (h->glet != NULL || h->job != NULL) {
         PyGILState_STATE g = PyGILState_Ensure();
         Py_CLEAR(h->glet);
+        Py_CLEAR(h->job);
         PyGILState_Release(g);
     }
     free(h);
 }
 
-/* The greenlet of `h`, made at its first turn if a handler started it; a new
-** reference, or NULL with an exception set. */
-static PyObject *greenlet_of(hrun *r, hfiber *h)
+static PyObject *worker_fn;  /* the run of every fiber's greenlet: worker() */
+
+/* Binds `h` to a greenlet at its first turn: `reuse` if not NULL, else an
+** idle worker, else a new one that the root will start.  Its job is made
+** first if a handler started it.  Returns the greenlet (a new reference), or
+** NULL with an exception set. */
+static PyObject *greenlet_of(hrun *r, hfiber *h, PyObject *reuse)
 {
     if (h->glet == NULL) {
-        h->glet = PyObject_CallFunction(r->factory, "KKi", (unsigned long long)(uintptr_t)h->fn,
-                                        (unsigned long long)(uintptr_t)h->arg, h->status);
-        if (h->glet == NULL)
-            return NULL;
-        if (!PyGreenlet_Check(h->glet)) {
-            Py_CLEAR(h->glet);
-            PyErr_SetString(PyExc_TypeError, "parataxis: the factory made no greenlet");
-            return NULL;
+        if (h->job == NULL) {
+            h->job = PyObject_CallFunction(r->factory, "KKi",
+                                           (unsigned long long)(uintptr_t)h->fn,
+                                           (unsigned long long)(uintptr_t)h->arg, h->status);
+            if (h->job == NULL)
+                return NULL;
         }
+        if (reuse != NULL)
+            h->glet = Py_NewRef(reuse);
+        else if (r->nidle > 0)
+            h->glet = r->idle[--r->nidle];
+        else if ((h->glet = (PyObject *)PyGreenlet_New(worker_fn, (PyGreenlet *)r->root)) == NULL)
+            return NULL;
     }
     Py_INCREF(h->glet);
     return h->glet;
@@ -141,15 +166,10 @@ static void take_signal_failure(hrun *r)
     drop_holds(r, 0);
 }
 
-/*
-** Ends the turn of the calling fiber (status 0, or PX_HOST_DONE when its
-** body ended), pulls the next turn and switches to that fiber -- or to the
-** root once the run is over.  Returns 0 when the caller has its turn again
-** (at once when it is the next one itself); for an ended fiber it only
-** leaves the next one to the root, to which returning from its run switches.
-** -1 with an exception set when a switch failed.
-*/
-static int pass_turn(hrun *r, int status)
+/* Ends the turn of the calling fiber (status 0, or PX_HOST_DONE when its
+** job ended) and pulls the next one: returns px_sched_next's outcome, with
+** r->turn set when it is 1.  A signal while the scheduler waited is taken. */
+static int pull(hrun *r, int status)
 {
     void *ctx = NULL;
     int rc;
@@ -161,36 +181,49 @@ static int pass_turn(hrun *r, int status)
         if (PyErr_CheckSignals() < 0)
             take_signal_failure(r);
     }
+    if (rc == 1)
+        r->turn = ctx;
+    return rc;
+}
+
+/* The greenlet to switch to after pull() returned rc: the turn's (bound
+** now if it is its first), or the root once the run is over; a greenlet not
+** started yet is left to the root (r->pending, see root_loop), which is
+** switched to instead.  A new reference, or NULL with an exception set. */
+static PyObject *target_of(hrun *r, int rc)
+{
     PyObject *target;
     if (rc == 1) {
-        target = greenlet_of(r, ctx);
+        target = greenlet_of(r, r->turn, NULL);
         if (target == NULL)
-            return -1;
+            return NULL;
     } else {
         r->end = rc;
-        target = r->root;
-        Py_INCREF(target);
+        target = Py_NewRef(r->root);
     }
-    PyGreenlet *me = PyGreenlet_GetCurrent();
-    if (me == NULL) {
-        Py_DECREF(target);
+    if (!PyGreenlet_STARTED((PyGreenlet *)target)) {
+        /* A greenlet starts where it is first switched to and grows from
+        ** there: started from a fiber, a chain of new fibers would nest
+        ** deeper and deeper.  The root, near the bottom of the stack, starts
+        ** each one (its turn is given already). */
+        r->pending = target;
+        target = Py_NewRef(r->root);
+    }
+    return target;
+}
+
+/* Ends the turn of the calling fiber, which goes on (a park, a yield), and
+** switches to the next one -- or to the root once the run is over.  Returns
+** 0 when the caller has its turn again (at once when it is the next one
+** itself), -1 with an exception set when a switch failed. */
+static int pass_turn(hrun *r)
+{
+    PyObject *target = target_of(r, pull(r, 0));
+    if (target == NULL)
         return -1;
-    }
-    if (status == PX_HOST_DONE || !PyGreenlet_STARTED((PyGreenlet *)target)) {
-        /* Through the root.  An ended greenlet returns to its parent, the
-        ** root: a dead greenlet keeps its parent alive, so pointing it at the
-        ** next fiber instead would chain every ended fiber to the next (kept
-        ** alive, and freed by a recursion as deep as the chain).  And a new
-        ** greenlet starts where it is first switched to and grows from there:
-        ** started from a fiber, a chain of new fibers would nest deeper and
-        ** deeper; the root, near the bottom of the stack, starts each one.
-        ** Either way the turn is the target's already. */
-        if (target != r->root)
-            r->pending = Py_NewRef(target);
-        Py_SETREF(target, Py_NewRef(r->root));
-    }
+    PyGreenlet *me = PyGreenlet_GetCurrent();
     int out = 0;
-    if (status != PX_HOST_DONE && target != (PyObject *)me) {   /* ended: just return */
+    if (target != (PyObject *)me) {
         PyObject *v = PyGreenlet_Switch((PyGreenlet *)target, empty, NULL);
         if (v == NULL)
             out = -1;
@@ -200,6 +233,89 @@ static int pass_turn(hrun *r, int status)
     Py_DECREF(target);
     return out;
 }
+
+/*
+** The job of the calling worker ended: ends its fiber and pulls the next
+** turn.  A fiber at its first turn is run by this worker at once, without a
+** switch.  Otherwise the worker becomes idle -- in the pool, parked here,
+** counted by no scheduler -- and switches to the next one; a later fiber's
+** first turn switches back to it (greenlet_of).  Returns 1 when the worker
+** has a job again (r->turn's), 0 when it must end instead (the pool is full:
+** the root switches to the next one, r->next, after its greenlet returned),
+** -1 with an exception set: a failed switch, or GreenletExit when the pool
+** dropped it.
+*/
+static int retire(hrun *r)
+{
+    int rc = pull(r, PX_HOST_DONE);
+    PyObject *me = (PyObject *)PyGreenlet_GetCurrent();
+    if (rc == 1 && r->turn->glet == NULL) {
+        PyObject *g = greenlet_of(r, r->turn, me);
+        Py_DECREF(me);
+        Py_XDECREF(g);
+        return g != NULL ? 1 : -1;
+    }
+    PyObject *target = target_of(r, rc);
+    if (target == NULL || r->nidle == POOL_MAX) {
+        /* Returning switches to the parent, the root: it goes on with r->next
+        ** (or r->pending, or the end of the run). */
+        Py_DECREF(me);
+        if (target == NULL)
+            return -1;
+        if (target != r->root)
+            r->next = target;
+        else
+            Py_DECREF(target);
+        return 0;
+    }
+    r->idle[r->nidle++] = me;   /* the pool's reference: none is held here */
+    PyObject *v = PyGreenlet_Switch((PyGreenlet *)target, empty, NULL);
+    Py_DECREF(target);
+    if (v == NULL)
+        return -1;
+    Py_DECREF(v);
+    return 1;
+}
+
+static PyObject *main_name;  /* "_main" */
+
+/*
+** The run of every fiber's greenlet: runs the job of its turn, Fiber._main(),
+** then retires and runs the next one it is given, until it is not kept.  The
+** root started it deep in its stack (see root_loop): it first switches back,
+** so that the root unwinds before anything else runs -- else every switch to a
+** fiber started above that depth would copy the root's stack down to there.
+** Errors out of _main end the greenlet: they reach the root, and run() raises.
+*/
+static PyObject *worker(PyObject *self, PyObject *args)
+{
+    (void)self, (void)args;
+    hrun *r = run_here;
+    PyObject *v = PyGreenlet_Switch((PyGreenlet *)r->root, empty, NULL);
+    if (v == NULL)
+        return NULL;
+    Py_DECREF(v);
+    for (;;) {
+        hfiber *h = r->turn;
+        PyObject *job = h->job;
+        h->job = NULL;
+        v = PyObject_CallMethodNoArgs(job, main_name);
+        Py_DECREF(job);
+        if (v == NULL)
+            return NULL;
+        Py_DECREF(v);
+        if (r->closing)                 /* unwound by finish_run: just end */
+            Py_RETURN_NONE;
+        int k = retire(r);
+        if (k < 0)
+            return NULL;
+        if (k == 0)
+            Py_RETURN_NONE;
+    }
+}
+
+static PyMethodDef worker_def = { "worker", worker, METH_VARARGS,
+                                  "The run of a fiber's greenlet (see _host.c)." };
 
 /*
 ** Where the root starts a new greenlet.  greenlet lets all of a thread's
@@ -224,27 +340,37 @@ static PyObject *switch_deeper(PyObject *glet, unsigned kib)
     return v;
 }
 
-/* The root's side: switches to the fiber it is handed (starting it if new),
-** pulls when nothing is under way, until the run is over.  A fiber comes back
-** here when it ended, when the next turn is a new fiber's, or at the end. */
+/* The root's side: starts the new greenlets it is handed, switches on after
+** a greenlet that ended, pulls when nothing is under way, until the run is
+** over.  A switch back here is that of a fiber starting another, a greenlet
+** that ended, or the run's end. */
 static int root_loop(hrun *r)
 {
     r->end = 1;
     for (;;) {
-        PyObject *next = r->pending, *v;
+        PyObject *next = r->pending;
         if (next != NULL) {
             r->pending = NULL;
-            if (PyGreenlet_STARTED((PyGreenlet *)next))
+            /* It switches back at once (see worker), then on to it. */
+            PyObject *v = switch_deeper(next, SLOT_KIB * (r->started++ % SLOTS));
+            if (v != NULL) {
+                Py_DECREF(v);
                 v = PyGreenlet_Switch((PyGreenlet *)next, empty, NULL);
-            else
-                v = switch_deeper(next, SLOT_KIB * (r->started++ % SLOTS));
+            }
+            Py_DECREF(next);
+            if (v == NULL)
+                return -1;
+            Py_DECREF(v);
+        } else if ((next = r->next) != NULL) {   /* after a greenlet ended */
+            r->next = NULL;
+            PyObject *v = PyGreenlet_Switch((PyGreenlet *)next, empty, NULL);
             Py_DECREF(next);
             if (v == NULL)
                 return -1;
             Py_DECREF(v);
         } else if (r->end != 1) {
             return 0;
-        } else if (pass_turn(r, 0) < 0) {
+        } else if (pass_turn(r) < 0) {
             return -1;
         }
     }
@@ -330,6 +456,9 @@ static PyObject *h_finish_run(PyObject *self, PyObject *noargs)
         return NULL;
     drop_holds(r, 1);       /* posts from now on are refused, never handed to the
                             ** scheduler freed below: a run given up too */
+    r->closing = 1;
+    while (r->nidle > 0)    /* each idle worker ends (GreenletExit) */
+        Py_DECREF(r->idle[--r->nidle]);
     /* Fibers left (a run given up) are unwound by the free: as their greenlets
     ** are dropped, GreenletExit runs their finally blocks, which find no run. */
     run_here = NULL;
@@ -385,43 +514,38 @@ static PyObject *h_loop(PyObject *self, PyObject *noargs)
     return PyLong_FromLong(r->end);
 }
 
-PyDoc_STRVAR(spawn_doc, "spawn(greenlet) -> int: makes the greenlet a fiber of this thread's run; "
-                        "returns the px_fiber address.");
+PyDoc_STRVAR(spawn_doc, "spawn(fiber) -> (address, id): makes a fiber of this thread's run "
+                        "that will run fiber._main() on a greenlet; returns its px_fiber "
+                        "address and id.");
 
-static PyObject *h_spawn(PyObject *self, PyObject *glet)
+static PyObject *h_spawn(PyObject *self, PyObject *job)
 {
     (void)self;
     hrun *r = need_run();
     if (r == NULL)
         return NULL;
-    if (!PyGreenlet_Check(glet)) {
-        PyErr_SetString(PyExc_TypeError, "spawn(greenlet)");
-        return NULL;
-    }
     hfiber *h = calloc(1, sizeof *h);
     if (h == NULL)
         return PyErr_NoMemory();
-    h->glet = Py_NewRef(glet);
+    h->job = Py_NewRef(job);
     px_fiber *f = px_spawn_hosted(r->s, &pulled, h);
     if (f == NULL) {
-        Py_DECREF(h->glet);
+        Py_DECREF(h->job);
         free(h);
         return PyErr_NoMemory();
     }
-    return PyLong_FromVoidPtr(f);
+    return Py_BuildValue("(NK)", PyLong_FromVoidPtr(f), (unsigned long long)px_fiber_id(f));
 }
 
-PyDoc_STRVAR(finish_doc, "finish(): the calling fiber's body ended; its greenlet must return "
-                         "right after, which switches to the next fiber.");
+PyDoc_STRVAR(release_doc, "release(address): px_fiber_release of a handle spawn returned.");
 
-static PyObject *h_finish(PyObject *self, PyObject *noargs)
+static PyObject *h_release(PyObject *self, PyObject *arg)
 {
-    (void)self, (void)noargs;
-    hrun *r = need_run();
-    if (r == NULL)
+    (void)self;
+    void *f = PyLong_AsVoidPtr(arg);
+    if (f == NULL && PyErr_Occurred())
         return NULL;
-    if (pass_turn(r, PX_HOST_DONE) < 0)
-        return NULL;
+    px_fiber_release(f);
     Py_RETURN_NONE;
 }
 
@@ -433,7 +557,7 @@ static PyObject *h_yield(PyObject *self, PyObject *noargs)
     (void)self, (void)noargs;
     int rc = px_yield();
     if (rc == PX_EYIELD) {
-        if (pass_turn(run_here, 0) < 0)
+        if (pass_turn(run_here) < 0)
             return NULL;
         Py_RETURN_NONE;
     }
@@ -452,7 +576,7 @@ static PyObject *h_park(PyObject *self, PyObject *arg)
     if (rc == PX_EYIELD && need_run() == NULL)   /* no park made it: bad input */
         return NULL;
     if (rc == PX_EYIELD) {
-        if (pass_turn(run_here, 0) < 0)
+        if (pass_turn(run_here) < 0)
             return NULL;
         rc = px_park_result();
     }
@@ -488,7 +612,7 @@ static PyObject *h_wait(PyObject *self, PyObject *const *args, Py_ssize_t n)
         rc = n == 3 ? op_out(obj, out) : op(obj);
         if (rc != PX_EYIELD)
             break;
-        if (pass_turn(run_here, 0) < 0)
+        if (pass_turn(run_here) < 0)
             return NULL;
     }
     return PyLong_FromLong(rc);
@@ -757,7 +881,7 @@ static PyMethodDef methods[] = {
     { "cancel", h_cancel, METH_NOARGS, cancel_doc },
     { "loop", h_loop, METH_NOARGS, loop_doc },
     { "spawn", h_spawn, METH_O, spawn_doc },
-    { "finish", h_finish, METH_NOARGS, finish_doc },
+    { "release", h_release, METH_O, release_doc },
     { "yield_", h_yield, METH_NOARGS, yield_doc },
     { "park", h_park, METH_O, park_doc },
     { "wait", (PyCFunction)(void (*)(void))h_wait, METH_FASTCALL, wait_doc },
@@ -790,7 +914,9 @@ PyMODINIT_FUNC PyInit__host(void)
     raise_for = PyObject_GetAttrString(errors, "raise_for");
     Py_DECREF(errors);
     empty = PyTuple_New(0);
-    if (raise_for == NULL || empty == NULL)
+    main_name = PyUnicode_InternFromString("_main");
+    worker_fn = PyCFunction_New(&worker_def, NULL);
+    if (raise_for == NULL || empty == NULL || main_name == NULL || worker_fn == NULL)
         return NULL;
     return PyModule_Create(&module);
 }
