@@ -198,4 +198,7 @@ TimerQueue.__gc = function(self)
   self.closing = nil
 end
 
+-- Fibers and the sync family: px.run, px.spawn, px.mutex, ... (parataxis/fibers.lua).
+for k, v in pairs(require "parataxis.fibers") do M[k] = v end
+
 return M
