@@ -307,7 +307,7 @@ describe("fibers", function()
 
   it("hundred_thousand_fibers_park_once_and_are_all_joined", function()
     -- 100,000 fibers, each parked once, then all joined.
-    local n = 100000
+    local n = tonumber(os.getenv("PXLUA_FIBERS")) or 100000
     px.run(function()
       local go, fibers, sum = px.event(), {}, 0
       for i = 1, n do fibers[i] = px.spawn(function() go:wait(); return i end) end
