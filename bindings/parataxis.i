@@ -25,7 +25,12 @@
 %{
 #include "parataxis.h"
 #include "pxswig.h"
+#include "pxlua_fiber.h"
 %}
+
+/* The fibers and the sync family: hand-written lua_CFunctions (pxlua_fiber.c),
+** since a SWIG wrapper cannot yield; fibers() returns their table. */
+%native(fibers) int pxlua_fibers(lua_State *L);
 
 /* Ids and keys are 64-bit: Lua integers, never floats (an id above 2^53
 ** would not survive a double). */

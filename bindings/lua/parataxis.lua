@@ -201,4 +201,7 @@ end
 --- px.timer(q): a luv-style timer object on q (bindings/lua/parataxis/timer.lua).
 M.timer = require("parataxis.timer")(TimerQueue)
 
+-- Fibers and the sync family: px.run, px.spawn, px.mutex, ... (parataxis/fibers.lua).
+for k, v in pairs(require "parataxis.fibers") do M[k] = v end
+
 return M

@@ -1,0 +1,1215 @@
+/*
+** pxlua_fiber.c -- Lua fibers: each fiber is a coroutine run as a hosted fiber
+** (px_spawn_hosted, suspend NULL) of a C scheduler that px.run makes and runs
+** on the calling thread.
+**
+** The scheduler resumes a fiber with lua_resume of its coroutine (host_resume).
+** A call that may wait is a lua_CFunction: when the engine answers PX_EYIELD the
+** park is recorded, and the function ends in lua_yieldk; once the scheduler
+** resumes the coroutine, the continuation collects the outcome -- it calls the
+** same px function again (a sync wait, a join), reads px_park_result (a sleep),
+** or just returns (a yield).  A yield that is not ours (a plain coroutine.yield
+** at the fiber's own level) reaches host_resume the same way and counts as a
+** px.yield: the engine takes a resume that returns without a park for a yield.
+**
+** The Lua state is touched only on the thread that runs px.run, from inside it:
+** the C scheduler calls host_resume and host_release there.  Coroutines are kept
+** alive by a registry reference to their fiber's userdata for as long as the
+** engine may resume them; a fiber's results stay on its dead coroutine's stack
+** for every join.
+**
+** Errors are tables {code = "ETIMEDOUT", message = "..."} with a __tostring.
+** Waits interrupted by a scope and misuse raise them; outcomes a caller handles
+** (EOWNERDEAD, EBUSY of a try form, ECLOSED of a channel) are returned.
+*/
+#include <lauxlib.h>
+#include <lua.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parataxis.h"
+#include "pxlua_fiber.h"
+
+#define ERROR_MT "parataxis.Error"
+#define FIBER_MT "parataxis.Fiber"
+#define TOKEN_MT "parataxis.Token"
+#define MUTEX_MT "parataxis.Mutex"
+#define RWLOCK_MT "parataxis.RwLock"
+#define WAITGROUP_MT "parataxis.WaitGroup"
+#define BARRIER_MT "parataxis.Barrier"
+#define ONCE_MT "parataxis.Once"
+#define SEM_MT "parataxis.Semaphore"
+#define EVENT_MT "parataxis.Event"
+#define CHAN_MT "parataxis.Channel"
+
+/* -- Errors --------------------------------------------------------------- */
+
+static const char *code_name(int rc)
+{
+    switch (rc) {
+    case PX_EINVAL: return "EINVAL";
+    case PX_ENOMEM: return "ENOMEM";
+    case PX_ETIMEDOUT: return "ETIMEDOUT";
+    case PX_ECANCELED: return "ECANCELED";
+    case PX_EDEADLK: return "EDEADLK";
+    case PX_EPERM: return "EPERM";
+    case PX_EBUSY: return "EBUSY";
+    case PX_EOWNERDEAD: return "EOWNERDEAD";
+    case PX_ENOFIBER: return "ENOFIBER";
+    case PX_EYIELD: return "EYIELD";
+    case PX_ECLOSED: return "ECLOSED";
+    case PX_EFORKED: return "EFORKED";
+    case PX_ETHREAD: return "ETHREAD";
+    case PX_EINTR: return "EINTR";
+    default: return "EUNKNOWN";
+    }
+}
+
+/* Pushes an error object with `code` and the message on top of the stack. */
+static void push_error_msg(lua_State *L, int rc)
+{
+    lua_createtable(L, 0, 2);
+    lua_pushstring(L, code_name(rc));
+    lua_setfield(L, -2, "code");
+    lua_rotate(L, -2, 1);
+    lua_setfield(L, -2, "message");
+    luaL_setmetatable(L, ERROR_MT);
+}
+
+/* Pushes the error object "<where>: <what the code means>". */
+static void push_error(lua_State *L, int rc, const char *where)
+{
+    lua_pushfstring(L, "%s: %s", where, px_strerror(rc));
+    push_error_msg(L, rc);
+}
+
+static int raise_code(lua_State *L, int rc, const char *where)
+{
+    push_error(L, rc, where);
+    return lua_error(L);
+}
+
+/* Raises an EINVAL error object naming the function and the argument. */
+static int arg_error(lua_State *L, const char *where, int arg, const char *name,
+                     const char *expected)
+{
+    lua_pushfstring(L, "%s: bad argument #%d (%s): %s expected, got %s", where, arg,
+                    name, expected, luaL_typename(L, arg));
+    push_error_msg(L, PX_EINVAL);
+    return lua_error(L);
+}
+
+static int error_tostring(lua_State *L)
+{
+    lua_getfield(L, 1, "code");
+    lua_getfield(L, 1, "message");
+    lua_pushfstring(L, "%s (%s)", luaL_optstring(L, 3, "?"), luaL_optstring(L, 2, "?"));
+    return 1;
+}
+
+/* A Lua error raised from C: an error object, or a string for the rest. */
+static void *check_ud(lua_State *L, int arg, const char *mt, const char *where)
+{
+    void *p = luaL_testudata(L, arg, mt);
+    if (p == NULL)
+        arg_error(L, where, arg, arg == 1 ? "self" : "object", mt);
+    return p;
+}
+
+static int64_t check_seconds(lua_State *L, int arg, const char *where)
+{
+    if (lua_type(L, arg) != LUA_TNUMBER)
+        arg_error(L, where, arg, "seconds", "a number >= 0");
+    double s = lua_tonumber(L, arg);
+    if (!(s >= 0))
+        arg_error(L, where, arg, "seconds", "a number >= 0");
+    double ns = s * 1e9;
+    return ns >= 0x1p63 ? INT64_MAX : (int64_t)ns;   /* too long for the clock: never */
+}
+
+static void check_callable(lua_State *L, int arg, const char *where)
+{
+    if (lua_type(L, arg) == LUA_TFUNCTION)
+        return;
+    if (luaL_getmetafield(L, arg, "__call") != LUA_TNIL) {
+        lua_pop(L, 1);
+        return;
+    }
+    arg_error(L, where, arg, "fn", "a function");
+}
+
+/* -- Runs and fibers -------------------------------------------------------- */
+
+enum { F_LIVE, F_OK, F_ERROR };
+
+typedef struct lrun lrun;
+
+typedef struct lfiber {
+    lrun *run;               /* NULL once its run is over */
+    px_fiber *h;             /* NULL once released, or the run is over */
+    lua_State *co;           /* its coroutine, the fiber's uservalue 1 */
+    uint64_t id;
+    int ref;                 /* registry ref to this userdata while the engine has it */
+    int nargs;               /* passed to the first resume */
+    int state, nres;         /* F_*; results at the top of co once ended */
+    int joined;              /* its error was seen by a join */
+    void *slot;              /* where a parked channel recv gets its key */
+    struct lfiber *prev, *next;   /* in run->fibers while h is live */
+} lfiber;
+
+/* What a collector found busy: freed once the run that holds it is over. */
+typedef struct grave { int (*free)(void *); void *p; } grave;
+
+struct lrun {
+    lua_State *L;            /* the thread that called px.run */
+    px_sched *s;
+    lfiber *current;         /* the fiber host_resume is running */
+    lfiber fibers;           /* list head */
+    char *report;            /* the deadlock report, if any */
+    grave *graves;
+    size_t ngraves, capgraves;
+};
+
+/* The run under way on this thread: px.run does not nest. */
+static _Thread_local lrun *cur_run;
+
+static int host_resume(void *ctx)
+{
+    lfiber *f = ctx;
+    lrun *r = f->run;
+    int nres = 0, nargs = f->nargs;
+    f->nargs = 0;
+    r->current = f;
+    int st = lua_resume(f->co, r->L, nargs, &nres);
+    if (st == LUA_YIELD) {
+        /* ours yield no values; a plain coroutine.yield's are dropped */
+        lua_pop(f->co, nres);
+        r->current = NULL;
+        return 0;
+    }
+    if (st == LUA_OK) {
+        f->state = F_OK;
+        f->nres = nres;
+    } else {
+        /* Close its pending to-be-closed variables (guards unlock) while it
+        ** is still the current fiber; the error object stays on top. */
+#if LUA_VERSION_RELEASE_NUM >= 50406
+        (void)lua_closethread(f->co, r->L);
+#else
+        (void)lua_resetthread(f->co);
+#endif
+        f->state = F_ERROR;
+        f->nres = 1;
+    }
+    r->current = NULL;
+    /* An error in main unwinds the whole program: every wait ends. */
+    if (st != LUA_OK && f == r->fibers.next)
+        (void)px_sched_cancel(r->s);
+    return PX_HOST_DONE;
+}
+
+static void host_release(void *ctx)
+{
+    lfiber *f = ctx;
+    luaL_unref(f->run->L, LUA_REGISTRYINDEX, f->ref);
+    f->ref = LUA_NOREF;
+}
+
+static const px_host_ops HOST_OPS = { host_resume, NULL, host_release };
+
+static void link_fiber(lrun *r, lfiber *f)
+{
+    f->prev = r->fibers.prev;
+    f->next = &r->fibers;
+    f->prev->next = f;
+    r->fibers.prev = f;
+}
+
+static void unlink_fiber(lfiber *f)
+{
+    if (f->next == NULL)
+        return;
+    f->prev->next = f->next;
+    f->next->prev = f->prev;
+    f->prev = f->next = NULL;
+}
+
+/*
+** Replaces fn and its arguments, at base..top, by a new fiber's userdata at
+** base, and spawns it on r.  NULL when the engine cannot (no memory).
+*/
+static lfiber *spawn_at(lua_State *L, lrun *r, int base)
+{
+    int nargs = lua_gettop(L) - base;
+    lfiber *f = lua_newuserdatauv(L, sizeof *f, 1);
+    memset(f, 0, sizeof *f);
+    f->ref = LUA_NOREF;
+    luaL_setmetatable(L, FIBER_MT);
+    lua_State *co = lua_newthread(L);
+    lua_setiuservalue(L, -2, 1);
+    lua_rotate(L, base, 1);
+    if (!lua_checkstack(co, nargs + 1 + LUA_MINSTACK))
+        return NULL;
+    lua_xmove(L, co, nargs + 1);
+    f->co = co;
+    f->nargs = nargs;
+    f->run = r;
+    lua_pushvalue(L, base);
+    f->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    f->h = px_spawn_hosted(r->s, &HOST_OPS, f);
+    if (f->h == NULL) {
+        luaL_unref(L, LUA_REGISTRYINDEX, f->ref);
+        f->ref = LUA_NOREF;
+        f->run = NULL;
+        return NULL;
+    }
+    f->id = px_fiber_id(f->h);
+    link_fiber(r, f);
+    return f;
+}
+
+/* Pushes an ended fiber's results, or raises its error. */
+static int push_results(lua_State *L, lfiber *f)
+{
+    int top = lua_gettop(f->co);
+    if (f->state == F_ERROR) {
+        f->joined = 1;
+        lua_pushvalue(f->co, top);
+        lua_xmove(f->co, L, 1);
+        return lua_error(L);
+    }
+    if (!lua_checkstack(L, f->nres + LUA_MINSTACK))
+        raise_code(L, PX_ENOMEM, "fiber:join");
+    for (int i = top - f->nres + 1; i <= top; i++)
+        lua_pushvalue(f->co, i);
+    lua_xmove(f->co, L, f->nres);
+    return f->nres;
+}
+
+static void on_deadlock(void *ctx, const char *report)
+{
+    lrun *r = ctx;
+    size_t n = strlen(report) + 1;
+    free(r->report);
+    if ((r->report = malloc(n)) != NULL)
+        memcpy(r->report, report, n);
+}
+
+static void bury(lrun *r, int (*freefn)(void *), void *p)
+{
+    if (r->ngraves == r->capgraves) {
+        size_t cap = r->capgraves ? 2 * r->capgraves : 16;
+        grave *g = realloc(r->graves, cap * sizeof *g);
+        if (g == NULL)
+            return;                       /* it stays allocated: never unsafe */
+        r->graves = g;
+        r->capgraves = cap;
+    }
+    r->graves[r->ngraves].free = freefn;
+    r->graves[r->ngraves].p = p;
+    r->ngraves++;
+}
+
+/* Ends a run: frees the scheduler, forgets every handle of it, frees what
+** the collector found busy during it. */
+static void end_run(lrun *r)
+{
+    cur_run = NULL;
+    px_sched_free(r->s);
+    for (lfiber *f = r->fibers.next; f != &r->fibers; ) {
+        lfiber *next = f->next;
+        f->h = NULL;
+        f->run = NULL;
+        f->prev = f->next = NULL;
+        f = next;
+    }
+    r->fibers.next = r->fibers.prev = &r->fibers;
+    for (size_t i = 0; i < r->ngraves; i++)
+        (void)r->graves[i].free(r->graves[i].p);
+    free(r->graves);
+}
+
+/* px.run(main, ...): main's results; re-raises its error; EDEADLK with the report. */
+static int l_run(lua_State *L)
+{
+    check_callable(L, 1, "px.run");
+    if (cur_run != NULL || px_self() != 0)
+        return raise_code(L, PX_EBUSY, "px.run: a run is under way on this thread");
+    lrun r;
+    memset(&r, 0, sizeof r);
+    r.L = L;
+    r.fibers.next = r.fibers.prev = &r.fibers;
+    px_sched_opts o;
+    memset(&o, 0, sizeof o);
+    o.on_deadlock = on_deadlock;
+    o.on_deadlock_ctx = &r;
+    r.s = px_sched_new(&o);
+    if (r.s == NULL)
+        return raise_code(L, PX_ENOMEM, "px.run");
+    lfiber *mainf = spawn_at(L, &r, 1);
+    if (mainf == NULL) {
+        px_sched_free(r.s);
+        return raise_code(L, PX_ENOMEM, "px.run");
+    }
+    cur_run = &r;
+    int rc = px_sched_run(r.s);
+    if (rc == PX_EDEADLK) {
+        /* Unwind: every parked fiber gets ECANCELED and cleans up. */
+        (void)px_sched_cancel(r.s);
+        if (px_sched_run(r.s) != 0)
+            rc = PX_EDEADLK;
+    }
+    char *report = r.report;
+    end_run(&r);
+    if (rc == PX_EDEADLK) {
+        lua_pushstring(L, report != NULL ? report : "deadlock");
+        free(report);
+        push_error_msg(L, PX_EDEADLK);
+        return lua_error(L);
+    }
+    free(report);
+    if (rc != 0)
+        return raise_code(L, rc, "px.run");
+    if (mainf->state == F_LIVE)
+        return raise_code(L, PX_EDEADLK, "px.run: main never ended");
+    return push_results(L, mainf);
+}
+
+static lrun *need_run(lua_State *L, const char *where)
+{
+    lrun *r = cur_run;
+    if (r == NULL)
+        raise_code(L, PX_ENOFIBER, where);
+    return r;
+}
+
+static int l_spawn(lua_State *L)
+{
+    check_callable(L, 1, "px.spawn");
+    lrun *r = need_run(L, "px.spawn");
+    if (spawn_at(L, r, 1) == NULL)
+        return raise_code(L, PX_ENOMEM, "px.spawn");
+    return 1;
+}
+
+static int l_self(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_self());
+    return 1;
+}
+
+/* -- Waiting ----------------------------------------------------------------- */
+
+/*
+** A call that may wait: call() makes the px call from the arguments on the
+** stack; once the coroutine is resumed, again() collects the outcome; done()
+** pushes the results or raises.  The stack is kept across the yield, so both
+** read the same arguments.
+*/
+typedef struct wait_op {
+    const char *name;
+    int (*call)(lua_State *L);
+    int (*again)(lua_State *L);
+    int (*done)(lua_State *L, int rc, const char *name);
+} wait_op;
+
+/* Only the fiber's own coroutine may wait, and only where it can yield. */
+static void check_waitable(lua_State *L, const char *where)
+{
+    lrun *r = cur_run;
+    if (r == NULL || r->current == NULL)
+        return;                      /* off-fiber: the px call says ENOFIBER */
+    if (r->current->co != L) {
+        lua_pushfstring(L, "%s: called from a coroutine inside a fiber; only the "
+                        "fiber's own coroutine can wait", where);
+        push_error_msg(L, PX_ENOFIBER);
+        lua_error(L);
+    }
+    if (!lua_isyieldable(L)) {
+        lua_pushfstring(L, "%s: cannot wait here (inside a metamethod or a C call "
+                        "that Lua cannot yield across)", where);
+        push_error_msg(L, PX_ENOFIBER);
+        lua_error(L);
+    }
+}
+
+static int wait_k(lua_State *L, int status, lua_KContext ctx);
+
+static int wait_yield(lua_State *L, const wait_op *op)
+{
+    return lua_yieldk(L, 0, (lua_KContext)(intptr_t)op, wait_k);
+}
+
+static int wait_k(lua_State *L, int status, lua_KContext ctx)
+{
+    (void)status;
+    const wait_op *op = (const wait_op *)(intptr_t)ctx;
+    lrun *r = cur_run;
+    if (r == NULL || r->current == NULL || r->current->co != L) {
+        lua_pushfstring(L, "%s: a parked fiber's coroutine was resumed by something "
+                        "other than its scheduler", op->name);
+        push_error_msg(L, PX_EPERM);
+        return lua_error(L);
+    }
+    int rc = op->again(L);
+    if (rc == PX_EYIELD)             /* a stray wake: it parked again */
+        return wait_yield(L, op);
+    return op->done(L, rc, op->name);
+}
+
+static int wait_run(lua_State *L, const wait_op *op)
+{
+    check_waitable(L, op->name);
+    int rc = op->call(L);
+    if (rc == PX_EYIELD)
+        return wait_yield(L, op);
+    return op->done(L, rc, op->name);
+}
+
+static int done_nothing(lua_State *L, int rc, const char *name)
+{
+    if (rc != 0)
+        return raise_code(L, rc, name);
+    return 0;
+}
+
+static int done_true(lua_State *L, int rc, const char *name)
+{
+    if (rc != 0)
+        return raise_code(L, rc, name);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* Acquired (true), plus the EOWNERDEAD error when a dead owner left it. */
+static int done_lock(lua_State *L, int rc, const char *name)
+{
+    if (rc != 0 && rc != PX_EOWNERDEAD)
+        return raise_code(L, rc, name);
+    lua_pushboolean(L, 1);
+    if (rc == 0)
+        return 1;
+    push_error(L, rc, name);
+    return 2;
+}
+
+/* A try form: as done_lock, or nil, err (EBUSY) where the wait would park. */
+static int try_outcome(lua_State *L, int rc, const char *name)
+{
+    if (rc == PX_EBUSY) {
+        lua_pushnil(L);
+        push_error(L, rc, name);
+        return 2;
+    }
+    return done_lock(L, rc, name);
+}
+
+static int park_result(lua_State *L) { (void)L; return px_park_result(); }
+static int zero(lua_State *L) { (void)L; return 0; }
+
+static int sleep_call(lua_State *L) { return px_sleep(check_seconds(L, 1, "px.sleep")); }
+static const wait_op SLEEP = { "px.sleep", sleep_call, park_result, done_nothing };
+static int l_sleep(lua_State *L)
+{
+    (void)check_seconds(L, 1, "px.sleep");
+    return wait_run(L, &SLEEP);
+}
+
+static int yield_call(lua_State *L) { (void)L; return px_yield(); }
+static const wait_op YIELD = { "px.yield", yield_call, zero, done_nothing };
+static int l_yield(lua_State *L) { return wait_run(L, &YIELD); }
+
+/* The bare px_yield status, for the benchmark of a Lua-side yield. */
+static int l_yield_status(lua_State *L)
+{
+    lua_pushinteger(L, px_yield());
+    return 1;
+}
+
+static int join_call(lua_State *L)
+{
+    lfiber *f = lua_touserdata(L, 1);
+    return f->state != F_LIVE ? 0 : px_join(f->h, NULL);
+}
+static int join_done(lua_State *L, int rc, const char *name)
+{
+    if (rc != 0)
+        return raise_code(L, rc, name);
+    return push_results(L, lua_touserdata(L, 1));
+}
+static const wait_op JOIN = { "fiber:join", join_call, join_call, join_done };
+
+static int fiber_join(lua_State *L)
+{
+    lfiber *f = check_ud(L, 1, FIBER_MT, "fiber:join");
+    lua_settop(L, 1);
+    if (f->state != F_LIVE)
+        return push_results(L, f);
+    if (f->h == NULL || f->run != cur_run)
+        return raise_code(L, PX_EINVAL, "fiber:join: the fiber's run is over");
+    return wait_run(L, &JOIN);
+}
+
+static int fiber_id(lua_State *L)
+{
+    lfiber *f = check_ud(L, 1, FIBER_MT, "fiber:id");
+    lua_pushinteger(L, (lua_Integer)f->id);
+    return 1;
+}
+
+static int fiber_done(lua_State *L)
+{
+    lfiber *f = check_ud(L, 1, FIBER_MT, "fiber:done");
+    lua_pushboolean(L, f->state != F_LIVE);
+    return 1;
+}
+
+static int fiber_gc(lua_State *L)
+{
+    lfiber *f = lua_touserdata(L, 1);
+    if (f->h != NULL && f->run != NULL)
+        px_fiber_release(f->h);
+    f->h = NULL;
+    unlink_fiber(f);
+    return 0;
+}
+
+static int fiber_tostring(lua_State *L)
+{
+    lfiber *f = lua_touserdata(L, 1);
+    lua_pushfstring(L, "parataxis.Fiber %I (%s)", (lua_Integer)f->id,
+                    f->state == F_LIVE ? "live" : f->state == F_OK ? "ended" : "failed");
+    return 1;
+}
+
+/* -- Scopes and tokens --------------------------------------------------------- */
+
+static int l_push_timeout(lua_State *L)
+{
+    int rc = px_scope_push_timeout(check_seconds(L, 1, "px.timeout"));
+    if (rc != 0)
+        return raise_code(L, rc, "px.timeout");
+    return 0;
+}
+
+typedef struct ltoken { px_token *t; } ltoken;
+
+static int l_push_cancel(lua_State *L)
+{
+    ltoken *t = check_ud(L, 1, TOKEN_MT, "px.with_cancel");
+    int rc = px_scope_push_cancel(t->t);
+    if (rc != 0)
+        return raise_code(L, rc, "px.with_cancel");
+    return 0;
+}
+
+/* Closes the innermost scope: nil when it never fired, else the code's name. */
+static int l_pop(lua_State *L)
+{
+    int rc = px_scope_pop();
+    if (rc == 0)
+        return 0;
+    if (rc != PX_ETIMEDOUT && rc != PX_ECANCELED)
+        return raise_code(L, rc, "scope pop");
+    lua_pushstring(L, code_name(rc));
+    return 1;
+}
+
+static int l_token(lua_State *L)
+{
+    ltoken *t = lua_newuserdatauv(L, sizeof *t, 0);
+    t->t = NULL;
+    luaL_setmetatable(L, TOKEN_MT);
+    if ((t->t = px_token_new()) == NULL)
+        return raise_code(L, PX_ENOMEM, "px.token");
+    return 1;
+}
+
+static int token_cancel(lua_State *L)
+{
+    ltoken *t = check_ud(L, 1, TOKEN_MT, "token:cancel");
+    int rc = px_token_cancel(t->t);
+    if (rc < 0)
+        return raise_code(L, rc, "token:cancel");
+    lua_pushboolean(L, rc == 1);
+    return 1;
+}
+
+static int token_cancelled(lua_State *L)
+{
+    ltoken *t = check_ud(L, 1, TOKEN_MT, "token:cancelled");
+    lua_pushboolean(L, px_token_cancelled(t->t));
+    return 1;
+}
+
+static int free_token(void *p) { px_token_free(p); return 0; }
+
+static int token_gc(lua_State *L)
+{
+    ltoken *t = lua_touserdata(L, 1);
+    if (t->t == NULL)
+        return 0;
+    /* a scope of the run may still use it: free it once the run is over */
+    if (cur_run != NULL)
+        bury(cur_run, free_token, t->t);
+    else
+        px_token_free(t->t);
+    t->t = NULL;
+    return 0;
+}
+
+/* -- The synchronization family ---------------------------------------------- */
+
+/* Every sync object's userdata: the C object first. */
+typedef struct lsync { void *p; } lsync;
+
+static void *new_sync(lua_State *L, void *p, const char *mt, const char *where, int nuv)
+{
+    lsync *u = lua_newuserdatauv(L, sizeof *u, nuv);
+    u->p = NULL;
+    luaL_setmetatable(L, mt);
+    if (p == NULL)
+        raise_code(L, PX_ENOMEM, where);
+    u->p = p;
+    return p;
+}
+
+/* A collected object still held or waited on is freed once the run is over. */
+static int sync_gc(lua_State *L, int (*freefn)(void *))
+{
+    lsync *u = lua_touserdata(L, 1);
+    if (u->p == NULL)
+        return 0;
+    if (freefn(u->p) == PX_EBUSY && cur_run != NULL)
+        bury(cur_run, freefn, u->p);
+    u->p = NULL;
+    return 0;
+}
+
+#define SELF(type, mt, where) ((type *)((lsync *)check_ud(L, 1, mt, where))->p)
+#define ARG1(type) ((type *)((lsync *)lua_touserdata(L, 1))->p)
+
+/* Mutex */
+static int mutex_free(void *p) { return px_mutex_free(p); }
+static int l_mutex(lua_State *L) { new_sync(L, px_mutex_new(), MUTEX_MT, "px.mutex", 0); return 1; }
+static int mutex_lock_call(lua_State *L) { return px_mutex_lock(ARG1(px_mutex)); }
+static const wait_op MUTEX_LOCK = { "mutex:lock", mutex_lock_call, mutex_lock_call, done_lock };
+static int mutex_lock(lua_State *L)
+{
+    (void)SELF(px_mutex, MUTEX_MT, "mutex:lock");
+    return wait_run(L, &MUTEX_LOCK);
+}
+static int mutex_trylock(lua_State *L)
+{
+    return try_outcome(L, px_mutex_trylock(SELF(px_mutex, MUTEX_MT, "mutex:trylock")),
+                       "mutex:trylock");
+}
+static int mutex_unlock(lua_State *L)
+{
+    return done_nothing(L, px_mutex_unlock(SELF(px_mutex, MUTEX_MT, "mutex:unlock")),
+                        "mutex:unlock");
+}
+static int mutex_owner(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_mutex_owner(SELF(px_mutex, MUTEX_MT, "mutex:owner")));
+    return 1;
+}
+static int mutex_waiters(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_mutex_waiters(SELF(px_mutex, MUTEX_MT, "mutex:waiters")));
+    return 1;
+}
+static int mutex_gc(lua_State *L) { return sync_gc(L, mutex_free); }
+
+/* RwLock */
+static int rwlock_free(void *p) { return px_rwlock_free(p); }
+static int l_rwlock(lua_State *L) { new_sync(L, px_rwlock_new(), RWLOCK_MT, "px.rwlock", 0); return 1; }
+static int rdlock_call(lua_State *L) { return px_rwlock_rdlock(ARG1(px_rwlock)); }
+static int wrlock_call(lua_State *L) { return px_rwlock_wrlock(ARG1(px_rwlock)); }
+static const wait_op RDLOCK = { "rwlock:rdlock", rdlock_call, rdlock_call, done_lock };
+static const wait_op WRLOCK = { "rwlock:wrlock", wrlock_call, wrlock_call, done_lock };
+static int rwlock_rdlock(lua_State *L)
+{
+    (void)SELF(px_rwlock, RWLOCK_MT, "rwlock:rdlock");
+    return wait_run(L, &RDLOCK);
+}
+static int rwlock_wrlock(lua_State *L)
+{
+    (void)SELF(px_rwlock, RWLOCK_MT, "rwlock:wrlock");
+    return wait_run(L, &WRLOCK);
+}
+static int rwlock_tryrdlock(lua_State *L)
+{
+    return try_outcome(L, px_rwlock_tryrdlock(SELF(px_rwlock, RWLOCK_MT, "rwlock:tryrdlock")),
+                       "rwlock:tryrdlock");
+}
+static int rwlock_trywrlock(lua_State *L)
+{
+    return try_outcome(L, px_rwlock_trywrlock(SELF(px_rwlock, RWLOCK_MT, "rwlock:trywrlock")),
+                       "rwlock:trywrlock");
+}
+static int rwlock_rdunlock(lua_State *L)
+{
+    return done_nothing(L, px_rwlock_rdunlock(SELF(px_rwlock, RWLOCK_MT, "rwlock:rdunlock")),
+                        "rwlock:rdunlock");
+}
+static int rwlock_wrunlock(lua_State *L)
+{
+    return done_nothing(L, px_rwlock_wrunlock(SELF(px_rwlock, RWLOCK_MT, "rwlock:wrunlock")),
+                        "rwlock:wrunlock");
+}
+static int rwlock_readers(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_rwlock_readers(SELF(px_rwlock, RWLOCK_MT, "rwlock:readers")));
+    return 1;
+}
+static int rwlock_writer(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_rwlock_writer(SELF(px_rwlock, RWLOCK_MT, "rwlock:writer")));
+    return 1;
+}
+static int rwlock_waiters(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_rwlock_waiters(SELF(px_rwlock, RWLOCK_MT, "rwlock:waiters")));
+    return 1;
+}
+static int rwlock_gc(lua_State *L) { return sync_gc(L, rwlock_free); }
+
+/* WaitGroup */
+static int waitgroup_free(void *p) { return px_waitgroup_free(p); }
+static int l_waitgroup(lua_State *L)
+{
+    new_sync(L, px_waitgroup_new(), WAITGROUP_MT, "px.waitgroup", 0);
+    return 1;
+}
+static int waitgroup_add(lua_State *L)
+{
+    px_waitgroup *wg = SELF(px_waitgroup, WAITGROUP_MT, "waitgroup:add");
+    if (!lua_isnoneornil(L, 2) && !lua_isinteger(L, 2))
+        return arg_error(L, "waitgroup:add", 2, "n", "an integer");
+    int rc = px_waitgroup_add(wg, (int64_t)luaL_optinteger(L, 2, 1));
+    if (rc != 0) {
+        lua_pushstring(L, "waitgroup:add: the count would go below zero or past its maximum");
+        push_error_msg(L, rc);
+        return lua_error(L);
+    }
+    return 0;
+}
+static int waitgroup_done(lua_State *L)
+{
+    int rc = px_waitgroup_done(SELF(px_waitgroup, WAITGROUP_MT, "waitgroup:done"));
+    if (rc != 0) {
+        lua_pushstring(L, "waitgroup:done: the count is zero already");
+        push_error_msg(L, rc);
+        return lua_error(L);
+    }
+    return 0;
+}
+static int wg_wait_call(lua_State *L) { return px_waitgroup_wait(ARG1(px_waitgroup)); }
+static const wait_op WG_WAIT = { "waitgroup:wait", wg_wait_call, wg_wait_call, done_true };
+static int waitgroup_wait(lua_State *L)
+{
+    (void)SELF(px_waitgroup, WAITGROUP_MT, "waitgroup:wait");
+    return wait_run(L, &WG_WAIT);
+}
+static int waitgroup_count(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_waitgroup_count(SELF(px_waitgroup, WAITGROUP_MT,
+                                                            "waitgroup:count")));
+    return 1;
+}
+static int waitgroup_gc(lua_State *L) { return sync_gc(L, waitgroup_free); }
+
+/* Barrier */
+static int barrier_free(void *p) { return px_barrier_free(p); }
+static int l_barrier(lua_State *L)
+{
+    if (!lua_isinteger(L, 1) || lua_tointeger(L, 1) < 1)
+        return arg_error(L, "px.barrier", 1, "n", "an integer >= 1");
+    new_sync(L, px_barrier_new((size_t)lua_tointeger(L, 1)), BARRIER_MT, "px.barrier", 0);
+    return 1;
+}
+static int arrive_call(lua_State *L) { return px_barrier_arrive_and_wait(ARG1(px_barrier)); }
+static int arrive_done(lua_State *L, int rc, const char *name)
+{
+    if (rc < 0)
+        return raise_code(L, rc, name);
+    lua_pushboolean(L, rc == 1);
+    return 1;
+}
+static const wait_op ARRIVE = { "barrier:arrive_and_wait", arrive_call, arrive_call, arrive_done };
+static int barrier_arrive(lua_State *L)
+{
+    (void)SELF(px_barrier, BARRIER_MT, "barrier:arrive_and_wait");
+    return wait_run(L, &ARRIVE);
+}
+static int barrier_phase(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_barrier_phase(SELF(px_barrier, BARRIER_MT, "barrier:phase")));
+    return 1;
+}
+static int barrier_waiting(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_barrier_waiting(SELF(px_barrier, BARRIER_MT,
+                                                            "barrier:waiting")));
+    return 1;
+}
+static int barrier_gc(lua_State *L) { return sync_gc(L, barrier_free); }
+
+/* Once: the action runs in Lua, between begin and finish (fibers.lua). */
+static int once_free(void *p) { return px_once_free(p); }
+static int l_once(lua_State *L) { new_sync(L, px_once_new(), ONCE_MT, "px.once", 0); return 1; }
+static int begin_call(lua_State *L) { return px_once_begin(ARG1(px_once)); }
+static const wait_op BEGIN = { "once:call", begin_call, begin_call, arrive_done };
+static int once_begin(lua_State *L)
+{
+    (void)SELF(px_once, ONCE_MT, "once:call");
+    return wait_run(L, &BEGIN);
+}
+static int once_finish(lua_State *L)
+{
+    return done_nothing(L, px_once_end(SELF(px_once, ONCE_MT, "once:call")), "once:call");
+}
+static int once_done(lua_State *L)
+{
+    lua_pushboolean(L, px_once_done(SELF(px_once, ONCE_MT, "once:done")));
+    return 1;
+}
+static int once_gc(lua_State *L) { return sync_gc(L, once_free); }
+
+/* Semaphore */
+static int sem_free(void *p) { return px_sem_free(p); }
+static int l_semaphore(lua_State *L)
+{
+    if (!lua_isnoneornil(L, 1) && (!lua_isinteger(L, 1) || lua_tointeger(L, 1) < 0))
+        return arg_error(L, "px.semaphore", 1, "n", "an integer >= 0");
+    new_sync(L, px_sem_new((size_t)luaL_optinteger(L, 1, 1)), SEM_MT, "px.semaphore", 0);
+    return 1;
+}
+static int acquire_call(lua_State *L) { return px_sem_acquire(ARG1(px_sem)); }
+static const wait_op ACQUIRE = { "semaphore:acquire", acquire_call, acquire_call, done_true };
+static int sem_acquire(lua_State *L)
+{
+    (void)SELF(px_sem, SEM_MT, "semaphore:acquire");
+    return wait_run(L, &ACQUIRE);
+}
+static int sem_tryacquire(lua_State *L)
+{
+    return try_outcome(L, px_sem_tryacquire(SELF(px_sem, SEM_MT, "semaphore:tryacquire")),
+                       "semaphore:tryacquire");
+}
+static int sem_release(lua_State *L)
+{
+    return done_nothing(L, px_sem_release(SELF(px_sem, SEM_MT, "semaphore:release")),
+                        "semaphore:release");
+}
+static int sem_value(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_sem_value(SELF(px_sem, SEM_MT, "semaphore:value")));
+    return 1;
+}
+static int sem_waiters(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_sem_waiters(SELF(px_sem, SEM_MT, "semaphore:waiters")));
+    return 1;
+}
+static int sem_gc(lua_State *L) { return sync_gc(L, sem_free); }
+
+/* Event */
+static int event_free(void *p) { return px_event_free(p); }
+static int l_event(lua_State *L) { new_sync(L, px_event_new(), EVENT_MT, "px.event", 0); return 1; }
+static int event_set(lua_State *L)
+{
+    lua_pushinteger(L, px_event_set(SELF(px_event, EVENT_MT, "event:set")));
+    return 1;
+}
+static int event_clear(lua_State *L)
+{
+    (void)px_event_clear(SELF(px_event, EVENT_MT, "event:clear"));
+    return 0;
+}
+static int event_is_set(lua_State *L)
+{
+    lua_pushboolean(L, px_event_is_set(SELF(px_event, EVENT_MT, "event:is_set")));
+    return 1;
+}
+static int ev_wait_call(lua_State *L) { return px_event_wait(ARG1(px_event)); }
+static const wait_op EV_WAIT = { "event:wait", ev_wait_call, ev_wait_call, done_true };
+static int event_wait(lua_State *L)
+{
+    (void)SELF(px_event, EVENT_MT, "event:wait");
+    return wait_run(L, &EV_WAIT);
+}
+static int event_gc(lua_State *L) { return sync_gc(L, event_free); }
+
+/*
+** Channel: the C channel carries integer keys; the values wait in the
+** channel's uservalue table under their key, from send until a recv takes
+** them.  nil cannot be sent (recv's nil means closed).
+*/
+typedef struct lchan { px_chan *ch; lua_Integer next; } lchan;
+
+static int chan_free(void *p) { return px_chan_free(p); }
+static int l_channel(lua_State *L)
+{
+    if (!lua_isnoneornil(L, 1) && (!lua_isinteger(L, 1) || lua_tointeger(L, 1) < 0))
+        return arg_error(L, "px.channel", 1, "capacity", "an integer >= 0");
+    lchan *c = lua_newuserdatauv(L, sizeof *c, 1);
+    c->ch = NULL;
+    c->next = 1;
+    luaL_setmetatable(L, CHAN_MT);
+    lua_newtable(L);
+    lua_setiuservalue(L, -2, 1);
+    if ((c->ch = px_chan_new((size_t)luaL_optinteger(L, 1, 0))) == NULL)
+        return raise_code(L, PX_ENOMEM, "px.channel");
+    return 1;
+}
+
+/* Stores v (at 2) under a new key, pushed at 3. */
+static void stash(lua_State *L, lchan *c)
+{
+    lua_settop(L, 2);
+    lua_pushinteger(L, c->next++);
+    lua_getiuservalue(L, 1, 1);
+    lua_pushvalue(L, 3);
+    lua_pushvalue(L, 2);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+static void unstash(lua_State *L)
+{
+    lua_getiuservalue(L, 1, 1);
+    lua_pushvalue(L, 3);
+    lua_pushnil(L);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+static int send_done(lua_State *L, int rc, const char *name)
+{
+    if (rc == 0) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    unstash(L);
+    if (rc == PX_ECLOSED || rc == PX_EBUSY) {
+        lua_pushnil(L);
+        push_error(L, rc, name);
+        return 2;
+    }
+    return raise_code(L, rc, name);
+}
+
+static int send_call(lua_State *L)
+{
+    return px_chan_send(((lchan *)lua_touserdata(L, 1))->ch,
+                        (void *)(intptr_t)lua_tointeger(L, 3));
+}
+static const wait_op SEND = { "channel:send", send_call, send_call, send_done };
+
+static lchan *check_send(lua_State *L, const char *where)
+{
+    lchan *c = check_ud(L, 1, CHAN_MT, where);
+    if (lua_isnoneornil(L, 2))
+        arg_error(L, where, 2, "value", "a value other than nil");
+    stash(L, c);
+    return c;
+}
+
+static int chan_send(lua_State *L)
+{
+    check_waitable(L, "channel:send");   /* before the value is stashed */
+    (void)check_send(L, "channel:send");
+    return wait_run(L, &SEND);
+}
+
+static int chan_trysend(lua_State *L)
+{
+    lchan *c = check_send(L, "channel:trysend");
+    return send_done(L, px_chan_trysend(c->ch, (void *)(intptr_t)lua_tointeger(L, 3)),
+                     "channel:trysend");
+}
+
+/* Pushes the value under `key` and drops it from the table. */
+static int take_value(lua_State *L, void *key)
+{
+    lua_getiuservalue(L, 1, 1);
+    lua_pushinteger(L, (lua_Integer)(intptr_t)key);
+    lua_rawget(L, -2);
+    lua_pushinteger(L, (lua_Integer)(intptr_t)key);
+    lua_pushnil(L);
+    lua_rawset(L, -4);
+    return 1;
+}
+
+/*
+** A parked recv's key is written at the hand-over, while the coroutine is
+** suspended: into the fiber's own slot (a fiber waits on one thing at a time).
+*/
+static void **recv_slot(void)
+{
+    static _Thread_local void *off_fiber;
+    lrun *r = cur_run;
+    return r != NULL && r->current != NULL ? &r->current->slot : &off_fiber;
+}
+
+static int recv_call(lua_State *L)
+{
+    return px_chan_recv(((lchan *)lua_touserdata(L, 1))->ch, recv_slot());
+}
+static int recv_outcome(lua_State *L, int rc, const char *name, void *key)
+{
+    if (rc == 0)
+        return take_value(L, key);
+    if (rc == PX_ECLOSED || rc == PX_EBUSY) {
+        lua_pushnil(L);
+        push_error(L, rc, name);
+        return 2;
+    }
+    return raise_code(L, rc, name);
+}
+static int recv_done(lua_State *L, int rc, const char *name)
+{
+    return recv_outcome(L, rc, name, *recv_slot());
+}
+static const wait_op RECV = { "channel:recv", recv_call, recv_call, recv_done };
+
+static int chan_recv(lua_State *L)
+{
+    (void)check_ud(L, 1, CHAN_MT, "channel:recv");
+    lua_settop(L, 1);
+    return wait_run(L, &RECV);
+}
+
+static int chan_tryrecv(lua_State *L)
+{
+    lchan *c = check_ud(L, 1, CHAN_MT, "channel:tryrecv");
+    lua_settop(L, 1);
+    void *key = NULL;
+    int rc = px_chan_tryrecv(c->ch, &key);
+    return recv_outcome(L, rc, "channel:tryrecv", key);
+}
+
+static int chan_close(lua_State *L)
+{
+    lchan *c = check_ud(L, 1, CHAN_MT, "channel:close");
+    lua_pushboolean(L, px_chan_close(c->ch) == 0);
+    return 1;
+}
+
+static int chan_len(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_chan_len(((lchan *)check_ud(L, 1, CHAN_MT, "channel:len"))->ch));
+    return 1;
+}
+
+static int chan_cap(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_chan_cap(((lchan *)check_ud(L, 1, CHAN_MT, "channel:cap"))->ch));
+    return 1;
+}
+
+static int chan_gc(lua_State *L) { return sync_gc(L, chan_free); }
+
+/* -- The module table ------------------------------------------------------ */
+
+static int any_tostring(lua_State *L)
+{
+    lua_pushfstring(L, "%s: %p", luaL_optstring(L, lua_upvalueindex(1), "?"),
+                    lua_touserdata(L, 1));
+    return 1;
+}
+
+/* Makes metatable `mt` with the methods as its __index and the given __gc;
+** leaves the methods table at the top, stored in `out` (at -2) as `name`. */
+static void new_class(lua_State *L, const char *mt, const char *name,
+                      const luaL_Reg *methods, lua_CFunction gc)
+{
+    luaL_newmetatable(L, mt);
+    lua_newtable(L);
+    luaL_setfuncs(L, methods, 0);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "__index");
+    if (gc != NULL) {
+        lua_pushcfunction(L, gc);
+        lua_setfield(L, -3, "__gc");
+    }
+    lua_pushstring(L, mt);
+    lua_pushcclosure(L, any_tostring, 1);
+    lua_setfield(L, -3, "__tostring");
+    lua_setfield(L, -3, name);    /* out[name] = methods */
+    lua_pop(L, 1);                /* the metatable */
+}
+
+int pxlua_fibers(lua_State *L)
+{
+    static const luaL_Reg fns[] = {
+        { "run", l_run }, { "spawn", l_spawn }, { "self", l_self },
+        { "sleep", l_sleep }, { "yield", l_yield }, { "yield_status", l_yield_status },
+        { "push_timeout", l_push_timeout }, { "push_cancel", l_push_cancel },
+        { "pop", l_pop }, { "token", l_token },
+        { "mutex", l_mutex }, { "rwlock", l_rwlock }, { "waitgroup", l_waitgroup },
+        { "barrier", l_barrier }, { "once", l_once }, { "semaphore", l_semaphore },
+        { "event", l_event }, { "channel", l_channel },
+        { NULL, NULL }
+    };
+    static const luaL_Reg fiber_m[] = {
+        { "join", fiber_join }, { "id", fiber_id }, { "done", fiber_done }, { NULL, NULL } };
+    static const luaL_Reg token_m[] = {
+        { "cancel", token_cancel }, { "cancelled", token_cancelled }, { NULL, NULL } };
+    static const luaL_Reg mutex_m[] = {
+        { "lock", mutex_lock }, { "trylock", mutex_trylock }, { "unlock", mutex_unlock },
+        { "owner", mutex_owner }, { "waiters", mutex_waiters }, { NULL, NULL } };
+    static const luaL_Reg rwlock_m[] = {
+        { "rdlock", rwlock_rdlock }, { "wrlock", rwlock_wrlock },
+        { "tryrdlock", rwlock_tryrdlock }, { "trywrlock", rwlock_trywrlock },
+        { "rdunlock", rwlock_rdunlock }, { "wrunlock", rwlock_wrunlock },
+        { "readers", rwlock_readers }, { "writer", rwlock_writer },
+        { "waiters", rwlock_waiters }, { NULL, NULL } };
+    static const luaL_Reg waitgroup_m[] = {
+        { "add", waitgroup_add }, { "done", waitgroup_done }, { "wait", waitgroup_wait },
+        { "count", waitgroup_count }, { NULL, NULL } };
+    static const luaL_Reg barrier_m[] = {
+        { "arrive_and_wait", barrier_arrive }, { "phase", barrier_phase },
+        { "waiting", barrier_waiting }, { NULL, NULL } };
+    static const luaL_Reg once_m[] = {
+        { "begin", once_begin }, { "finish", once_finish }, { "done", once_done },
+        { NULL, NULL } };
+    static const luaL_Reg sem_m[] = {
+        { "acquire", sem_acquire }, { "tryacquire", sem_tryacquire },
+        { "release", sem_release }, { "value", sem_value }, { "waiters", sem_waiters },
+        { NULL, NULL } };
+    static const luaL_Reg event_m[] = {
+        { "set", event_set }, { "clear", event_clear }, { "is_set", event_is_set },
+        { "wait", event_wait }, { NULL, NULL } };
+    static const luaL_Reg chan_m[] = {
+        { "send", chan_send }, { "recv", chan_recv }, { "trysend", chan_trysend },
+        { "tryrecv", chan_tryrecv }, { "close", chan_close }, { "len", chan_len },
+        { "cap", chan_cap }, { NULL, NULL } };
+
+    luaL_newlib(L, fns);
+    if (luaL_newmetatable(L, ERROR_MT)) {
+        lua_pushcfunction(L, error_tostring);
+        lua_setfield(L, -2, "__tostring");
+    }
+    lua_setfield(L, -2, "Error");
+    new_class(L, FIBER_MT, "Fiber", fiber_m, fiber_gc);
+    lua_getfield(L, LUA_REGISTRYINDEX, FIBER_MT);
+    lua_pushcfunction(L, fiber_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+    new_class(L, TOKEN_MT, "Token", token_m, token_gc);
+    new_class(L, MUTEX_MT, "Mutex", mutex_m, mutex_gc);
+    new_class(L, RWLOCK_MT, "RwLock", rwlock_m, rwlock_gc);
+    new_class(L, WAITGROUP_MT, "WaitGroup", waitgroup_m, waitgroup_gc);
+    new_class(L, BARRIER_MT, "Barrier", barrier_m, barrier_gc);
+    new_class(L, ONCE_MT, "Once", once_m, once_gc);
+    new_class(L, SEM_MT, "Semaphore", sem_m, sem_gc);
+    new_class(L, EVENT_MT, "Event", event_m, event_gc);
+    new_class(L, CHAN_MT, "Channel", chan_m, chan_gc);
+    return 1;
+}

@@ -1,0 +1,320 @@
+-- Lua fibers on coroutines: px.run, spawn, join, sleep, yield, self, scopes,
+-- tokens, and the defined outcomes of the things a coroutine user may try.
+-- Names mirror the C suite (tests/c/fiber) where the behaviour is the same.
+local px = require "parataxis"
+
+-- The error object `fn` raises (fails if it returns).
+local function raised(fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert.is_false(ok, "expected an error")
+  return err
+end
+
+-- Runs a Lua chunk in a fresh interpreter; its exit status and output.
+local function lua_child(code)
+  local cmd = string.format("lua5.4 -e %q 2>&1; echo \"status=$?\"", code)
+  local p = io.popen(cmd)
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
+describe("fibers", function()
+  it("run_returns_mains_results_and_passes_its_arguments", function()
+    local a, b = px.run(function(x, y) return x + y, "two" end, 1, 2)
+    assert.equal(3, a)
+    assert.equal("two", b)
+  end)
+
+  it("join_results", function()
+    px.run(function()
+      local f = px.spawn(function(a, b) return a * a, b end, 7, "x")
+      local r, s = f:join()
+      assert.equal(49, r); assert.equal("x", s)
+      assert.same({ 49, "x" }, { f:join() })      -- any number of joins
+      assert.is_true(f:done())
+    end)
+  end)
+
+  it("join_reraises_the_fibers_error_unchanged", function()
+    px.run(function()
+      local e = {}
+      local f = px.spawn(function() error(e) end)
+      assert.equal(e, raised(f.join, f))
+      assert.equal(e, raised(f.join, f))
+    end)
+  end)
+
+  it("yield_order", function()
+    local order = {}
+    px.run(function()
+      for _, c in ipairs({ "a", "b" }) do
+        px.spawn(function()
+          for _ = 1, 3 do order[#order + 1] = c; px.yield() end
+        end)
+      end
+    end)
+    assert.equal("ababab", table.concat(order))
+  end)
+
+  it("sleep_order", function()
+    local order = {}
+    px.run(function()
+      for _, d in ipairs({ 0.03, 0.01, 0.02 }) do
+        px.spawn(function() px.sleep(d); order[#order + 1] = d end)
+      end
+    end)
+    assert.same({ 0.01, 0.02, 0.03 }, order)
+  end)
+
+  it("sleep_never_returns_early", function()
+    px.run(function()
+      local t0 = px.now()
+      px.sleep(0.02)
+      assert.is_true(px.now() - t0 >= 0.02)
+    end)
+  end)
+
+  it("self_is_0_off_fiber_and_the_fibers_id_on_one", function()
+    assert.equal(0, px.self())
+    px.run(function()
+      local me = px.self()
+      assert.is_true(me ~= 0)
+      local f = px.spawn(function() return px.self() end)
+      assert.equal(f:id(), f:join())
+      assert.is_true(f:id() ~= me)
+    end)
+  end)
+
+  it("self_join_is_edeadlk", function()
+    px.run(function()
+      local f
+      f = px.spawn(function() return raised(f.join, f).code end)
+      assert.equal("EDEADLK", f:join())
+    end)
+  end)
+
+  it("errors_are_values_with_code_message_and_tostring", function()
+    px.run(function()
+      local r, err = px.timeout(0, function() px.sleep(1) end)
+      assert.is_nil(r)
+      assert.equal("ETIMEDOUT", err.code)
+      assert.is_string(err.message)
+      assert.truthy(tostring(err):find("ETIMEDOUT", 1, true))
+      assert.is_true(px.is_error(err, "ETIMEDOUT"))
+    end)
+  end)
+
+  it("timeout_returns_fns_results_when_it_did_not_fire", function()
+    px.run(function()
+      assert.same({ 1, 2 }, { px.timeout(1, function(a) px.sleep(0.001); return a, 2 end, 1) })
+    end)
+  end)
+
+  it("timeout_interrupts_every_kind_of_wait", function()
+    px.run(function()
+      local hold, never = px.mutex(), px.event()
+      local forever = px.spawn(function() hold:lock(); never:wait(); hold:unlock() end)
+      px.yield()
+      for name, wait in pairs({
+        sleep = function() px.sleep(60) end,
+        join = function() forever:join() end,
+        lock = function() hold:lock() end,
+        event = function() never:wait() end,
+      }) do
+        local r, err = px.timeout(0.01, wait)
+        assert.is_nil(r, name)
+        assert.equal("ETIMEDOUT", err.code, name)
+      end
+      never:set(); forever:join()
+      assert.equal(0, hold:owner())
+    end)
+  end)
+
+  it("token_cancel_from_another_fiber_interrupts_the_wait_with_ecanceled", function()
+    px.run(function()
+      local tok = px.token()
+      px.spawn(function() px.sleep(0.01); assert.is_true(tok:cancel()) end)
+      local r, err = px.with_cancel(tok, function() px.sleep(60) end)
+      assert.is_nil(r)
+      assert.equal("ECANCELED", err.code)
+      assert.is_true(tok:cancelled())
+      assert.is_false(tok:cancel())                  -- cancelled already
+    end)
+  end)
+
+  it("a_cancelled_token_interrupts_a_later_wait_at_once", function()
+    px.run(function()
+      local tok = px.token(); tok:cancel()
+      local _, err = px.with_cancel(tok, function() px.sleep(60) end)
+      assert.equal("ECANCELED", err.code)
+    end)
+  end)
+
+  it("nested_scopes_the_inner_deadline_fires_and_the_outer_goes_on", function()
+    px.run(function()
+      local r = px.timeout(5, function()
+        local _, err = px.timeout(0.01, function() px.sleep(60) end)
+        assert.equal("ETIMEDOUT", err.code)
+        px.sleep(0.001)                              -- the outer scope did not fire
+        return "outer ok"
+      end)
+      assert.equal("outer ok", r)
+    end)
+  end)
+
+  it("an_outer_scopes_interrupt_passes_through_the_inner_one", function()
+    px.run(function()
+      local tok = px.token()
+      local inner_saw
+      px.spawn(function() tok:cancel() end)
+      local _, err = px.with_cancel(tok, function()
+        local ok, e = pcall(px.timeout, 60, function() px.sleep(60) end)
+        inner_saw = ok and "returned" or e.code
+        error(e, 0)
+      end)
+      assert.equal("ECANCELED", inner_saw)
+      assert.equal("ECANCELED", err.code)
+    end)
+  end)
+
+  it("an_error_in_main_propagates_out_of_run_after_the_other_fibers_were_cancelled", function()
+    local cleaned, seen = false, nil
+    local err = raised(px.run, function()
+      px.spawn(function()
+        local ok, e = pcall(px.sleep, 60)
+        seen = not ok and e.code
+        cleaned = true
+      end)
+      px.yield()
+      error("main failed", 0)
+    end)
+    assert.equal("main failed", err)
+    assert.is_true(cleaned)
+    assert.equal("ECANCELED", seen)
+  end)
+
+  it("deadlock_report_names_the_wait_and_the_primitive", function()
+    local err = raised(px.run, function()
+      local e = px.event()
+      px.spawn(function() e:wait() end)
+      e:wait()
+    end)
+    assert.equal("EDEADLK", err.code)
+    assert.truthy(err.message:find("deadlock", 1, true))
+    assert.truthy(err.message:find("Event wait", 1, true))
+  end)
+
+  it("a_deadlocked_run_unwinds_its_fibers_before_it_raises", function()
+    local closed = 0
+    local err = raised(px.run, function()
+      local m = px.mutex()
+      px.spawn(function()
+        local g <close> = setmetatable({}, { __close = function() closed = closed + 1 end })
+        px.event():wait()
+      end)
+      local g <close> = setmetatable({}, { __close = function() closed = closed + 1 end })
+      m:lock(); px.event():wait()
+    end)
+    assert.equal("EDEADLK", err.code)
+    assert.equal(2, closed)
+  end)
+
+  it("a_plain_coroutine_yield_inside_a_fiber_is_a_px_yield", function()
+    local order = {}
+    px.run(function()
+      px.spawn(function() order[#order + 1] = "b" end)
+      order[#order + 1] = "a"
+      assert.equal(0, select("#", coroutine.yield("dropped")))   -- returns nothing
+      order[#order + 1] = "c"
+    end)
+    assert.equal("abc", table.concat(order))
+  end)
+
+  it("a_coroutine_inside_a_fiber_works_and_cannot_wait", function()
+    px.run(function()
+      local gen = coroutine.wrap(function() for i = 1, 3 do coroutine.yield(i) end end)
+      assert.same({ 1, 2, 3 }, { gen(), gen(), gen() })
+      local co = coroutine.create(function() px.sleep(0.001) end)
+      local ok, err = coroutine.resume(co)
+      assert.is_false(ok)
+      assert.equal("ENOFIBER", err.code)
+    end)
+  end)
+
+  it("a_wait_where_lua_cannot_yield_raises_instead_of_parking", function()
+    px.run(function()
+      local m = px.mutex()
+      local ok, err = pcall(table.sort, { 2, 1 }, function(a, b) px.sleep(0.001); return a < b end)
+      assert.is_false(ok)
+      assert.equal("ENOFIBER", err.code)
+      m:lock(); m:unlock()                                -- the fiber goes on
+    end)
+  end)
+
+  it("a_fiber_nobody_references_still_runs_to_its_end", function()
+    local ended = false
+    px.run(function()
+      px.spawn(function() px.sleep(0.02); ended = true end)
+      collectgarbage(); collectgarbage()
+    end)
+    assert.is_true(ended)
+  end)
+
+  it("a_nested_run_is_ebusy", function()
+    px.run(function()
+      assert.equal("EBUSY", raised(px.run, function() end).code)
+    end)
+  end)
+
+  it("waits_off_fiber_raise_enofiber", function()
+    assert.equal("ENOFIBER", raised(px.sleep, 0).code)
+    assert.equal("ENOFIBER", raised(px.yield).code)
+    assert.equal("ENOFIBER", raised(px.spawn, function() end).code)
+    assert.equal("ENOFIBER", raised(px.timeout, 1, function() end).code)
+    assert.equal("ENOFIBER", raised(px.mutex().lock, px.mutex()).code)
+  end)
+
+  it("bad_arguments_raise_einval_naming_the_function_and_the_argument", function()
+    local err = raised(px.run, 42)
+    assert.equal("EINVAL", err.code)
+    assert.truthy(err.message:find("px.run", 1, true))
+    px.run(function()
+      local e = raised(px.sleep, -1)
+      assert.equal("EINVAL", e.code)
+      assert.truthy(e.message:find("px.sleep: bad argument #1 (seconds)", 1, true))
+      assert.truthy(raised(px.timeout, 0 / 0, function() end).message:find("px.timeout", 1, true))
+      assert.truthy(raised(px.timeout, 1, "x").message:find("#2 (fn)", 1, true))
+      assert.truthy(raised(px.with_cancel, {}, function() end).message:find("px.with_cancel", 1, true))
+      assert.truthy(raised(px.mutex().lock, {}).message:find("mutex:lock: bad argument #1 (self)", 1, true))
+    end)
+  end)
+
+  it("a_finished_fiber_is_joined_after_its_run", function()
+    local f = px.run(function() local f = px.spawn(function() return "late" end); return f end)
+    assert.equal("late", f:join())
+  end)
+
+  it("os_exit_while_fibers_are_parked_ends_the_process_cleanly", function()
+    local base = 'package.cpath = ' .. string.format("%q", package.cpath) ..
+      ' package.path = ' .. string.format("%q", package.path) ..
+      ' local px = require "parataxis" px.run(function() ' ..
+      ' for i = 1, 10 do px.spawn(function() px.event():wait() end) end ' ..
+      ' local m = px.mutex() m:lock() px.spawn(function() m:lock() end) px.yield() '
+    assert.truthy(lua_child(base .. 'os.exit(3) end)'):find("status=3", 1, true))
+    assert.truthy(lua_child(base .. 'os.exit(4, true) end)'):find("status=4", 1, true))
+  end)
+
+  it("hundred_thousand_fibers_park_once_and_are_all_joined", function()
+    -- 100,000 fibers, each parked once, then all joined.
+    local n = tonumber(os.getenv("PXLUA_FIBERS")) or 100000
+    px.run(function()
+      local go, fibers, sum = px.event(), {}, 0
+      for i = 1, n do fibers[i] = px.spawn(function() go:wait(); return i end) end
+      px.yield()
+      go:set()
+      for i = 1, n do sum = sum + fibers[i]:join() end
+      assert.equal(n * (n + 1) // 2, sum)
+    end)
+  end)
+end)
