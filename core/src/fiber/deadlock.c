@@ -171,8 +171,8 @@ int px__deadlock_report(px_sched *s)
         put_cycle(&b, s, v, n);
     free(v);
     const char *text = b.failed || b.p == NULL ? "parataxis: deadlock detected (no memory for the report)\n" : b.p;
-    if (s->on_deadlock)
-        s->on_deadlock(s->on_deadlock_ctx, text);
+    if (s->opts.on_deadlock)
+        s->opts.on_deadlock(s->opts.on_deadlock_ctx, text);
     else
         fputs(text, stderr);
     free(b.p);

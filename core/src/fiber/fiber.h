@@ -130,17 +130,12 @@ struct px_sched {
     size_t nfree;
     px__tset tset;
     px__stack_pool *pool;
-    size_t stack_size;
-    int64_t slack_ns;
-    void (*on_deadlock)(void *ctx, const char *report);
-    void *on_deadlock_ctx;
-    void (*on_wait)(void *ctx, int entering);
-    void *on_wait_ctx;
+    px_sched_opts opts;      /* as given (zeroed for NULL) */
+    int64_t slack_ns;        /* opts.timer_slack_ns, bounded (deadline.h) */
 
     size_t live;             /* fibers not ended */
     size_t outside;          /* parked with PX_PARK_OUTSIDE */
     size_t token_scopes;     /* open scopes with a token: any thread may cancel it */
-    int token_scopes_hold;   /* px_run's: they count as holds (nobody else can hold) */
 
     /* id -> fiber for the live fibers: open addressing, linear probing */
     px_fiber **tab;

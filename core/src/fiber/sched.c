@@ -443,12 +443,12 @@ static int wait_kernel(px_sched *s, int64_t until)
         ts = px__deadline_timespec(until, px_now());
         tsp = &ts;
     }
-    if (s->on_wait)
-        s->on_wait(s->on_wait_ctx, 1);
+    if (s->opts.on_wait)
+        s->opts.on_wait(s->opts.on_wait_ctx, 1);
     int n = ppoll(&pfd, 1, tsp, NULL);
     int err = errno;
-    if (s->on_wait)
-        s->on_wait(s->on_wait_ctx, 0);
+    if (s->opts.on_wait)
+        s->opts.on_wait(s->opts.on_wait_ctx, 0);
     errno = err;
     int r = n < 0 && errno == EINTR ? PX_EINTR : 0;
     if (n > 0) {
@@ -480,7 +480,7 @@ static int idle(px_sched *s, int *done)
     }
     /* In px_run an open token scope is a hold: a thread may still cancel it. */
     if (s->holds == 0 && s->tset.count == 0 && s->outside == 0 &&
-        !(s->token_scopes_hold && s->token_scopes != 0)) {
+        !(s->opts.token_scopes_hold && s->token_scopes != 0)) {
         pthread_mutex_unlock(&s->lock);
         *done = 1;
         return px__deadlock_report(s);
@@ -560,14 +560,9 @@ px_sched *px_sched_new(const px_sched_opts *opts)
     s->next_n = 1;
     atomic_init(&s->inbox_ready, 0);
     if (opts) {
-        s->stack_size = opts->stack_size;
+        s->opts = *opts;
         if (opts->timer_slack_ns != 0)
             s->slack_ns = px__deadline_tolerance(opts->timer_slack_ns);
-        s->on_deadlock = opts->on_deadlock;
-        s->on_deadlock_ctx = opts->on_deadlock_ctx;
-        s->on_wait = opts->on_wait;
-        s->on_wait_ctx = opts->on_wait_ctx;
-        s->token_scopes_hold = opts->token_scopes_hold != 0;
     }
     return s;
 }
@@ -593,7 +588,7 @@ static int run_begin(px_sched *s, int pulling)
     if (r == 0 && s->pool == NULL) {
         /* Made here, not in px_sched_new: the pool sets up this thread's
         ** alternate signal stack for the overflow message. */
-        s->pool = px__stack_pool_new(s->stack_size);
+        s->pool = px__stack_pool_new(s->opts.stack_size);
         if (s->pool == NULL) {
             pthread_mutex_lock(&s->lock);
             s->running = s->pulling = 0;
@@ -749,7 +744,7 @@ int px_run(px_fiber_fn main, void *arg, void **result)
         return PX_ENOMEM;
     /* Nobody can hold this scheduler for a thread that will cancel a token:
     ** a fiber with a cancel scope open waits for that thread instead. */
-    s->token_scopes_hold = 1;
+    s->opts.token_scopes_hold = 1;
     struct run_main m = { main, arg, NULL };
     int r = px_sched_post(s, run_main_fiber, &m);
     if (r == 0)
