@@ -46,32 +46,3 @@ def test_spawn_of_something_that_is_no_fiber_fails_the_run_not_the_process():
 def test_park_of_a_yield_off_fiber_is_no_fiber_error():
     with pytest.raises(px.NoFiberError):
         _host.park(px._parataxis.lib.PX_EYIELD)
-
-
-def test_fibers_ending_one_after_another_are_freed_as_they_end():
-    # Each ended fiber once kept the next alive (a dead greenlet keeps its
-    # parent): 100,000 fibers released by one Event ended as a chain, freed by
-    # a recursion as deep as the chain -- a crash.  Now none outlives its end.
-    import gc
-    import greenlet
-
-    n = 100_000
-
-    def main():
-        ev, parked = px.Event(), [0]
-
-        def wait():
-            parked[0] += 1
-            ev.wait()
-
-        fibers = [px.spawn(wait) for _ in range(n)]
-        while parked[0] < n:
-            px.yield_()
-        ev.set()
-        for f in fibers:
-            f.join()
-
-    px.run(main)
-    gc.collect()
-    alive = sum(1 for o in gc.get_objects() if isinstance(o, greenlet.greenlet))
-    assert alive < 100
