@@ -660,6 +660,27 @@ static void live_remove(pxpy_handle *h)
     h->live.prev = h->live.next = NULL;
 }
 
+/*
+** The context copy is kept off the garbage collector too while the handle
+** holds it: nothing else can refer to it (copy_context() in the handler
+** copies again), so it is part of no cycle the handle does not end at the
+** final call, and young collections need not visit the thousands of copies
+** that wait in a cancel storm.  It is tracked again when the handle lets it
+** go, before anything else may see it or free it.
+*/
+static PyObject *ctx_untracked(PyObject *ctx)
+{
+    PyObject_GC_UnTrack(ctx);
+    return ctx;
+}
+
+static PyObject *ctx_tracked(PyObject *ctx)
+{
+    if (ctx != NULL && !PyObject_GC_IsTracked(ctx))
+        PyObject_GC_Track(ctx);
+    return ctx;
+}
+
 /* The final call: off the live list, fn and ctx handed to the caller (with the
 ** list's reference to the handle, which the caller drops), the Scheduler's
 ** hold given back (see TimerQueue.add). */
@@ -668,7 +689,7 @@ static pxpy_handle *handle_release(uintptr_t key, PyObject **fn, PyObject **ctx)
     pxpy_handle *h = (pxpy_handle *)key;
     live_remove(h);
     *fn = h->fn;
-    *ctx = h->ctx;
+    *ctx = ctx_tracked(h->ctx);
     h->fn = h->ctx = NULL;
     if (h->sched != NULL) {
         PyObject *r = PyObject_CallMethod(h->sched, "_unhold", NULL);
@@ -743,8 +764,8 @@ static PyObject *fast_claim(PyObject *self, PyObject *const *args, Py_ssize_t n)
         return NULL;
     }
     pxpy_handle *h = (pxpy_handle *)key;
-    if (status == 0 && h->periodic)
-        return PyTuple_Pack(3, h->fn, h->ctx, h->owner);
+    if (status == 0 && h->periodic)             /* the handle keeps fn and ctx */
+        return PyTuple_Pack(3, h->fn, ctx_tracked(h->ctx), h->owner);
     PyObject *fn, *ctx;
     handle_release(key, &fn, &ctx);
     PyObject *t = PyTuple_Pack(3, fn, ctx, h->owner);
@@ -801,6 +822,7 @@ static pxpy_handle *handle_new(PyObject *owner, PyObject *sched, pxpy_gate *g, P
     PyObject *ctx = PyContext_CopyCurrent();
     if (ctx == NULL)
         return NULL;
+    ctx_untracked(ctx);
     pxpy_handle *h = PyObject_New(pxpy_handle, &handle_type);
     if (h == NULL) {
         Py_DECREF(ctx);
@@ -823,6 +845,7 @@ static void handle_drop(pxpy_handle *h)
 {
     live_remove(h);
     Py_CLEAR(h->fn);
+    ctx_tracked(h->ctx);
     Py_CLEAR(h->ctx);
     Py_CLEAR(h->sched);
     Py_DECREF(h);
@@ -831,7 +854,7 @@ static void handle_drop(pxpy_handle *h)
 static void handle_dealloc(pxpy_handle *h)
 {
     Py_XDECREF(h->fn);
-    Py_XDECREF(h->ctx);
+    Py_XDECREF(ctx_tracked(h->ctx));
     Py_XDECREF(h->owner);
     Py_XDECREF(h->sched);
     PyObject_Free(h);
