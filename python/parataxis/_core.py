@@ -85,9 +85,10 @@ def _first_too_long() -> float:
 
 
 _TOO_LONG = _first_too_long()
-# Deadlines are computed here, in float seconds on the clock of px_now()
-# (CLOCK_MONOTONIC), so that a handle knows its when() without a second call into
-# C; pxpy_add_at rounds them up to the nanosecond (and saturates, as above).
+# Deadlines are float seconds on the clock of px_now() (CLOCK_MONOTONIC), taken
+# where the handle is made (add's in C, add_periodic's here), so that it knows
+# its when() without a second call into C; pxpy_add_at rounds them up to the
+# nanosecond (and saturates, as above).
 if time.get_clock_info("monotonic").implementation == "clock_gettime(CLOCK_MONOTONIC)":
     _clock = time.monotonic
 else:                                   # pragma: no cover - not Linux
