@@ -179,7 +179,6 @@ def pxpy_cdef(path: str = HEADER) -> str:
 # taken from Python as a px_executor's post.
 EXTERN_PYTHON = r"""
 extern "Python+C" void pxpy_handler(uintptr_t key, int status);
-extern "Python+C" void pxpy_run_keys(pxpy_keys *k);
 extern "Python" int pxpy_post(void *ctx, px_handler_fn fn, void *arg, int status);
 """
 

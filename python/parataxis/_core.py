@@ -2,36 +2,35 @@
 
 How a Python handler reaches C and comes back exactly once:
 
-- Each add wraps the callable in a _Call (for add(): the TimerHandle it returns)
-  and stores it in the module-level dict _LIVE under key id(call) (a root the
-  garbage collector cannot break, even when the TimerQueue object itself is
-  gone); the key is the C `arg` (what ffi.new_handle would give, but an int
-  crosses faster).  The key stays there until the handler's final call -- a
-  one-shot's only call, a periodic timer's aborted call -- which removes it.
-  That call is the release point; nothing else is.  A key cannot be reused while
-  its call is in _LIVE.  A call refers to its queue's _State, never to the
-  TimerQueue, so pending timers do not keep a dropped queue alive.  It also holds
-  the contextvars context copied at the add: the handler runs in it, as
-  loop.call_later's callbacks do.
+- Each add wraps the callable in a TimerHandle, a C type (_pxpy.c), which
+  holds it, its queue's _State and the contextvars context copied at the add
+  (the handler runs in it, as loop.call_later's callbacks do).  Its address is
+  the C `arg`, the key; while the call is owed the handle is on a live list in
+  C that holds it (a root the garbage collector cannot break, even when the
+  TimerQueue object itself is gone), until the handler's final call -- a
+  one-shot's only call, a periodic timer's aborted call -- takes it off.  That
+  call is the release point; nothing else is.  A handle refers to its queue's
+  _State, never to the TimerQueue, so pending timers do not keep a dropped
+  queue alive.  A Timer's waits are such handles too, never shown.
 - Every C call on a queue, timer or handler queue goes through the object's
   gate (pxpy_gate in _pxpy.c): close() shuts the gate, waits for the calls
   under way in other threads, and only then frees the C object.  A call that
   loses the race is refused and raises Closed.
 - The C side calls the compiled extern "Python+C" function pxpy_handler; cffi takes
   the GIL for it.  Every other C call runs with the GIL released (cffi's rule), so
-  px_timerq_free and px_queue_wait never block Python threads -- except add's and
-  cancel's (_add_at, _cancel), which are short and keep it (see _pxpy.c).
+  px_timerq_free and px_queue_wait never block Python threads -- except
+  TimerQueue.add and cancel, C methods of its base _TimerQueueBase, which are
+  short and keep it (see _pxpy.c).
 - A queue without an executor, or with a concurrent.futures one, gets the C
   executor pxpy_batch: the worker's calls of one batch run (or are submitted)
   under one hold of the GIL, not one each, and the one-shot handlers among them
-  reach Python in one call, pxpy_run_keys; see _pxpy.c.
+  are called in one go from C, pxpy_run_keys; see _pxpy.c.
 """
 from __future__ import annotations
 
 import asyncio
 import atexit
 import concurrent.futures
-import contextvars
 import math
 import os
 import threading
@@ -48,8 +47,6 @@ Executor = Union[None, "HandlerQueue", asyncio.AbstractEventLoop, concurrent.fut
 _NULL = ffi.NULL
 _ECANCELED = lib.PX_ECANCELED
 _EINTR = lib.PXPY_EINTR
-# _LIVE maps id(call) to each _Call until its final call.
-_LIVE: Dict[int, "_Call"] = {}
 _CTX: Dict[int, Any] = {}               # id(queue state) -> what its executor's ctx needs
 _QUEUES: "weakref.WeakSet[TimerQueue]" = weakref.WeakSet()
 _HQUEUES: "weakref.WeakSet[HandlerQueue]" = weakref.WeakSet()
@@ -59,12 +56,12 @@ _tls = threading.local()
 # delivery hands the GIL to the worker and back, several microseconds here, so
 # the worker gathers a millisecond's aborts into one.
 _ABORT_LINGER_NS = 1_000_000
-# The hot pair as GIL-held CPython functions, not cffi calls (see _pxpy.c):
-# they take the gate as its address, _State.gp.
+# The handles and the hot pair in C, as CPython objects rather than cffi calls
+# (see _pxpy.c).
 if lib.pxpy_export() != 0:              # pragma: no cover - out of memory at import
     raise ImportError("parataxis: pxpy_export failed")
-from ._parataxis import _add_at, _cancel  # noqa: E402
-_copy_context = contextvars.copy_context
+from ._parataxis import (TimerHandle, _claim, _drop_call, _live_clear,  # noqa: E402
+                         _live_owners, _new_call, _setup, _TimerQueueBase)
 _invoke = lib.pxpy_invoke
 # Executors that run a call in another process or interpreter: they cannot call
 # a handler (or the C trampoline) of this one.
@@ -88,9 +85,10 @@ def _first_too_long() -> float:
 
 
 _TOO_LONG = _first_too_long()
-# Deadlines are computed here, in float seconds on the clock of px_now()
-# (CLOCK_MONOTONIC), so that a handle knows its when() without a second call into
-# C; pxpy_add_at rounds them up to the nanosecond (and saturates, as above).
+# Deadlines are float seconds on the clock of px_now() (CLOCK_MONOTONIC), taken
+# where the handle is made (add's in C, add_periodic's here), so that it knows
+# its when() without a second call into C; pxpy_add_at rounds them up to the
+# nanosecond (and saturates, as above).
 if time.get_clock_info("monotonic").implementation == "clock_gettime(CLOCK_MONOTONIC)":
     _clock = time.monotonic
 else:                                   # pragma: no cover - not Linux
@@ -100,63 +98,13 @@ else:                                   # pragma: no cover - not Linux
 
 class _State:
     """What handlers of one TimerQueue share; outlives the TimerQueue object.
-    `g` is the queue's gate, `gp` its address."""
+    `g` is the queue's gate (its handles keep it through this), `sched` the
+    Scheduler of a fiber run it delivers into (or None)."""
 
-    __slots__ = ("__weakref__", "g", "gp")
-    g: Any
-    gp: int
+    __slots__ = ("__weakref__", "g", "sched")
 
-
-class _Call:
-    """A handler call waiting in _LIVE: the callable, its queue's _State and the
-    contextvars context it runs in."""
-
-    __slots__ = ("_fn", "_owner", "_ctx", "_cancelled")
-    _fn: Handler
-    _owner: _State
-    _ctx: contextvars.Context
-    _cancelled: bool
-    _periodic = False
-
-
-class TimerHandle(_Call):
-    """A timer of one TimerQueue, as add() and add_periodic() return it (like
-    asyncio's TimerHandle).  It belongs to its queue: another queue's cancel()
-    does not know it.  It does not keep the queue alive."""
-
-    __slots__ = ("_id", "_when")
-    _id: int
-    _when: float
-
-    def cancel(self) -> bool:
-        """The same as queue.cancel(self)."""
-        r = _cancel(self._owner.gp, self._id)
-        if r == 1:
-            self._cancelled = True
-            return True
-        if r == 0:
-            return False
-        _refused(r, "TimerQueue")
-
-    def cancelled(self) -> bool:
-        """True once cancel() of this handle returned True (as asyncio's: the
-        aborts of cancel_all() and close() do not count)."""
-        return getattr(self, "_cancelled", False)
-
-    def when(self) -> float:
-        """The deadline (of a periodic timer: its first tick) in seconds on the
-        clock of parataxis.now()."""
-        return self._when
-
-    def __repr__(self) -> str:
-        kind = "periodic " if self._periodic else ""
-        state = " cancelled" if self.cancelled() else ""
-        return f"<parataxis.TimerHandle {kind}when={self.when():.6f}{state}>"
-
-
-class _PeriodicHandle(TimerHandle):
-    __slots__ = ()
-    _periodic = True
+    def __init__(self) -> None:
+        self.sched: Any = None          # a fiber run's Scheduler it delivers into
 
 
 def _refused(code: int, what: str) -> NoReturn:
@@ -169,44 +117,18 @@ def _refused(code: int, what: str) -> NoReturn:
 
 
 @ffi.def_extern()
-def pxpy_run_keys(k: Any) -> None:
-    # The one-shot handlers a batch collected (see pxpy_trampoline): each call is
-    # its final one.  An exception goes out through cffi to sys.unraisablehook,
-    # with k.done just past the handler that raised; C then calls again for the
-    # rest.  The loop is pxpy_handler unrolled: the hot path of a cancel storm.
-    # The calls of a batch are one queue's: tls.current is set when the owner
-    # changes, not per handler (a threading.local store costs more than ctx.run).
-    key, status, n = k.key, k.status, k.n
-    i = k.done
-    pop, tls = _LIVE.pop, _tls
-    prev = owner = getattr(tls, "current", None)
-    try:
-        while i < n:
-            call = pop(key[i])
-            if call._owner is not owner:
-                tls.current = owner = call._owner
-            call._ctx.run(call._fn, status[i] != 0)
-            i += 1
-    finally:
-        tls.current = prev
-        k.done = i + 1 if i < n else n
-
-
-@ffi.def_extern()
 def pxpy_handler(key: int, status: int) -> None:
     # cffi reports an exception escaping this function through sys.unraisablehook
     # and returns to C: the worker (or the draining thread) goes on.  But a
     # KeyboardInterrupt or SystemExit (any BaseException that is no Exception)
     # in a handler that HandlerQueue.drain() runs stops that drain and is raised
     # by it, as Python users expect.
-    call = _LIVE[key]
-    aborted = status != 0
-    if aborted or not call._periodic:
-        del _LIVE[key]                  # the final call: release the call
+    # The final call releases the handle (and its Scheduler's hold, see add).
+    fn, ctx, owner = _claim(key, status)
     prev = getattr(_tls, "current", None)
-    _tls.current = call._owner
+    _tls.current = owner
     try:
-        call._ctx.run(call._fn, aborted)
+        ctx.run(fn, status != 0)
     except Exception:
         raise
     except BaseException as e:
@@ -281,6 +203,9 @@ def _bad_timer_id(timer_id: object) -> NoReturn:
 def _check_handler(fn: object) -> None:
     if not callable(fn):
         raise TypeError(f"handler must be callable, not {type(fn).__name__}")
+
+
+_setup(_tls, _refused, _TOO_LONG)       # what the C handles and queues call back
 
 
 class HandlerQueue:
@@ -431,14 +356,16 @@ class HandlerQueue:
             pass
 
 
-class TimerQueue:
+class TimerQueue(_TimerQueueBase):
     """One-shot and periodic timers served by one worker thread.
 
     executor: None (handlers run on the worker thread), an asyncio event loop
-    (handlers run on the loop's thread), a concurrent.futures.Executor, a
-    HandlerQueue, or px.scheduler() inside px.run (each handler runs as a new
-    fiber; the run does not end while a timer of the queue is pending).  Handlers are called as fn(aborted), exactly once per timer
+    (handlers run on the loop's thread), a concurrent.futures.Executor, or a
+    HandlerQueue.  Handlers are called as fn(aborted), exactly once per timer
     (a periodic one once per tick, then once with aborted=True).
+
+    add and cancel are C methods of _TimerQueueBase (_pxpy.c), which keeps
+    _state, _sched, _loop and _gp (the gate's address) in C for them.
     """
 
     def __init__(self, executor: Executor = None) -> None:
@@ -451,7 +378,7 @@ class TimerQueue:
         self._hq: Optional[HandlerQueue] = None     # our own, for an asyncio loop
         self._user_hq: Optional[HandlerQueue] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._hold: Any = None                      # px.scheduler()'s _px_hold
+        self._sched: Any = None                     # a fiber run's Scheduler
         self._where = "worker" if executor is None else type(executor).__name__
         # Inside a HandlerQueue's gate until we are one of its users: its close()
         # then closes us before it frees what we post into.
@@ -472,7 +399,7 @@ class TimerQueue:
                 _CTX.pop(id(self._state), None)
                 raise NoMemory("px_timerq_new failed")
             self._g = self._state.g = ffi.gc(g, lib.pxpy_gate_free)
-            self._gp = self._state.gp = int(ffi.cast("uintptr_t", g))
+            self._gp = int(ffi.cast("uintptr_t", g))
         finally:
             if hq is not None:
                 hq._leave()
@@ -506,6 +433,10 @@ class TimerQueue:
             self._loop = executor
             self._hq = HandlerQueue()
             return lib.px_queue_executor(self._hq._q)
+        from ._fibers import Scheduler     # imports this module: imported late
+        if isinstance(executor, Scheduler):
+            self._sched = self._state.sched = executor
+            return executor._executor()
         if isinstance(executor, concurrent.futures.Executor):
             if isinstance(executor, _ELSEWHERE):
                 kind = next(c for c in _ELSEWHERE if isinstance(executor, c)).__name__
@@ -516,12 +447,8 @@ class TimerQueue:
             h = ffi.new_handle(executor)
             _CTX.setdefault(id(self._state), []).append(h)
             return self._batched({"post": lib.pxpy_post, "ctx": h, "flush": _NULL})
-        hold = getattr(executor, "_px_hold", None)
-        if hold is not None:                        # px.scheduler(): fibers (_fibers.py)
-            self._hold = hold
-            return executor._executor()
         raise TypeError("executor must be None, an asyncio loop, a "
-                        "concurrent.futures.Executor, a HandlerQueue or px.scheduler()")
+                        "concurrent.futures.Executor or a HandlerQueue")
 
     def _on_loop_thread(self) -> bool:
         loop = self._loop
@@ -563,39 +490,36 @@ class TimerQueue:
     def _leave(self) -> None:
         lib.pxpy_leave(self._g)
 
-    def _not_added(self, key: int) -> NoReturn:
-        del _LIVE[key]                  # fn will never be called
+    def _not_added(self) -> NoReturn:
+        # add's C found the timer was not added: its handle is dropped already.
+        if self._sched is not None:
+            self._sched._unhold()
         self._ptr()                     # raises Closed / ForkedError
         raise NoMemory("the timer could not be added")
 
-    # add and cancel are the hot path (see tests/bench/bench_python.py): one
-    # handle, one context copy, one dict store, one C call; checks only where
-    # they are cheap, and the slow path explains a failure after C reported it.
-    # A closed queue has a shut gate, which refuses the call.
-    def add(self, delay: float, fn: Handler) -> TimerHandle:
-        """Call fn(False) after `delay` seconds, or fn(True) if aborted first.
-        Returns the timer's TimerHandle."""
-        if not callable(fn):
-            _check_handler(fn)
+    # add and cancel are the hot path (see tests/bench/bench_python.py), in C:
+    # _TimerQueueBase.add checks what is cheap (a float or int delay in range,
+    # a callable handler, no asyncio loop), makes the TimerHandle and adds the
+    # timer in one call; the rest comes here.  A closed queue has a shut gate,
+    # which refuses the call.
+    def _add_slow(self, delay: float, fn: Handler) -> TimerHandle:
+        _check_handler(fn)
         if type(delay) is not float and type(delay) is not int:
             delay = _ns(delay) / 1e9
         elif not 0 <= delay < _TOO_LONG:
             _ns(delay)                  # raises
         if self._loop is not None:
             self._check_loop()
-        if self._hold is not None:
-            fn = self._hold(fn, False)
-        h = TimerHandle()
-        h._fn = fn
-        h._owner = self._state
-        h._ctx = _copy_context()
-        h._when = when = _clock() + delay
-        key = id(h)
-        _LIVE[key] = h
-        h._id = tid = _add_at(self._gp, when, key)
-        if tid == 0:
-            self._not_added(key)
-        return h
+        return self._arm(delay, fn)
+
+    def _cancel_slow(self, handle: TimerHandle) -> bool:
+        # What cancel's C leaves: another queue's handle, or a refusal to explain.
+        if type(handle) is not TimerHandle:
+            _bad_timer_id(handle)
+        self._ptr()                     # raises when this queue is closed
+        if handle._owner is self._state:
+            return handle.cancel()      # refused meanwhile: raises
+        return False                    # another queue's: left alone
 
     def add_periodic(self, first: float, period: float, fn: Handler) -> TimerHandle:
         """Call fn(False) after `first` s, then every `period` s (> 0); the timer
@@ -607,38 +531,16 @@ class TimerQueue:
         f = _ns(first, "first")
         if self._loop is not None:
             self._check_loop()
-        if self._hold is not None:
-            fn = self._hold(fn, True)
-        h = _PeriodicHandle()
-        h._fn = fn
-        h._owner = self._state
-        h._ctx = _copy_context()
+        if self._sched is not None:
+            self._sched._hold()
+        h = _new_call(self._state, self._sched, fn, self._gp)
+        h._periodic = True
         h._when = _clock() + f / 1e9
-        key = id(h)
-        _LIVE[key] = h
-        h._id = tid = lib.pxpy_add_periodic(self._g, f, p, key)
+        h._id = tid = lib.pxpy_add_periodic(self._g, f, p, h._key)
         if tid == 0:
-            self._not_added(key)
+            _drop_call(h)
+            self._not_added()
         return h
-
-    def cancel(self, handle: TimerHandle) -> bool:
-        """Abort a timer.  True while its handler has not started (it is then
-        called with aborted=True); False when too late, or when the handle is
-        another queue's (that timer is left alone)."""
-        try:
-            if handle._owner is self._state:
-                r = _cancel(self._gp, handle._id)
-                if r == 1:
-                    handle._cancelled = True
-                    return True
-                if r == 0:
-                    return False
-                self._ptr()
-                _refused(r, "TimerQueue")
-        except AttributeError:
-            _bad_timer_id(handle)
-        self._ptr()                     # raises when this queue is closed
-        return False
 
     def cancel_all(self) -> int:
         """Cancel every timer whose handler has not started; return how many."""
@@ -791,17 +693,15 @@ class Timer:
         queue = self._queue
         if queue._loop is not None:
             queue._check_loop()
-        if queue._hold is not None:
-            fn = queue._hold(fn, False)
-        call = _Call()
-        call._fn = fn
-        call._owner = queue._state
-        call._ctx = _copy_context()
-        key = id(call)
-        _LIVE[key] = call
-        rc = lib.pxpy_timer_wait(self._g, key)
+        sched = queue._sched
+        if sched is not None:
+            sched._hold()
+        call = _new_call(queue._state, sched, fn, 0)
+        rc = lib.pxpy_timer_wait(self._g, call._key)
         if rc < 0:
-            del _LIVE[key]
+            _drop_call(call)
+            if sched is not None:
+                sched._unhold()
             self._done(rc)
 
     def cancel(self) -> int:
@@ -865,7 +765,7 @@ def _wait_deferred(timeout: float) -> None:
     # still delivers the aborted calls.  Let it finish before finalization.
     end = time.monotonic() + timeout
     while _DEFERRED and time.monotonic() < end:
-        owners = {call._owner for call in list(_LIVE.values())}
+        owners = _live_owners()
         if not owners & _DEFERRED:
             break
         time.sleep(0.001)
@@ -884,12 +784,12 @@ def _after_fork_in_child() -> None:
     for hq in list(_HQUEUES):
         hq._forked = True
         lib.pxpy_gate_forked(hq._g)
-    _LIVE.clear()
+    _live_clear()
     _CTX.clear()
     _DEFERRED.clear()
 
 
-for _cls in (HandlerQueue, TimerQueue, TimerHandle, Timer):
+for _cls in (HandlerQueue, TimerQueue, Timer):       # TimerHandle: its C name says
     _cls.__module__ = "parataxis"       # shown as parataxis.TimerQueue
 del _cls
 

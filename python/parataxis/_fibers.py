@@ -225,32 +225,6 @@ def _posted(key: int, status: int) -> None:
 _host.configure(_posted)
 
 
-class _Held:
-    """A timer handler whose calls start fibers of a run: the run is held (it
-    neither ends nor reports a deadlock) from the add until the handler's
-    final call starts as a fiber, or until the handler is dropped uncalled.
-    A cancelled or ended run holds for nobody (_host.hold says False)."""
-
-    __slots__ = ("_fn", "_exec", "_periodic", "_held")
-
-    def __init__(self, fn: Callable[[bool], Any], capsule: Any, periodic: bool) -> None:
-        self._fn = fn
-        self._exec = capsule
-        self._periodic = periodic
-        self._held = _host.hold(capsule)
-
-    def __call__(self, aborted: bool) -> Any:
-        if self._held and (aborted or not self._periodic):
-            self._held = False
-            _host.unhold(self._exec)
-        return self._fn(aborted)
-
-    def __del__(self) -> None:
-        if self._held:
-            self._held = False
-            _host.unhold(self._exec)
-
-
 class Scheduler:
     """The scheduler of a running px.run, as an executor.
 
@@ -282,10 +256,15 @@ class Scheduler:
                 raise Closed("the run of this scheduler is over")
             raise_for(rc)
 
-    def _px_hold(self, fn: Callable[[bool], Any], periodic: bool) -> Callable[[bool], Any]:
-        # TimerQueue(executor=self).add & co.: the handler, holding the run
-        # until its final call starts (see _Held).
-        return _Held(fn, self._exec, periodic)
+    def _hold(self) -> bool:
+        # A timer queue delivering here owes a handler call (its add, in
+        # _pxpy.c): the run must neither end nor report a deadlock before the
+        # call's fiber starts; _unhold at its final call.  False (no hold)
+        # once the run was cancelled or is over: the call is then aborted.
+        return _host.hold(self._exec)
+
+    def _unhold(self) -> None:
+        _host.unhold(self._exec)
 
     def _executor(self) -> Any:
         # The px_executor a TimerQueue copies; it keeps self._exec alive.

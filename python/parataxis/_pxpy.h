@@ -28,8 +28,8 @@ int pxpy_shut(pxpy_gate *g);
 void pxpy_gate_forked(pxpy_gate *g);
 
 /* The timer queue's and the deadline timer's calls, each inside the gate.  A
-** handler's C arg is the key (an int) under which the Python side keeps the call
-** alive: ints cross the boundary faster than ffi handles. */
+** handler's C arg is the key under which the Python side keeps the call
+** alive: its TimerHandle's address (see _pxpy.c). */
 uint64_t pxpy_add_at(pxpy_gate *g, double when, uintptr_t key);
 uint64_t pxpy_add_periodic(pxpy_gate *g, int64_t first_ns, int64_t period_ns, uintptr_t key);
 int pxpy_cancel(pxpy_gate *g, uint64_t id);
@@ -42,8 +42,9 @@ int pxpy_timer_cancel(pxpy_gate *g);
 void pxpy_timer_drop(pxpy_gate *g);
 int pxpy_timer_close(pxpy_gate *g, pxpy_gate *qg);
 
-/* Adds the GIL-held _add_at and _cancel to parataxis._parataxis (see _pxpy.c);
-** 0, or -1 when that failed. */
+/* Adds to parataxis._parataxis what _core.py takes from _pxpy.c: the types
+** TimerHandle and _TimerQueueBase (TimerQueue's GIL-held add and cancel) and
+** their helpers; 0, or -1 when that failed. */
 int pxpy_export(void);
 
 /* The handler queue's calls.  pxpy_queue_wait returns PXPY_EINTR when a signal
@@ -64,14 +65,6 @@ int pxpy_deferred_call(px_handler_fn fn, void *arg, int status, uintptr_t *key, 
 /* The C trampoline a concurrent.futures worker calls: fn(arg, status). */
 void pxpy_invoke(px_handler_fn fn, void *arg, int status);
 
-/* The one-shot handlers a batch collected, handed to Python in one call:
-** key[done..n) with their status. */
-typedef struct pxpy_keys {
-    uintptr_t *key;
-    int *status;
-    size_t n, done;
-} pxpy_keys;
-
 /* The executor of a queue whose handlers run on its worker or go to a
 ** concurrent.futures executor: a batch at a time under one hold of the GIL. */
 typedef struct pxpy_batch pxpy_batch;
@@ -84,6 +77,13 @@ void pxpy_batch_free(pxpy_batch *b);
 /* Python functions that C calls, compiled by cffi from the extern "Python+C"
 ** declarations in _build_ffi.py (defined in _core.py with @ffi.def_extern). */
 void pxpy_handler(uintptr_t key, int status);
-void pxpy_run_keys(pxpy_keys *k);
+
+/* The one-shot handlers a batch collected, called in one go (see _pxpy.c):
+** key[0..n) with their status. */
+typedef struct pxpy_keys {
+    uintptr_t *key;
+    int *status;
+    size_t n;
+} pxpy_keys;
 
 #endif

@@ -358,6 +358,51 @@ def test_timer_handle_cancel_cancelled_when():
         q.cancel(left)
 
 
+def test_add_and_cancel_take_keywords_and_check_their_arguments():
+    rec = Recorder()
+    with parataxis.TimerQueue() as q:
+        h = q.add(delay=60, fn=rec)
+        assert q.cancel(handle=h) is True
+        assert rec.wait_for(1) == [True]
+        with pytest.raises(TypeError):
+            q.add(60)
+        with pytest.raises(TypeError):
+            q.add(60, rec, 1)
+        with pytest.raises(TypeError):
+            q.add(True, rec)                  # a bool is no number of seconds
+        with pytest.raises(TypeError):
+            q.add(60, "not callable")
+        with pytest.raises(parataxis.InvalidArgument):
+            q.add(-1, rec)
+        with pytest.raises(parataxis.InvalidArgument):
+            q.add(10**30, rec)                # past 2**63 ns
+        with pytest.raises(TypeError):
+            q.cancel()
+        with pytest.raises(TypeError):
+            q.cancel(h, h)
+        assert q.pending == 0
+    assert rec.calls == [True]
+
+
+def test_a_handle_drops_its_handler_at_the_final_call():
+    # A handler that refers to its own handle makes a cycle through an object
+    # the garbage collector does not track: it must end at the final call.
+    rec = Recorder()
+    with parataxis.TimerQueue() as q:
+        def fn(aborted, box=[]):
+            rec(aborted)
+        fn.__defaults__[0].append(q.add(60, fn))
+        p = q.add_periodic(60, 1, fn)
+        fn.__defaults__[0].append(p)
+        gone = weakref.ref(fn)
+        del fn
+        assert q.cancel(gone().__defaults__[0][0]) is True
+        assert p.cancel() is True
+        rec.wait_for(2)
+    assert gone() is None                     # close() waited for the calls
+    assert rec.calls == [True, True]
+
+
 # -- item 13: the asyncio loop closed under its queue --------------------------------
 
 def test_add_after_the_loop_closed_raises_closed():
