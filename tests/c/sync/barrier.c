@@ -57,10 +57,8 @@ static void *lockstep_main(void *arg)
 {
     (void)arg;
     px_fiber *f[PARTIES];
-    for (int i = 0; i < PARTIES; i++)
-        CHECK((f[i] = px_spawn(party, (void *)(uintptr_t)i)) != NULL);
-    for (int i = 0; i < PARTIES; i++)
-        join(f[i]);
+    spawn_numbered(f, PARTIES, party);
+    join_all(f, PARTIES);
     CHECK_EQ(px_barrier_phase(B), GENERATIONS);
     return NULL;
 }

@@ -47,10 +47,8 @@ static void *racers_main(void *arg)
 {
     (void)arg;
     px_fiber *f[5];
-    for (uintptr_t i = 0; i < 5; i++)
-        f[i] = px_spawn(racer, (void *)i);
-    for (int i = 0; i < 5; i++)
-        join(f[i]);
+    spawn_numbered(f, 5, racer);
+    join_all(f, 5);
     CHECK_EQ(runs, 1);
     CHECK_EQ(results[0], 7);                     /* the runner gets fn's result */
     for (int i = 0; i < 5; i++) {

@@ -55,6 +55,27 @@ static inline void join(px_fiber *f)
     CHECK_EQ(px_join(f, NULL), 0);
     px_fiber_release(f);
 }
+/* Spawns n fibers of fn into f[0..n-1], each given arg. */
+static inline void spawn_all(px_fiber **f, int n, px_fiber_fn fn, void *arg)
+{
+    for (int i = 0; i < n; i++)
+        CHECK((f[i] = px_spawn(fn, arg)) != NULL);
+}
+
+/* Spawns n fibers of fn into f[0..n-1], the i-th given i as its argument. */
+static inline void spawn_numbered(px_fiber **f, int n, px_fiber_fn fn)
+{
+    for (int i = 0; i < n; i++)
+        CHECK((f[i] = px_spawn(fn, (void *)(uintptr_t)i)) != NULL);
+}
+
+/* Joins f[0..n-1] (each must end normally). */
+static inline void join_all(px_fiber **f, int n)
+{
+    for (int i = 0; i < n; i++)
+        join(f[i]);
+}
+
 /* Nobody holds l, to read or to write. */
 static inline void check_rwlock_unheld(const px_rwlock *l)
 {
