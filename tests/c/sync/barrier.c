@@ -56,9 +56,7 @@ static void *party(void *arg)
 static void *lockstep_main(void *arg)
 {
     (void)arg;
-    px_fiber *f[PARTIES];
-    spawn_numbered(f, PARTIES, party);
-    join_all(f, PARTIES);
+    spawn_join_numbered(party, PARTIES);
     CHECK_EQ(px_barrier_phase(B), GENERATIONS);
     return NULL;
 }

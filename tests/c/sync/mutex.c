@@ -57,9 +57,7 @@ static void *incrementer(void *arg)
 static void *ten_incrementers(void *arg)
 {
     (void)arg;
-    px_fiber *f[10];
-    spawn_all(f, 10, incrementer, NULL);
-    join_all(f, 10);
+    spawn_join_all(incrementer, NULL, 10);
     CHECK_EQ(counter, 10000);
     return NULL;
 }

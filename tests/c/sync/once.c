@@ -46,9 +46,7 @@ static void *racer(void *arg)
 static void *racers_main(void *arg)
 {
     (void)arg;
-    px_fiber *f[5];
-    spawn_numbered(f, 5, racer);
-    join_all(f, 5);
+    spawn_join_numbered(racer, 5);
     CHECK_EQ(runs, 1);
     CHECK_EQ(results[0], 7);                     /* the runner gets fn's result */
     for (int i = 0; i < 5; i++) {

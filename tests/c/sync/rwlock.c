@@ -76,9 +76,7 @@ static void *hold_read(void *arg)
 static void *readers_main(void *arg)
 {
     (void)arg;
-    px_fiber *f[3];
-    spawn_all(f, 3, hold_read, (void *)3);   /* all three at once */
-    join_all(f, 3);
+    spawn_join_all(hold_read, (void *)3, 3);     /* all three at once */
     return NULL;
 }
 

@@ -74,9 +74,7 @@ static void *bounded(void *arg)
 static void *bounded_main(void *arg)
 {
     (void)arg;
-    px_fiber *f[6];
-    spawn_all(f, 6, bounded, NULL);
-    join_all(f, 6);
+    spawn_join_all(bounded, NULL, 6);
     CHECK_EQ(most_inside, 2);
     CHECK_EQ(px_sem_value(S), 2);
     return NULL;

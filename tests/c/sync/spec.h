@@ -76,6 +76,26 @@ static inline void join_all(px_fiber **f, int n)
         join(f[i]);
 }
 
+#define SPEC_MAX_FIBERS 64   /* the most spawn_join_all runs at once */
+
+/* Runs n fibers of fn (each given arg) together, and joins them all. */
+static inline void spawn_join_all(px_fiber_fn fn, void *arg, int n)
+{
+    px_fiber *f[SPEC_MAX_FIBERS];
+    CHECK(n <= SPEC_MAX_FIBERS);
+    spawn_all(f, n, fn, arg);
+    join_all(f, n);
+}
+
+/* The same, the i-th fiber given i as its argument. */
+static inline void spawn_join_numbered(px_fiber_fn fn, int n)
+{
+    px_fiber *f[SPEC_MAX_FIBERS];
+    CHECK(n <= SPEC_MAX_FIBERS);
+    spawn_numbered(f, n, fn);
+    join_all(f, n);
+}
+
 /* Nobody holds l, to read or to write. */
 static inline void check_rwlock_unheld(const px_rwlock *l)
 {
