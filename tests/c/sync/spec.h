@@ -76,6 +76,15 @@ static inline void join_all(px_fiber **f, int n)
         join(f[i]);
 }
 
+/* Joins f[0..n-1] and checks that each one's wait returned 0 (got[i], as
+** the i-th fiber stored it). */
+static inline void join_all_got_0(px_fiber **f, int n, const int *got)
+{
+    join_all(f, n);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(got[i], 0);
+}
+
 #define SPEC_MAX_FIBERS 64   /* the most spawn_join_all runs at once */
 
 /* Runs n fibers of fn (each given arg) together, and joins them all. */
