@@ -108,6 +108,48 @@ def rss():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+# What parataxis and gevent do alike (both spawn a handle that joins, both block
+# in plain calls): one body each, given the library's calls already bound.
+
+def spawn_join(n, spawn):
+    t0 = now()
+    for _ in range(n):
+        spawn(noop).join()
+    return (now() - t0) / n
+
+
+def pingpong(n, spawn, ping_send, ping_recv, pong_send, pong_recv):
+    def echo():
+        for _ in range(n):
+            pong_send(ping_recv())
+    t0 = now()
+    f = spawn(echo)
+    for i in range(n):
+        ping_send(i)
+        pong_recv()
+    f.join()
+    return (now() - t0) / n
+
+
+def parked_bytes(n, ev, spawn, yield_):
+    """Bytes per fiber parked on ev (spawned, run until all wait, then woken)."""
+    parked = [0]
+
+    def wait():
+        parked[0] += 1
+        ev.wait()
+    gc.collect()
+    before = rss()
+    fs = [spawn(wait) for _ in range(n)]
+    while parked[0] < n:
+        yield_()
+    per = (rss() - before) / n
+    ev.set()
+    for f in fs:
+        f.join()
+    return per
+
+
 # -- raw greenlet --------------------------------------------------------------
 
 def greenlet_switch(n):
@@ -165,11 +207,7 @@ def px_yield(n):
 
 
 def px_spawn(n):
-    spawn = px.spawn
-    t0 = now()
-    for _ in range(n):
-        spawn(noop).join()
-    return (now() - t0) / n
+    return spawn_join(n, px.spawn)
 
 
 def px_handoff(n):
@@ -193,37 +231,11 @@ def px_handoff(n):
 
 def px_pingpong(n):
     ping, pong = px.Channel(0), px.Channel(0)
-
-    def echo():
-        recv, send = ping.recv, pong.send
-        for _ in range(n):
-            send(recv())
-    t0 = now()
-    f = px.spawn(echo)
-    send, recv = ping.send, pong.recv
-    for i in range(n):
-        send(i)
-        recv()
-    f.join()
-    return (now() - t0) / n
+    return pingpong(n, px.spawn, ping.send, ping.recv, pong.send, pong.recv)
 
 
 def px_park(n):
-    ev, parked = px.Event(), [0]
-
-    def wait():
-        parked[0] += 1
-        ev.wait()
-    gc.collect()
-    before = rss()
-    fs = [px.spawn(wait) for _ in range(n)]
-    while parked[0] < n:
-        px.yield_()
-    per = (rss() - before) / n
-    ev.set()
-    for f in fs:
-        f.join()
-    return per
+    return parked_bytes(n, px.Event(), px.spawn, px.yield_)
 
 
 # -- gevent --------------------------------------------------------------------
@@ -239,11 +251,7 @@ def gevent_yield(n):
 
 
 def gevent_spawn(n):
-    spawn = gevent.spawn
-    t0 = now()
-    for _ in range(n):
-        spawn(noop).join()
-    return (now() - t0) / n
+    return spawn_join(n, gevent.spawn)
 
 
 def gevent_handoff(n):
@@ -267,39 +275,35 @@ def gevent_handoff(n):
 
 def gevent_pingpong(n):
     ping, pong = gevent.queue.Channel(), gevent.queue.Channel()
-
-    def echo():
-        get, put = ping.get, pong.put
-        for _ in range(n):
-            put(get())
-    t0 = now()
-    g = gevent.spawn(echo)
-    put, get = ping.put, pong.get
-    for i in range(n):
-        put(i)
-        get()
-    g.join()
-    return (now() - t0) / n
+    return pingpong(n, gevent.spawn, ping.put, ping.get, pong.put, pong.get)
 
 
 def gevent_park(n):
-    ev, parked = gevent.event.Event(), [0]
-
-    def wait():
-        parked[0] += 1
-        ev.wait()
-    gc.collect()
-    before = rss()
-    gs = [gevent.spawn(wait) for _ in range(n)]
-    while parked[0] < n:
-        gevent.sleep(0)
-    per = (rss() - before) / n
-    ev.set()
-    gevent.joinall(gs)
-    return per
+    return parked_bytes(n, gevent.event.Event(), gevent.spawn, lambda: gevent.sleep(0))
 
 
 # -- asyncio -------------------------------------------------------------------
+
+def async_taker(n, lk, log):
+    """The fiber body of both async handoffs: n times takes lk, notes me, gives it back."""
+    async def taker(me):
+        acquire, release, note = lk.acquire, lk.release, log.append
+        for _ in range(n):
+            await acquire()
+            note(me)
+            release()
+    return taker
+
+
+def async_parker(ev):
+    """The fiber body of both async park rows, and the count of those waiting on ev."""
+    parked = [0]
+
+    async def wait():
+        parked[0] += 1
+        await ev.wait()
+    return wait, parked
+
 
 async def asyncio_yield(n):
     async def yielder():
@@ -323,13 +327,7 @@ async def asyncio_spawn(n):
 
 async def asyncio_handoff(n):
     lk, log = asyncio.Lock(), []
-
-    async def taker(me):
-        acquire, release, note = lk.acquire, lk.release, log.append
-        for _ in range(n):
-            await acquire()
-            note(me)
-            release()
+    taker = async_taker(n, lk, log)
     await lk.acquire()
     a, b = asyncio.create_task(taker(0)), asyncio.create_task(taker(1))
     await asyncio.sleep(0)             # both wait on lk
@@ -358,11 +356,8 @@ async def asyncio_pingpong(n):
 
 
 async def asyncio_park(n):
-    ev, parked = asyncio.Event(), [0]
-
-    async def wait():
-        parked[0] += 1
-        await ev.wait()
+    ev = asyncio.Event()
+    wait, parked = async_parker(ev)
     gc.collect()
     before = rss()
     ts = [asyncio.create_task(wait()) for _ in range(n)]
@@ -399,13 +394,7 @@ async def trio_spawn(n):
 
 async def trio_handoff(n):
     lk, log = trio.Lock(), []
-
-    async def taker(me):
-        acquire, release, note = lk.acquire, lk.release, log.append
-        for _ in range(n):
-            await acquire()
-            note(me)
-            release()
+    taker = async_taker(n, lk, log)
     await lk.acquire()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(taker, 0)
@@ -435,11 +424,8 @@ async def trio_pingpong(n):
 
 
 async def trio_park(n):
-    ev, parked = trio.Event(), [0]
-
-    async def wait():
-        parked[0] += 1
-        await ev.wait()
+    ev = trio.Event()
+    wait, parked = async_parker(ev)
     async with trio.open_nursery() as nursery:
         gc.collect()
         before = rss()

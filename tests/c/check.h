@@ -135,6 +135,15 @@ static inline void sleep_ns(int64_t ns)
         ;
 }
 
+/* On a fiber: body(arg) under px_with_timeout(ns) ends PX_ETIMEDOUT, and
+** not before ns went by. */
+static inline void check_times_out(int64_t ns, px_scope_fn body, void *arg)
+{
+    int64_t t0 = px_now();
+    CHECK_EQ(px_with_timeout(ns, body, arg), PX_ETIMEDOUT);
+    CHECK_GE(px_now() - t0, ns);
+}
+
 /* A small deterministic generator (splitmix64): tests replay the same way. */
 static inline uint64_t rng_next(uint64_t *s)
 {

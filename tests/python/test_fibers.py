@@ -295,16 +295,22 @@ def test_interrupt_both_join():
     px.run(main)
 
 
+def _held_mutex():
+    """A new mutex and the fiber that holds it until the returned event is set."""
+    m = px.Mutex()
+    release = px.Event()
+    def holder():
+        with m:
+            release.wait()
+    h = px.spawn(holder)
+    px.yield_()
+    assert m.owner == h.id
+    return m, release, h
+
+
 def test_interrupt_both_mutex_lock():
     def main():
-        m = px.Mutex()
-        release = px.Event()
-        def holder():
-            with m:
-                release.wait()
-        h = px.spawn(holder)
-        px.yield_()
-        assert m.owner == h.id
+        m, release, h = _held_mutex()
         _interrupt_both(lambda: m.lock, lambda: m.waiters)
         release.set()
         h.join()
@@ -529,13 +535,7 @@ def test_cancel_and_wake():
             t.cancel()
 
     def main():
-        m = px.Mutex()
-        ev = px.Event()
-        def holder():
-            with m:
-                ev.wait()
-        other = px.spawn(holder)
-        px.yield_()
+        m, ev, other = _held_mutex()
         out = []
         for tok, wait in zip(toks, (m.lock, other.join, lambda: px.sleep(60))):
             try:

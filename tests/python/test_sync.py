@@ -14,6 +14,28 @@ def parked(f, queued=None):
     assert not f.done
 
 
+def parked_in_scope(tok, wait, *args, queued=None):
+    """Spawns a fiber that calls wait(*args) in a cancel scope of tok; returns
+    it once it waits (as parked)."""
+    def leaving():
+        with px.cancel_scope(tok):
+            return wait(*args)
+    f = px.spawn(leaving)
+    parked(f, queued)
+    return f
+
+
+def holding(m, gate):
+    """Spawns a fiber that locks m and ends holding it once gate is set;
+    returns it once it holds m."""
+    def holder():
+        m.lock()
+        gate.wait()
+    h = px.spawn(holder)
+    until(lambda: m.owner == h.id, "the holder holds")
+    return h
+
+
 # -- Mutex -----------------------------------------------------------------------------
 
 def test_no_lost_updates_with_10_fibers():
@@ -122,21 +144,9 @@ def test_trylock_after_an_owner_death_is_told_and_holds_it():
 
 def test_eownerdead_goes_past_an_interrupted_waiter_to_the_next():
     def body():
-        m = px.Mutex()
-        tok = px.CancellationToken()
-        gate = px.Event()
-
-        def holder():
-            m.lock()
-            gate.wait()                 # ends holding it
-        h = px.spawn(holder)
-        until(lambda: m.owner == h.id, "the holder holds")
-
-        def leaving():
-            with px.cancel_scope(tok):
-                m.lock()
-        a = px.spawn(leaving)
-        parked(a, lambda: m.waiters == 1)
+        m, tok, gate = px.Mutex(), px.CancellationToken(), px.Event()
+        holding(m, gate)
+        a = parked_in_scope(tok, m.lock, queued=lambda: m.waiters == 1)
         b = px.spawn(_told, m)
         parked(b, lambda: m.waiters == 2)
         tok.cancel()
@@ -161,12 +171,7 @@ def _told(m):
 def test_with_on_owner_death_unlocks_and_raises_and_strands_no_lock():
     def body():
         m, gate, ran = px.Mutex(), px.Event(), []
-
-        def holder():
-            m.lock()
-            gate.wait()                 # ends holding it
-        h = px.spawn(holder)
-        until(lambda: m.owner == h.id, "the holder holds")
+        holding(m, gate)
 
         def with_block():
             try:
@@ -688,12 +693,7 @@ def test_timed_out_arrival_withdraws_its_count():
 def test_cancelled_arrival_withdraws_its_count_even_before_it_runs_again():
     def body():
         b, tok = px.Barrier(2), px.CancellationToken()
-
-        def arrive():
-            with px.cancel_scope(tok):
-                return b.arrive_and_wait()
-        f = px.spawn(arrive)
-        until(lambda: b.waiting == 1, "it arrived")
+        f = parked_in_scope(tok, b.arrive_and_wait, queued=lambda: b.waiting == 1)
         cancel_from_thread(tok)
         g = px.spawn(b.arrive_and_wait)      # not counted with the cancelled one
         assert outcome(f) is px.Cancelled
@@ -871,12 +871,7 @@ def test_timed_out_acquire_leaves_no_waiter_and_takes_nothing():
 def test_interrupted_acquire_passes_a_raced_unit_to_the_next_waiter():
     def body():
         s, tok = px.Semaphore(0), px.CancellationToken()
-
-        def leaving():
-            with px.cancel_scope(tok):
-                s.acquire()
-        a = px.spawn(leaving)
-        parked(a, lambda: s.waiters == 1)
+        a = parked_in_scope(tok, s.acquire, queued=lambda: s.waiters == 1)
         b = px.spawn(s.acquire)
         parked(b, lambda: s.waiters == 2)
         tok.cancel()
@@ -890,12 +885,7 @@ def test_interrupted_acquire_passes_a_raced_unit_to_the_next_waiter():
 def test_interrupted_acquire_passes_a_raced_unit_back_to_the_count():
     def body():
         s, tok = px.Semaphore(0), px.CancellationToken()
-
-        def leaving():
-            with px.cancel_scope(tok):
-                s.acquire()
-        a = px.spawn(leaving)
-        parked(a, lambda: s.waiters == 1)
+        a = parked_in_scope(tok, s.acquire, queued=lambda: s.waiters == 1)
         tok.cancel()
         s.release()
         assert outcome(a) is px.Cancelled
@@ -1179,12 +1169,7 @@ def test_timed_out_send_sends_nothing_and_timed_out_recv_takes_nothing():
 def test_cancelled_recv_racing_a_send_takes_nothing_and_the_value_goes_on():
     def body():
         ch, tok = px.Channel(), px.CancellationToken()
-
-        def leaving():
-            with px.cancel_scope(tok):
-                return ch.recv()
-        a = px.spawn(leaving)
-        parked(a)
+        a = parked_in_scope(tok, ch.recv)
         b = px.spawn(ch.recv)
         parked(b)
         tok.cancel()
@@ -1197,12 +1182,7 @@ def test_cancelled_recv_racing_a_send_takes_nothing_and_the_value_goes_on():
 def test_cancelled_send_racing_a_recv_sends_nothing():
     def body():
         ch, tok = px.Channel(), px.CancellationToken()
-
-        def leaving():
-            with px.cancel_scope(tok):
-                ch.send("a")
-        a = px.spawn(leaving)
-        parked(a)
+        a = parked_in_scope(tok, ch.send, "a")
         b = px.spawn(ch.send, "b")
         parked(b)
         tok.cancel()

@@ -50,55 +50,45 @@ class Kind:
         return self.name
 
 
-class MutexKind(Kind):
-    name, reason, has_holder, chains = "mutex", "Mutex lock", True, True
+class ExclusiveKind(Kind):
+    """A lock one fiber holds at a time: the main fiber holds it (arm), each
+    waiter takes it in turn and gives it on (leave). A row names its type, its
+    lock and unlock calls (take, give) and the field that tells who holds it."""
+    has_holder, chains = True, True
+    lock_type, take, give, holder = None, "", "", ""
 
     def make(self):
-        return px.Mutex()
+        return self.lock_type()
 
-    def arm(self, m):
-        m.lock()
+    def arm(self, h):
+        getattr(h, self.take)()
 
-    def block(self, m):
-        m.lock()
-        return m.owner
+    def block(self, h):
+        getattr(h, self.take)()
+        return getattr(h, self.holder)
 
-    def leave(self, m, got):
+    def leave(self, h, got):
         assert got == px.current_id()
-        m.unlock()
+        getattr(h, self.give)()
 
-    def release(self, m):
-        m.unlock()
+    def release(self, h):
+        getattr(h, self.give)()
 
-    def queued(self, m):
-        return m.waiters
+    def queued(self, h):
+        return h.waiters
+
+
+class MutexKind(ExclusiveKind):
+    name, reason = "mutex", "Mutex lock"
+    lock_type, take, give, holder = px.Mutex, "lock", "unlock", "owner"
 
     def off_fiber(self, m):
         return [m.lock, m.try_lock, m.unlock, m.__enter__]
 
 
-class RwWriteKind(Kind):
-    name, reason, has_holder, chains = "rwlock_write", "RwLock write lock", True, True
-
-    def make(self):
-        return px.RwLock()
-
-    def arm(self, lk):
-        lk.wrlock()
-
-    def block(self, lk):
-        lk.wrlock()
-        return lk.writer
-
-    def leave(self, lk, got):
-        assert got == px.current_id()
-        lk.wrunlock()
-
-    def release(self, lk):
-        lk.wrunlock()
-
-    def queued(self, lk):
-        return lk.waiters
+class RwWriteKind(ExclusiveKind):
+    name, reason = "rwlock_write", "RwLock write lock"
+    lock_type, take, give, holder = px.RwLock, "wrlock", "wrunlock", "writer"
 
     def off_fiber(self, lk):
         return [lk.rdlock, lk.wrlock, lk.try_rdlock, lk.try_wrlock, lk.rdunlock,

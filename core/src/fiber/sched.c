@@ -668,16 +668,22 @@ int px_sched_next(px_sched *s, int status, void **host_ctx)
     return r;
 }
 
-int px_sched_cancel(px_sched *s)
+/* s was bound by a run on another thread than the caller's. */
+static int bound_elsewhere(px_sched *s)
 {
-    int r = refusal(s);
-    if (r != 0)
-        return r;
     pthread_mutex_lock(&s->lock);
     int other = s->bound && !pthread_equal(s->thread, pthread_self());
     pthread_mutex_unlock(&s->lock);
-    if (other)
-        return PX_ETHREAD;
+    return other;
+}
+
+int px_sched_cancel(px_sched *s)
+{
+    int r = refusal(s);
+    if (r == 0 && bound_elsewhere(s))
+        r = PX_ETHREAD;
+    if (r != 0)
+        return r;
     s->cancelled = 1;
     for (px__list *l = s->all.next; l != &s->all; l = l->next) {
         px_fiber *f = px__fiber_of_all(l);

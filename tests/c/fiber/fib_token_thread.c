@@ -102,37 +102,38 @@ static void test_push_form_and_joiner(void)
     end();
 }
 
-/* px_sched_run: the caller holds the scheduler for the cancelling thread. */
-static void test_sched_run_with_a_hold(void)
+/* Runs cancelled_main on s with the canceller thread given `held` (s if the
+** caller holds s for it, else NULL): the fiber is cancelled; s is freed. */
+static void sched_run_cancelled(px_sched *s, px_sched *held)
 {
     pthread_t th;
-    begin();
-    px_sched *s = px_sched_new(NULL);
-    CHECK(s != NULL);
-    CHECK_EQ(px_sched_hold(s), 0);
     CHECK_EQ(px_sched_post(s, cancelled_main, NULL), 0);
-    CHECK_EQ(pthread_create(&th, NULL, canceller, s), 0);
+    CHECK_EQ(pthread_create(&th, NULL, canceller, held), 0);
     CHECK_EQ(px_sched_run(s), 0);
     CHECK_EQ(got, PX_ECANCELED);
     CHECK_EQ(pthread_join(th, NULL), 0);
     px_sched_free(s);
+}
+
+/* px_sched_run: the caller holds the scheduler for the cancelling thread. */
+static void test_sched_run_with_a_hold(void)
+{
+    begin();
+    px_sched *s = px_sched_new(NULL);
+    CHECK(s != NULL);
+    CHECK_EQ(px_sched_hold(s), 0);
+    sched_run_cancelled(s, s);
     end();
 }
 
 /* px_sched_run of a scheduler made with token_scopes_hold: no hold, as px_run. */
 static void test_token_scopes_hold_option(void)
 {
-    pthread_t th;
     begin();
     px_sched_opts o = { .token_scopes_hold = 1 };
     px_sched *s = px_sched_new(&o);
     CHECK(s != NULL);
-    CHECK_EQ(px_sched_post(s, cancelled_main, NULL), 0);
-    CHECK_EQ(pthread_create(&th, NULL, canceller, NULL), 0);
-    CHECK_EQ(px_sched_run(s), 0);
-    CHECK_EQ(got, PX_ECANCELED);
-    CHECK_EQ(pthread_join(th, NULL), 0);
-    px_sched_free(s);
+    sched_run_cancelled(s, NULL);
     end();
 }
 

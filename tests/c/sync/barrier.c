@@ -56,11 +56,7 @@ static void *party(void *arg)
 static void *lockstep_main(void *arg)
 {
     (void)arg;
-    px_fiber *f[PARTIES];
-    for (int i = 0; i < PARTIES; i++)
-        CHECK((f[i] = px_spawn(party, (void *)(uintptr_t)i)) != NULL);
-    for (int i = 0; i < PARTIES; i++)
-        join(f[i]);
+    spawn_join_numbered(party, PARTIES);
     CHECK_EQ(px_barrier_phase(B), GENERATIONS);
     return NULL;
 }
@@ -89,8 +85,8 @@ static void *arriver(void *arg)
 static void *last_main(void *arg)
 {
     (void)arg;
-    px_fiber *a = px_spawn(arriver, (void *)0);
-    px_fiber *b = px_spawn(arriver, (void *)1);
+    px_fiber *f[2];
+    spawn_numbered(f, 2, arriver);
     YIELD_UNTIL(arrived == 2);
     CHECK_EQ(px_barrier_waiting(B), 2);
     /* The last arrival returns 1 at once: the phase is over and re-armed
@@ -98,10 +94,7 @@ static void *last_main(void *arg)
     CHECK_EQ(px_barrier_arrive_and_wait(B), 1);
     CHECK_EQ(px_barrier_phase(B), 1);
     CHECK_EQ(px_barrier_waiting(B), 0);
-    join(a);
-    join(b);
-    CHECK_EQ(results[0], 0);
-    CHECK_EQ(results[1], 0);
+    join_all_got_0(f, 2, results);
     return NULL;
 }
 

@@ -328,15 +328,12 @@ static void *stress_main(void *arg)
 {
     (void)arg;
     px_fiber *pf[PRODUCERS], *cf[CONSUMERS];
-    for (uintptr_t i = 0; i < CONSUMERS; i++)
-        CHECK((cf[i] = px_spawn(consumer, NULL)) != NULL);
+    spawn_all(cf, CONSUMERS, consumer, NULL);
     for (uintptr_t i = 0; i < PRODUCERS; i++)
         CHECK((pf[i] = px_spawn(producer, V(i))) != NULL);
-    for (int i = 0; i < PRODUCERS; i++)
-        join(pf[i]);
+    join_all(pf, PRODUCERS);
     CHECK_EQ(px_chan_close(C), 0);
-    for (int i = 0; i < CONSUMERS; i++)
-        join(cf[i]);
+    join_all(cf, CONSUMERS);
     for (int p = 0; p < PRODUCERS; p++)
         for (int i = 0; i < EACH; i++)
             CHECK_EQ(seen[p][i], 1);             /* never lost */

@@ -424,9 +424,7 @@ static cancel_call *cancelled_block(void)
 static void *timed(void *arg)
 {
     (void)arg;
-    int64_t t0 = px_now();
-    CHECK_EQ(px_with_timeout(PX_MSEC(5), block_body, NULL), PX_ETIMEDOUT);
-    CHECK_GE(px_now() - t0, PX_MSEC(5));
+    check_times_out(PX_MSEC(5), block_body, NULL);
     return NULL;
 }
 
@@ -592,14 +590,12 @@ static void *wake_all_main(void *arg)
     px_fiber *f[8];
     if (K->arm)
         K->arm(H);
-    for (int i = 0; i < 8; i++)
-        CHECK((f[i] = px_spawn(one_of_many, NULL)) != NULL);
+    spawn_all(f, 8, one_of_many, NULL);
     YIELD_UNTIL(entered == 8);
     CHECK_EQ(woken, 0);
     CHECK_EQ(K->wake_all.call(H), K->wake_all.result);
     CHECK_EQ(K->queries[0](H), K->wake_all.value);
-    for (int i = 0; i < 8; i++)
-        join(f[i]);
+    join_all(f, 8);
     CHECK_EQ(woken, 8);
     for (int i = 0; i < 8; i++)
         CHECK_EQ(results[i], 0);
@@ -666,11 +662,9 @@ static void *death_handoff_main(void *arg)
     death_results[0] = death_results[1] = 1;
     px_fiber *d = px_spawn(arm_and_end, V(n)), *w[2];
     YIELD_UNTIL(armed);
-    for (int i = 0; i < n; i++)
-        CHECK((w[i] = px_spawn(death_waiter, NULL)) != NULL);
+    spawn_all(w, n, death_waiter, NULL);
     join(d);                                     /* d ended holding it */
-    for (int i = 0; i < n; i++)
-        join(w[i]);
+    join_all(w, n);
     CHECK_EQ(death_results[0], K->death.first);  /* handed over at the death */
     for (int i = 1; i < n; i++)
         CHECK_EQ(death_results[i], K->death.next);

@@ -212,8 +212,7 @@ static void *joins_main(void *arg)
     (void)arg;
     px_fiber *j[4];
     CHECK((target = px_spawn(target_body, NULL)) != NULL);
-    for (intptr_t i = 0; i < 4; i++)
-        CHECK((j[i] = px_spawn(joiner, (void *)i)) != NULL);
+    spawn_numbered(j, 4, joiner);
     CHECK_EQ(px_yield(), 0);                     /* all park */
     CHECK_EQ(px_event_set(go), 1);               /* the target is ready first */
     CHECK_EQ(px_wake(ids[1]), 1);                /* 1: stray, ready */

@@ -57,11 +57,7 @@ static void *incrementer(void *arg)
 static void *ten_incrementers(void *arg)
 {
     (void)arg;
-    px_fiber *f[10];
-    for (int i = 0; i < 10; i++)
-        CHECK((f[i] = px_spawn(incrementer, NULL)) != NULL);
-    for (int i = 0; i < 10; i++)
-        join(f[i]);
+    spawn_join_all(incrementer, NULL, 10);
     CHECK_EQ(counter, 10000);
     return NULL;
 }
@@ -92,8 +88,7 @@ static void *fifo_main(void *arg)
         YIELD_UNTIL(px_mutex_waiters(M) == (size_t)i + 1);   /* queued in this order */
     }
     CHECK_EQ(px_mutex_unlock(M), 0);
-    for (int i = 0; i < 5; i++)
-        join(f[i]);
+    join_all(f, 5);
     CHECK(strcmp(order, "abcde") == 0);
     return NULL;
 }

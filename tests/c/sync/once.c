@@ -46,11 +46,7 @@ static void *racer(void *arg)
 static void *racers_main(void *arg)
 {
     (void)arg;
-    px_fiber *f[5];
-    for (uintptr_t i = 0; i < 5; i++)
-        f[i] = px_spawn(racer, (void *)i);
-    for (int i = 0; i < 5; i++)
-        join(f[i]);
+    spawn_join_numbered(racer, 5);
     CHECK_EQ(runs, 1);
     CHECK_EQ(results[0], 7);                     /* the runner gets fn's result */
     for (int i = 0; i < 5; i++) {
@@ -148,8 +144,8 @@ static void *end_wakes_main(void *arg)
     CHECK_EQ(px_once_begin(O), 1);               /* this fiber runs the action */
     CHECK_EQ(px_once_done(O), 0);
     begin_results[0] = begin_results[1] = -100;
-    px_fiber *a = px_spawn(beginner, (void *)0);
-    px_fiber *b = px_spawn(beginner, (void *)1);
+    px_fiber *f[2];
+    spawn_numbered(f, 2, beginner);
     for (int i = 0; i < 10; i++)
         CHECK_EQ(px_yield(), 0);
     CHECK_EQ(begin_results[0], -100);            /* both parked meanwhile */
@@ -158,10 +154,7 @@ static void *end_wakes_main(void *arg)
     CHECK_EQ(px_once_end(O), 0);
     CHECK_EQ(px_once_done(O), 1);
     CHECK_EQ(px_once_end(O), PX_EPERM);          /* only once */
-    join(a);
-    join(b);
-    CHECK_EQ(begin_results[0], 0);
-    CHECK_EQ(begin_results[1], 0);
+    join_all_got_0(f, 2, begin_results);
     return NULL;
 }
 

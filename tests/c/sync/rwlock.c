@@ -76,11 +76,7 @@ static void *hold_read(void *arg)
 static void *readers_main(void *arg)
 {
     (void)arg;
-    px_fiber *f[3];
-    for (int i = 0; i < 3; i++)
-        f[i] = px_spawn(hold_read, (void *)3);   /* all three at once */
-    for (int i = 0; i < 3; i++)
-        join(f[i]);
+    spawn_join_all(hold_read, (void *)3, 3);     /* all three at once */
     return NULL;
 }
 
@@ -183,8 +179,7 @@ static void *batch_main(void *arg)
     ** writer and the reader behind it still wait. */
     CHECK_EQ(px_rwlock_readers(L), 3);
     CHECK_EQ(px_rwlock_waiters(L), 2);
-    for (int i = 0; i < 5; i++)
-        join(f[i]);
+    join_all(f, 5);
     return NULL;
 }
 
@@ -205,8 +200,7 @@ static void *writers_fifo_main(void *arg)
     }
     CHECK_EQ(px_rwlock_rdunlock(L), 0);
     CHECK_EQ(px_rwlock_writer(L), px_fiber_id(f[0]));   /* handed over directly */
-    for (int i = 0; i < 3; i++)
-        join(f[i]);
+    join_all(f, 3);
     CHECK(strcmp(logbuf, "123") == 0);
     return NULL;
 }
@@ -784,8 +778,7 @@ static void *soak_main(void *arg)
     px_fiber *f[24];
     for (uintptr_t i = 0; i < 24; i++)
         f[i] = px_spawn(soaker, (void *)(i * 7919 + 1));
-    for (int i = 0; i < 24; i++)
-        join(f[i]);
+    join_all(f, 24);
     CHECK_EQ(soak_ops, 24 * 1000);
     printf("%ld operations, %ld found it busy, %ld timed out\n", soak_ops, soak_waits,
            soak_timeouts);

@@ -74,11 +74,7 @@ static void *bounded(void *arg)
 static void *bounded_main(void *arg)
 {
     (void)arg;
-    px_fiber *f[6];
-    for (int i = 0; i < 6; i++)
-        CHECK((f[i] = px_spawn(bounded, NULL)) != NULL);
-    for (int i = 0; i < 6; i++)
-        join(f[i]);
+    spawn_join_all(bounded, NULL, 6);
     CHECK_EQ(most_inside, 2);
     CHECK_EQ(px_sem_value(S), 2);
     return NULL;
@@ -113,8 +109,7 @@ static void *fifo_main(void *arg)
         CHECK_EQ(px_sem_release(S), 0);
     CHECK_EQ(px_sem_waiters(S), 0);
     CHECK_EQ(px_sem_value(S), 0);                /* every unit went to a waiter */
-    for (int i = 0; i < 5; i++)
-        join(f[i]);
+    join_all(f, 5);
     CHECK(strcmp(order, "abcde") == 0);
     return NULL;
 }

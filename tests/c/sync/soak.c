@@ -183,8 +183,7 @@ static void *soak_main(void *arg)
 {
     (void)arg;
     px_fiber *f[FIBERS];
-    for (int i = 0; i < FIBERS; i++)
-        CHECK((f[i] = px_spawn(worker, (void *)(intptr_t)i)) != NULL);
+    spawn_numbered(f, FIBERS, worker);
     for (int i = 0; i < FIBERS; i++) {
         CHECK_EQ(px_join(f[i], NULL), 0);
         px_fiber_release(f[i]);

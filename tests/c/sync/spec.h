@@ -55,6 +55,56 @@ static inline void join(px_fiber *f)
     CHECK_EQ(px_join(f, NULL), 0);
     px_fiber_release(f);
 }
+/* Spawns n fibers of fn into f[0..n-1], each given arg. */
+static inline void spawn_all(px_fiber **f, int n, px_fiber_fn fn, void *arg)
+{
+    for (int i = 0; i < n; i++)
+        CHECK((f[i] = px_spawn(fn, arg)) != NULL);
+}
+
+/* Spawns n fibers of fn into f[0..n-1], the i-th given i as its argument. */
+static inline void spawn_numbered(px_fiber **f, int n, px_fiber_fn fn)
+{
+    for (int i = 0; i < n; i++)
+        CHECK((f[i] = px_spawn(fn, (void *)(uintptr_t)i)) != NULL);
+}
+
+/* Joins f[0..n-1] (each must end normally). */
+static inline void join_all(px_fiber **f, int n)
+{
+    for (int i = 0; i < n; i++)
+        join(f[i]);
+}
+
+/* Joins f[0..n-1] and checks that each one's wait returned 0 (got[i], as
+** the i-th fiber stored it). */
+static inline void join_all_got_0(px_fiber **f, int n, const int *got)
+{
+    join_all(f, n);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(got[i], 0);
+}
+
+#define SPEC_MAX_FIBERS 64   /* the most spawn_join_all runs at once */
+
+/* Runs n fibers of fn (each given arg) together, and joins them all. */
+static inline void spawn_join_all(px_fiber_fn fn, void *arg, int n)
+{
+    px_fiber *f[SPEC_MAX_FIBERS];
+    CHECK(n <= SPEC_MAX_FIBERS);
+    spawn_all(f, n, fn, arg);
+    join_all(f, n);
+}
+
+/* The same, the i-th fiber given i as its argument. */
+static inline void spawn_join_numbered(px_fiber_fn fn, int n)
+{
+    px_fiber *f[SPEC_MAX_FIBERS];
+    CHECK(n <= SPEC_MAX_FIBERS);
+    spawn_numbered(f, n, fn);
+    join_all(f, n);
+}
+
 /* Nobody holds l, to read or to write. */
 static inline void check_rwlock_unheld(const px_rwlock *l)
 {

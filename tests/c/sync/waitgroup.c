@@ -60,12 +60,10 @@ static void *fan_out_main(void *arg)
     (void)arg;
     px_fiber *f[4];
     CHECK_EQ(px_waitgroup_add(WG, 4), 0);        /* counted before the spawns */
-    for (int i = 0; i < 4; i++)
-        CHECK((f[i] = px_spawn(worker, NULL)) != NULL);
+    spawn_all(f, 4, worker, NULL);
     CHECK_EQ(px_waitgroup_wait(WG), 0);
     CHECK_EQ(px_waitgroup_count(WG), 0);
-    for (int i = 0; i < 4; i++)
-        join(f[i]);
+    join_all(f, 4);
     return NULL;
 }
 
