@@ -167,6 +167,7 @@ struct lrun {
     lua_State *L;            /* the thread that called px.run */
     px_sched *s;
     lfiber *current;         /* the fiber host_resume is running */
+    lfiber *mainf;           /* px.run's main */
     lfiber fibers;           /* list head */
     char *report;            /* the deadlock report, if any */
     grave *graves;
@@ -175,6 +176,23 @@ struct lrun {
 
 /* The run under way on this thread: px.run does not nest. */
 static _Thread_local lrun *cur_run;
+
+static void link_fiber(lrun *r, lfiber *f)
+{
+    f->prev = r->fibers.prev;
+    f->next = &r->fibers;
+    f->prev->next = f;
+    r->fibers.prev = f;
+}
+
+static void unlink_fiber(lfiber *f)
+{
+    if (f->next == NULL)
+        return;
+    f->prev->next = f->next;
+    f->next->prev = f->prev;
+    f->prev = f->next = NULL;
+}
 
 static int host_resume(void *ctx)
 {
@@ -205,8 +223,13 @@ static int host_resume(void *ctx)
         f->nres = 1;
     }
     r->current = NULL;
+    /* Its results are read from f alone: the handle is given up now, so no
+    ** finalizer is needed (the engine frees the record once it reaped it). */
+    px_fiber_release(f->h);
+    f->h = NULL;
+    unlink_fiber(f);
     /* An error in main unwinds the whole program: every wait ends. */
-    if (st != LUA_OK && f == r->fibers.next)
+    if (st != LUA_OK && f == r->mainf)
         (void)px_sched_cancel(r->s);
     return PX_HOST_DONE;
 }
@@ -219,23 +242,6 @@ static void host_release(void *ctx)
 }
 
 static const px_host_ops HOST_OPS = { host_resume, NULL, host_release };
-
-static void link_fiber(lrun *r, lfiber *f)
-{
-    f->prev = r->fibers.prev;
-    f->next = &r->fibers;
-    f->prev->next = f;
-    r->fibers.prev = f;
-}
-
-static void unlink_fiber(lfiber *f)
-{
-    if (f->next == NULL)
-        return;
-    f->prev->next = f->next;
-    f->next->prev = f->prev;
-    f->prev = f->next = NULL;
-}
 
 /*
 ** Replaces fn and its arguments, at base..top, by a new fiber's userdata at
@@ -349,7 +355,7 @@ static int l_run(lua_State *L)
     r.s = px_sched_new(&o);
     if (r.s == NULL)
         return raise_code(L, PX_ENOMEM, "px.run");
-    lfiber *mainf = spawn_at(L, &r, 1);
+    lfiber *mainf = r.mainf = spawn_at(L, &r, 1);
     if (mainf == NULL) {
         px_sched_free(r.s);
         return raise_code(L, PX_ENOMEM, "px.run");
@@ -565,16 +571,6 @@ static int fiber_done(lua_State *L)
     lfiber *f = check_ud(L, 1, FIBER_MT, "fiber:done");
     lua_pushboolean(L, f->state != F_LIVE);
     return 1;
-}
-
-static int fiber_gc(lua_State *L)
-{
-    lfiber *f = lua_touserdata(L, 1);
-    if (f->h != NULL && f->run != NULL)
-        px_fiber_release(f->h);
-    f->h = NULL;
-    unlink_fiber(f);
-    return 0;
 }
 
 static int fiber_tostring(lua_State *L)
@@ -1197,7 +1193,7 @@ int pxlua_fibers(lua_State *L)
         lua_setfield(L, -2, "__tostring");
     }
     lua_setfield(L, -2, "Error");
-    new_class(L, FIBER_MT, "Fiber", fiber_m, fiber_gc);
+    new_class(L, FIBER_MT, "Fiber", fiber_m, NULL);
     lua_getfield(L, LUA_REGISTRYINDEX, FIBER_MT);
     lua_pushcfunction(L, fiber_tostring);
     lua_setfield(L, -2, "__tostring");

@@ -194,6 +194,15 @@ describe("fibers", function()
     assert.equal("ECANCELED", seen)
   end)
 
+  it("an_error_in_another_fiber_after_main_ended_cancels_nothing", function()
+    local finished = false
+    px.run(function()
+      px.spawn(function() px.sleep(0.001); error("dropped", 0) end)
+      px.spawn(function() px.sleep(0.05); finished = true end)
+    end)
+    assert.is_true(finished)
+  end)
+
   it("deadlock_report_names_the_wait_and_the_primitive", function()
     local err = raised(px.run, function()
       local e = px.event()
