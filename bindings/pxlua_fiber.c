@@ -15,8 +15,10 @@
 ** The Lua state is touched only on the thread that runs px.run, from inside it:
 ** the C scheduler calls host_resume and host_release there.  Coroutines are kept
 ** alive by a registry reference to their fiber's userdata for as long as the
-** engine may resume them; a fiber's results stay on its dead coroutine's stack
-** for every join.
+** engine may resume them.  A fiber that returned at most one value leaves it in
+** its userdata and gives its coroutine to the run's pool of idle ones, on which
+** a later fiber starts (Lua can start a function on a coroutine that returned);
+** other results stay on the ended coroutine's stack, for every join.
 **
 ** Errors are tables {code = "ETIMEDOUT", message = "..."} with a __tostring.
 ** Waits interrupted by a scope and misuse raise them; outcomes a caller handles
@@ -150,11 +152,13 @@ typedef struct lrun lrun;
 typedef struct lfiber {
     lrun *run;               /* NULL once its run is over */
     px_fiber *h;             /* NULL once released, or the run is over */
-    lua_State *co;           /* its coroutine, the fiber's uservalue 1 */
+    lua_State *co;           /* its coroutine, the fiber's uservalue 1; NULL once
+                                given back to the pool (see pool_put) */
     uint64_t id;
     int ref;                 /* registry ref to this userdata while the engine has it */
     int nargs;               /* passed to the first resume */
-    int state, nres;         /* F_*; results at the top of co once ended */
+    int state, nres;         /* F_*; results at the top of co once ended, or
+                                (co NULL) nres <= 1 of them in uservalue 1 */
     int joined;              /* its error was seen by a join */
     void *slot;              /* where a parked channel recv gets its key */
     struct lfiber *prev, *next;   /* in run->fibers while h is live */
@@ -172,7 +176,12 @@ struct lrun {
     char *report;            /* the deadlock report, if any */
     grave *graves;
     size_t ngraves, capgraves;
+    int pool, nidle;         /* registry ref to the idle coroutines 1..nidle */
 };
+
+/* Idle coroutines a run keeps for later fibers: a new coroutine, and the
+** collection of the last one, cost more than the rest of a spawn. */
+enum { POOL_MAX = 64 };
 
 /* The run under way on this thread: px.run does not nest. */
 static _Thread_local lrun *cur_run;
@@ -194,6 +203,32 @@ static void unlink_fiber(lfiber *f)
     f->prev = f->next = NULL;
 }
 
+/*
+** A fiber that ended with at most one result gives its coroutine back: the
+** result takes the coroutine's place as the Fiber's uservalue, and the empty
+** coroutine goes to the pool, where a later spawn starts its body on it (Lua
+** starts a function pushed on the empty stack of a coroutine that returned).
+** Runs on r->L, from host_resume.
+*/
+static void pool_put(lrun *r, lfiber *f, int nres)
+{
+    lua_State *L = r->L;
+    if (nres > 1 || r->nidle == POOL_MAX)
+        return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, r->pool);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref);
+    lua_getiuservalue(L, -1, 1);             /* pool fiber co */
+    lua_rawseti(L, -3, ++r->nidle);
+    if (nres == 1)
+        lua_xmove(f->co, L, 1);
+    else
+        lua_pushnil(L);
+    lua_setiuservalue(L, -2, 1);
+    lua_pop(L, 2);
+    lua_settop(f->co, 0);
+    f->co = NULL;
+}
+
 static int host_resume(void *ctx)
 {
     lfiber *f = ctx;
@@ -211,6 +246,7 @@ static int host_resume(void *ctx)
     if (st == LUA_OK) {
         f->state = F_OK;
         f->nres = nres;
+        pool_put(r, f, nres);
     } else {
         /* Close its pending to-be-closed variables (guards unlock) while it
         ** is still the current fiber; the error object stays on top. */
@@ -254,7 +290,17 @@ static lfiber *spawn_at(lua_State *L, lrun *r, int base)
     memset(f, 0, sizeof *f);
     f->ref = LUA_NOREF;
     luaL_setmetatable(L, FIBER_MT);
-    lua_State *co = lua_newthread(L);
+    lua_State *co;
+    if (r->nidle > 0) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, r->pool);
+        lua_rawgeti(L, -1, r->nidle);
+        co = lua_tothread(L, -1);
+        lua_pushnil(L);
+        lua_rawseti(L, -3, r->nidle--);
+        lua_replace(L, -2);                  /* fiber co */
+    } else {
+        co = lua_newthread(L);
+    }
     lua_setiuservalue(L, -2, 1);
     lua_rotate(L, base, 1);
     if (!lua_checkstack(co, nargs + 1 + LUA_MINSTACK))
@@ -277,9 +323,14 @@ static lfiber *spawn_at(lua_State *L, lrun *r, int base)
     return f;
 }
 
-/* Pushes an ended fiber's results, or raises its error. */
+/* Pushes an ended fiber's results, or raises its error; its Fiber is at 1. */
 static int push_results(lua_State *L, lfiber *f)
 {
+    if (f->co == NULL) {                     /* see pool_put */
+        if (f->nres == 1)
+            lua_getiuservalue(L, 1, 1);
+        return f->nres;
+    }
     int top = lua_gettop(f->co);
     if (f->state == F_ERROR) {
         f->joined = 1;
@@ -336,6 +387,7 @@ static void end_run(lrun *r)
     for (size_t i = 0; i < r->ngraves; i++)
         (void)r->graves[i].free(r->graves[i].p);
     free(r->graves);
+    luaL_unref(r->L, LUA_REGISTRYINDEX, r->pool);
 }
 
 /* px.run(main, ...): main's results; re-raises its error; EDEADLK with the report. */
@@ -355,8 +407,11 @@ static int l_run(lua_State *L)
     r.s = px_sched_new(&o);
     if (r.s == NULL)
         return raise_code(L, PX_ENOMEM, "px.run");
+    lua_createtable(L, POOL_MAX, 0);
+    r.pool = luaL_ref(L, LUA_REGISTRYINDEX);
     lfiber *mainf = r.mainf = spawn_at(L, &r, 1);
     if (mainf == NULL) {
+        luaL_unref(L, LUA_REGISTRYINDEX, r.pool);
         px_sched_free(r.s);
         return raise_code(L, PX_ENOMEM, "px.run");
     }
