@@ -155,7 +155,7 @@ typedef struct lfiber {
     lua_State *co;           /* its coroutine, the fiber's uservalue 1; NULL once
                                 given back to the pool (see pool_put) */
     uint64_t id;
-    int ref;                 /* registry ref to this userdata while the engine has it */
+    int ref;                 /* its key in the run's keep table while the engine has it */
     int nargs;               /* passed to the first resume */
     int state, nres;         /* F_*; results at the top of co once ended, or
                                 (co NULL) nres <= 1 of them in uservalue 1 */
@@ -176,12 +176,21 @@ struct lrun {
     char *report;            /* the deadlock report, if any */
     grave *graves;
     size_t ngraves, capgraves;
-    int pool, nidle;         /* registry ref to the idle coroutines 1..nidle */
+    int keep;                /* registry ref to the keep table: the idle
+                                coroutines at 1..nidle, the fibers the engine
+                                has at keys above POOL_MAX */
+    int nidle, nkeys;        /* fiber keys used: POOL_MAX + 1..nkeys */
+    int *freekeys;           /* keys given back, for reuse */
+    size_t nfree, capfree;
 };
 
 /* Idle coroutines a run keeps for later fibers: a new coroutine, and the
 ** collection of the last one, cost more than the rest of a spawn. */
 enum { POOL_MAX = 64 };
+
+/* The Fiber metatable's key in the registry besides FIBER_MT: a light
+** userdata key is found without hashing and comparing a name. */
+static const char fiber_mt = 0;
 
 /* The run under way on this thread: px.run does not nest. */
 static _Thread_local lrun *cur_run;
@@ -215,9 +224,9 @@ static void pool_put(lrun *r, lfiber *f, int nres)
     lua_State *L = r->L;
     if (nres > 1 || r->nidle == POOL_MAX)
         return;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, r->pool);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref);
-    lua_getiuservalue(L, -1, 1);             /* pool fiber co */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, r->keep);
+    lua_rawgeti(L, -1, f->ref);
+    lua_getiuservalue(L, -1, 1);             /* keep fiber co */
     lua_rawseti(L, -3, ++r->nidle);
     if (nres == 1)
         lua_xmove(f->co, L, 1);
@@ -270,10 +279,26 @@ static int host_resume(void *ctx)
     return PX_HOST_DONE;
 }
 
+/* The engine let go of f: so does the keep table (and its key is free). */
 static void host_release(void *ctx)
 {
     lfiber *f = ctx;
-    luaL_unref(f->run->L, LUA_REGISTRYINDEX, f->ref);
+    lrun *r = f->run;
+    lua_State *L = r->L;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, r->keep);
+    lua_pushnil(L);
+    lua_rawseti(L, -2, f->ref);
+    lua_pop(L, 1);
+    if (r->nfree == r->capfree) {
+        size_t cap = r->capfree ? 2 * r->capfree : 64;
+        int *k = realloc(r->freekeys, cap * sizeof *k);
+        if (k != NULL) {                     /* else the key is not reused */
+            r->freekeys = k;
+            r->capfree = cap;
+        }
+    }
+    if (r->nfree < r->capfree)
+        r->freekeys[r->nfree++] = f->ref;
     f->ref = LUA_NOREF;
 }
 
@@ -289,35 +314,36 @@ static lfiber *spawn_at(lua_State *L, lrun *r, int base)
     lfiber *f = lua_newuserdatauv(L, sizeof *f, 1);
     memset(f, 0, sizeof *f);
     f->ref = LUA_NOREF;
-    luaL_setmetatable(L, FIBER_MT);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &fiber_mt);
+    lua_setmetatable(L, -2);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, r->keep);
     lua_State *co;
     if (r->nidle > 0) {
-        lua_rawgeti(L, LUA_REGISTRYINDEX, r->pool);
         lua_rawgeti(L, -1, r->nidle);
         co = lua_tothread(L, -1);
         lua_pushnil(L);
         lua_rawseti(L, -3, r->nidle--);
-        lua_replace(L, -2);                  /* fiber co */
     } else {
         co = lua_newthread(L);
     }
-    lua_setiuservalue(L, -2, 1);
-    lua_rotate(L, base, 1);
+    lua_setiuservalue(L, -3, 1);
+    lua_rotate(L, base, 2);                  /* fiber keep fn args... */
     if (!lua_checkstack(co, nargs + 1 + LUA_MINSTACK))
         return NULL;
     lua_xmove(L, co, nargs + 1);
     f->co = co;
     f->nargs = nargs;
     f->run = r;
-    lua_pushvalue(L, base);
-    f->ref = luaL_ref(L, LUA_REGISTRYINDEX);
     f->h = px_spawn_hosted(r->s, &HOST_OPS, f);
     if (f->h == NULL) {
-        luaL_unref(L, LUA_REGISTRYINDEX, f->ref);
-        f->ref = LUA_NOREF;
         f->run = NULL;
+        lua_pop(L, 1);
         return NULL;
     }
+    f->ref = r->nfree > 0 ? r->freekeys[--r->nfree] : POOL_MAX + ++r->nkeys;
+    lua_pushvalue(L, base);
+    lua_rawseti(L, -2, f->ref);
+    lua_pop(L, 1);                           /* the keep table */
     f->id = px_fiber_id(f->h);
     link_fiber(r, f);
     return f;
@@ -387,7 +413,8 @@ static void end_run(lrun *r)
     for (size_t i = 0; i < r->ngraves; i++)
         (void)r->graves[i].free(r->graves[i].p);
     free(r->graves);
-    luaL_unref(r->L, LUA_REGISTRYINDEX, r->pool);
+    free(r->freekeys);
+    luaL_unref(r->L, LUA_REGISTRYINDEX, r->keep);
 }
 
 /* px.run(main, ...): main's results; re-raises its error; EDEADLK with the report. */
@@ -408,10 +435,10 @@ static int l_run(lua_State *L)
     if (r.s == NULL)
         return raise_code(L, PX_ENOMEM, "px.run");
     lua_createtable(L, POOL_MAX, 0);
-    r.pool = luaL_ref(L, LUA_REGISTRYINDEX);
+    r.keep = luaL_ref(L, LUA_REGISTRYINDEX);
     lfiber *mainf = r.mainf = spawn_at(L, &r, 1);
     if (mainf == NULL) {
-        luaL_unref(L, LUA_REGISTRYINDEX, r.pool);
+        luaL_unref(L, LUA_REGISTRYINDEX, r.keep);
         px_sched_free(r.s);
         return raise_code(L, PX_ENOMEM, "px.run");
     }
@@ -603,9 +630,23 @@ static int join_done(lua_State *L, int rc, const char *name)
 }
 static const wait_op JOIN = { "fiber:join", join_call, join_call, join_done };
 
+/* The Fiber at 1 (check_ud's test, with the metatable found by its key). */
+static lfiber *check_fiber(lua_State *L, const char *where)
+{
+    lfiber *f = lua_touserdata(L, 1);
+    if (f != NULL && lua_getmetatable(L, 1)) {
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &fiber_mt);
+        int same = lua_rawequal(L, -1, -2);
+        lua_pop(L, 2);
+        if (same)
+            return f;
+    }
+    return check_ud(L, 1, FIBER_MT, where);
+}
+
 static int fiber_join(lua_State *L)
 {
-    lfiber *f = check_ud(L, 1, FIBER_MT, "fiber:join");
+    lfiber *f = check_fiber(L, "fiber:join");
     lua_settop(L, 1);
     if (f->state != F_LIVE)
         return push_results(L, f);
@@ -616,14 +657,14 @@ static int fiber_join(lua_State *L)
 
 static int fiber_id(lua_State *L)
 {
-    lfiber *f = check_ud(L, 1, FIBER_MT, "fiber:id");
+    lfiber *f = check_fiber(L, "fiber:id");
     lua_pushinteger(L, (lua_Integer)f->id);
     return 1;
 }
 
 static int fiber_done(lua_State *L)
 {
-    lfiber *f = check_ud(L, 1, FIBER_MT, "fiber:done");
+    lfiber *f = check_fiber(L, "fiber:done");
     lua_pushboolean(L, f->state != F_LIVE);
     return 1;
 }
@@ -1252,7 +1293,7 @@ int pxlua_fibers(lua_State *L)
     lua_getfield(L, LUA_REGISTRYINDEX, FIBER_MT);
     lua_pushcfunction(L, fiber_tostring);
     lua_setfield(L, -2, "__tostring");
-    lua_pop(L, 1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &fiber_mt);
     new_class(L, TOKEN_MT, "Token", token_m, token_gc);
     new_class(L, MUTEX_MT, "Mutex", mutex_m, mutex_gc);
     new_class(L, RWLOCK_MT, "RwLock", rwlock_m, rwlock_gc);
