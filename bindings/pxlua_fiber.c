@@ -14,8 +14,8 @@
 **
 ** The Lua state is touched only on the thread that runs px.run, from inside it:
 ** the C scheduler calls host_resume and host_release there.  Coroutines are kept
-** alive by a registry reference to their fiber's userdata for as long as the
-** engine may resume them.  A fiber that returned at most one value leaves it in
+** alive by their fiber's userdata, which the run's keep table holds for as long
+** as the engine may resume it.  A fiber that returned at most one value leaves it in
 ** its userdata and gives its coroutine to the run's pool of idle ones, on which
 ** a later fiber starts (Lua can start a function on a coroutine that returned);
 ** other results stay on the ended coroutine's stack, for every join.
