@@ -14,9 +14,11 @@
 **
 ** The Lua state is touched only on the thread that runs px.run, from inside it:
 ** the C scheduler calls host_resume and host_release there.  Coroutines are kept
-** alive by a registry reference to their fiber's userdata for as long as the
-** engine may resume them; a fiber's results stay on its dead coroutine's stack
-** for every join.
+** alive by their fiber's userdata, which the run's keep table holds for as long
+** as the engine may resume it.  A fiber that returned at most one value leaves it in
+** its userdata and gives its coroutine to the run's pool of idle ones, on which
+** a later fiber starts (Lua can start a function on a coroutine that returned);
+** other results stay on the ended coroutine's stack, for every join.
 **
 ** Errors are tables {code = "ETIMEDOUT", message = "..."} with a __tostring.
 ** Waits interrupted by a scope and misuse raise them; outcomes a caller handles
@@ -150,11 +152,13 @@ typedef struct lrun lrun;
 typedef struct lfiber {
     lrun *run;               /* NULL once its run is over */
     px_fiber *h;             /* NULL once released, or the run is over */
-    lua_State *co;           /* its coroutine, the fiber's uservalue 1 */
+    lua_State *co;           /* its coroutine, the fiber's uservalue 1; NULL once
+                                given back to the pool (see pool_put) */
     uint64_t id;
-    int ref;                 /* registry ref to this userdata while the engine has it */
+    int ref;                 /* its key in the run's keep table while the engine has it */
     int nargs;               /* passed to the first resume */
-    int state, nres;         /* F_*; results at the top of co once ended */
+    int state, nres;         /* F_*; results at the top of co once ended, or
+                                (co NULL) nres <= 1 of them in uservalue 1 */
     int joined;              /* its error was seen by a join */
     void *slot;              /* where a parked channel recv gets its key */
     struct lfiber *prev, *next;   /* in run->fibers while h is live */
@@ -167,58 +171,29 @@ struct lrun {
     lua_State *L;            /* the thread that called px.run */
     px_sched *s;
     lfiber *current;         /* the fiber host_resume is running */
+    lfiber *mainf;           /* px.run's main */
     lfiber fibers;           /* list head */
     char *report;            /* the deadlock report, if any */
     grave *graves;
     size_t ngraves, capgraves;
+    int keep;                /* registry ref to the keep table: the idle
+                                coroutines at 1..nidle, the fibers the engine
+                                has at keys above POOL_MAX */
+    int nidle, nkeys;        /* fiber keys used: POOL_MAX + 1..nkeys */
+    int *freekeys;           /* keys given back, for reuse */
+    size_t nfree, capfree;
 };
+
+/* Idle coroutines a run keeps for later fibers: a new coroutine, and the
+** collection of the last one, cost more than the rest of a spawn. */
+enum { POOL_MAX = 64 };
+
+/* The Fiber metatable's key in the registry besides FIBER_MT: a light
+** userdata key is found without hashing and comparing a name. */
+static const char fiber_mt = 0;
 
 /* The run under way on this thread: px.run does not nest. */
 static _Thread_local lrun *cur_run;
-
-static int host_resume(void *ctx)
-{
-    lfiber *f = ctx;
-    lrun *r = f->run;
-    int nres = 0, nargs = f->nargs;
-    f->nargs = 0;
-    r->current = f;
-    int st = lua_resume(f->co, r->L, nargs, &nres);
-    if (st == LUA_YIELD) {
-        /* ours yield no values; a plain coroutine.yield's are dropped */
-        lua_pop(f->co, nres);
-        r->current = NULL;
-        return 0;
-    }
-    if (st == LUA_OK) {
-        f->state = F_OK;
-        f->nres = nres;
-    } else {
-        /* Close its pending to-be-closed variables (guards unlock) while it
-        ** is still the current fiber; the error object stays on top. */
-#if LUA_VERSION_RELEASE_NUM >= 50406
-        (void)lua_closethread(f->co, r->L);
-#else
-        (void)lua_resetthread(f->co);
-#endif
-        f->state = F_ERROR;
-        f->nres = 1;
-    }
-    r->current = NULL;
-    /* An error in main unwinds the whole program: every wait ends. */
-    if (st != LUA_OK && f == r->fibers.next)
-        (void)px_sched_cancel(r->s);
-    return PX_HOST_DONE;
-}
-
-static void host_release(void *ctx)
-{
-    lfiber *f = ctx;
-    luaL_unref(f->run->L, LUA_REGISTRYINDEX, f->ref);
-    f->ref = LUA_NOREF;
-}
-
-static const px_host_ops HOST_OPS = { host_resume, NULL, host_release };
 
 static void link_fiber(lrun *r, lfiber *f)
 {
@@ -238,6 +213,98 @@ static void unlink_fiber(lfiber *f)
 }
 
 /*
+** A fiber that ended with at most one result gives its coroutine back: the
+** result takes the coroutine's place as the Fiber's uservalue, and the empty
+** coroutine goes to the pool, where a later spawn starts its body on it (Lua
+** starts a function pushed on the empty stack of a coroutine that returned).
+** Runs on r->L, from host_resume.
+*/
+static void pool_put(lrun *r, lfiber *f, int nres)
+{
+    lua_State *L = r->L;
+    if (nres > 1 || r->nidle == POOL_MAX)
+        return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, r->keep);
+    lua_rawgeti(L, -1, f->ref);
+    lua_getiuservalue(L, -1, 1);             /* keep fiber co */
+    lua_rawseti(L, -3, ++r->nidle);
+    if (nres == 1)
+        lua_xmove(f->co, L, 1);
+    else
+        lua_pushnil(L);
+    lua_setiuservalue(L, -2, 1);
+    lua_pop(L, 2);
+    lua_settop(f->co, 0);
+    f->co = NULL;
+}
+
+static int host_resume(void *ctx)
+{
+    lfiber *f = ctx;
+    lrun *r = f->run;
+    int nres = 0, nargs = f->nargs;
+    f->nargs = 0;
+    r->current = f;
+    int st = lua_resume(f->co, r->L, nargs, &nres);
+    if (st == LUA_YIELD) {
+        /* ours yield no values; a plain coroutine.yield's are dropped */
+        lua_pop(f->co, nres);
+        r->current = NULL;
+        return 0;
+    }
+    if (st == LUA_OK) {
+        f->state = F_OK;
+        f->nres = nres;
+        pool_put(r, f, nres);
+    } else {
+        /* Close its pending to-be-closed variables (guards unlock) while it
+        ** is still the current fiber; the error object stays on top. */
+#if LUA_VERSION_RELEASE_NUM >= 50406
+        (void)lua_closethread(f->co, r->L);
+#else
+        (void)lua_resetthread(f->co);
+#endif
+        f->state = F_ERROR;
+        f->nres = 1;
+    }
+    r->current = NULL;
+    /* Its results are read from f alone: the handle is given up now, so no
+    ** finalizer is needed (the engine frees the record once it reaped it). */
+    px_fiber_release(f->h);
+    f->h = NULL;
+    unlink_fiber(f);
+    /* An error in main unwinds the whole program: every wait ends. */
+    if (st != LUA_OK && f == r->mainf)
+        (void)px_sched_cancel(r->s);
+    return PX_HOST_DONE;
+}
+
+/* The engine let go of f: so does the keep table (and its key is free). */
+static void host_release(void *ctx)
+{
+    lfiber *f = ctx;
+    lrun *r = f->run;
+    lua_State *L = r->L;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, r->keep);
+    lua_pushnil(L);
+    lua_rawseti(L, -2, f->ref);
+    lua_pop(L, 1);
+    if (r->nfree == r->capfree) {
+        size_t cap = r->capfree ? 2 * r->capfree : 64;
+        int *k = realloc(r->freekeys, cap * sizeof *k);
+        if (k != NULL) {                     /* else the key is not reused */
+            r->freekeys = k;
+            r->capfree = cap;
+        }
+    }
+    if (r->nfree < r->capfree)
+        r->freekeys[r->nfree++] = f->ref;
+    f->ref = LUA_NOREF;
+}
+
+static const px_host_ops HOST_OPS = { host_resume, NULL, host_release };
+
+/*
 ** Replaces fn and its arguments, at base..top, by a new fiber's userdata at
 ** base, and spawns it on r.  NULL when the engine cannot (no memory).
 */
@@ -247,33 +314,49 @@ static lfiber *spawn_at(lua_State *L, lrun *r, int base)
     lfiber *f = lua_newuserdatauv(L, sizeof *f, 1);
     memset(f, 0, sizeof *f);
     f->ref = LUA_NOREF;
-    luaL_setmetatable(L, FIBER_MT);
-    lua_State *co = lua_newthread(L);
-    lua_setiuservalue(L, -2, 1);
-    lua_rotate(L, base, 1);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &fiber_mt);
+    lua_setmetatable(L, -2);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, r->keep);
+    lua_State *co;
+    if (r->nidle > 0) {
+        lua_rawgeti(L, -1, r->nidle);
+        co = lua_tothread(L, -1);
+        lua_pushnil(L);
+        lua_rawseti(L, -3, r->nidle--);
+    } else {
+        co = lua_newthread(L);
+    }
+    lua_setiuservalue(L, -3, 1);
+    lua_rotate(L, base, 2);                  /* fiber keep fn args... */
     if (!lua_checkstack(co, nargs + 1 + LUA_MINSTACK))
         return NULL;
     lua_xmove(L, co, nargs + 1);
     f->co = co;
     f->nargs = nargs;
     f->run = r;
-    lua_pushvalue(L, base);
-    f->ref = luaL_ref(L, LUA_REGISTRYINDEX);
     f->h = px_spawn_hosted(r->s, &HOST_OPS, f);
     if (f->h == NULL) {
-        luaL_unref(L, LUA_REGISTRYINDEX, f->ref);
-        f->ref = LUA_NOREF;
         f->run = NULL;
+        lua_pop(L, 1);
         return NULL;
     }
+    f->ref = r->nfree > 0 ? r->freekeys[--r->nfree] : POOL_MAX + ++r->nkeys;
+    lua_pushvalue(L, base);
+    lua_rawseti(L, -2, f->ref);
+    lua_pop(L, 1);                           /* the keep table */
     f->id = px_fiber_id(f->h);
     link_fiber(r, f);
     return f;
 }
 
-/* Pushes an ended fiber's results, or raises its error. */
+/* Pushes an ended fiber's results, or raises its error; its Fiber is at 1. */
 static int push_results(lua_State *L, lfiber *f)
 {
+    if (f->co == NULL) {                     /* see pool_put */
+        if (f->nres == 1)
+            lua_getiuservalue(L, 1, 1);
+        return f->nres;
+    }
     int top = lua_gettop(f->co);
     if (f->state == F_ERROR) {
         f->joined = 1;
@@ -330,6 +413,8 @@ static void end_run(lrun *r)
     for (size_t i = 0; i < r->ngraves; i++)
         (void)r->graves[i].free(r->graves[i].p);
     free(r->graves);
+    free(r->freekeys);
+    luaL_unref(r->L, LUA_REGISTRYINDEX, r->keep);
 }
 
 /* px.run(main, ...): main's results; re-raises its error; EDEADLK with the report. */
@@ -349,8 +434,11 @@ static int l_run(lua_State *L)
     r.s = px_sched_new(&o);
     if (r.s == NULL)
         return raise_code(L, PX_ENOMEM, "px.run");
-    lfiber *mainf = spawn_at(L, &r, 1);
+    lua_createtable(L, POOL_MAX, 0);
+    r.keep = luaL_ref(L, LUA_REGISTRYINDEX);
+    lfiber *mainf = r.mainf = spawn_at(L, &r, 1);
     if (mainf == NULL) {
+        luaL_unref(L, LUA_REGISTRYINDEX, r.keep);
         px_sched_free(r.s);
         return raise_code(L, PX_ENOMEM, "px.run");
     }
@@ -542,9 +630,23 @@ static int join_done(lua_State *L, int rc, const char *name)
 }
 static const wait_op JOIN = { "fiber:join", join_call, join_call, join_done };
 
+/* The Fiber at 1 (check_ud's test, with the metatable found by its key). */
+static lfiber *check_fiber(lua_State *L, const char *where)
+{
+    lfiber *f = lua_touserdata(L, 1);
+    if (f != NULL && lua_getmetatable(L, 1)) {
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &fiber_mt);
+        int same = lua_rawequal(L, -1, -2);
+        lua_pop(L, 2);
+        if (same)
+            return f;
+    }
+    return check_ud(L, 1, FIBER_MT, where);
+}
+
 static int fiber_join(lua_State *L)
 {
-    lfiber *f = check_ud(L, 1, FIBER_MT, "fiber:join");
+    lfiber *f = check_fiber(L, "fiber:join");
     lua_settop(L, 1);
     if (f->state != F_LIVE)
         return push_results(L, f);
@@ -555,26 +657,16 @@ static int fiber_join(lua_State *L)
 
 static int fiber_id(lua_State *L)
 {
-    lfiber *f = check_ud(L, 1, FIBER_MT, "fiber:id");
+    lfiber *f = check_fiber(L, "fiber:id");
     lua_pushinteger(L, (lua_Integer)f->id);
     return 1;
 }
 
 static int fiber_done(lua_State *L)
 {
-    lfiber *f = check_ud(L, 1, FIBER_MT, "fiber:done");
+    lfiber *f = check_fiber(L, "fiber:done");
     lua_pushboolean(L, f->state != F_LIVE);
     return 1;
-}
-
-static int fiber_gc(lua_State *L)
-{
-    lfiber *f = lua_touserdata(L, 1);
-    if (f->h != NULL && f->run != NULL)
-        px_fiber_release(f->h);
-    f->h = NULL;
-    unlink_fiber(f);
-    return 0;
 }
 
 static int fiber_tostring(lua_State *L)
@@ -1197,11 +1289,11 @@ int pxlua_fibers(lua_State *L)
         lua_setfield(L, -2, "__tostring");
     }
     lua_setfield(L, -2, "Error");
-    new_class(L, FIBER_MT, "Fiber", fiber_m, fiber_gc);
+    new_class(L, FIBER_MT, "Fiber", fiber_m, NULL);
     lua_getfield(L, LUA_REGISTRYINDEX, FIBER_MT);
     lua_pushcfunction(L, fiber_tostring);
     lua_setfield(L, -2, "__tostring");
-    lua_pop(L, 1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &fiber_mt);
     new_class(L, TOKEN_MT, "Token", token_m, token_gc);
     new_class(L, MUTEX_MT, "Mutex", mutex_m, mutex_gc);
     new_class(L, RWLOCK_MT, "RwLock", rwlock_m, rwlock_gc);

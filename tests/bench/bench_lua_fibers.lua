@@ -10,11 +10,28 @@
 --             the other way the binding could be built;
 -- spawn+join: px.spawn(fn):join() vs coroutine.create + resume to its end;
 -- mutex:      two fibers handing a mutex to each other (FIFO hand-off);
--- channel:    ping-pong over two unbuffered channels.
+-- channel:    ping-pong over two unbuffered channels;
+-- copas:      the rows copas has an equivalent for, when it is installed
+--             (Debian's lua-copas, or a luarocks copas), else a note.
+--
+-- Ends with one "lua target" line per target, PASS or MISS (tests/bench/run.sh
+-- greps them): yield <= 2x a raw resume/yield, spawn+join <= 3x a raw
+-- create + resume.
 local px = require "parataxis"
 local core = require "parataxis_core"
 local rounds = tonumber(arg and arg[1]) or 7
 local clock = os.clock
+
+-- copas: Debian's lua-copas installs only for Lua 5.1 and 5.2 (pure Lua, it
+-- runs on 5.4 with lua-socket and lua-coxpcall); look there too.
+local function load_copas()
+  local ok, c = pcall(require, "copas")
+  if ok then return c end
+  package.path = package.path .. ";/usr/share/lua/5.3/?.lua;/usr/share/lua/5.2/?.lua"
+  ok, c = pcall(require, "copas")
+  return ok and c or nil, c
+end
+local copas, copas_err = load_copas()
 
 local N = 200000
 
@@ -90,6 +107,49 @@ local function px_channel()
   end)
 end
 
+-- copas 1.x (Debian's 1.2.0 package is Copas 1.1.7): addthread creates the
+-- coroutine and runs it at once, to its end here, as a socket-less thread;
+-- its function gets the socket (nil) first.
+local function copas_spawn()
+  local add = copas.addthread
+  local f = function(_, x) return x end
+  local t = clock()
+  for i = 1, N do add(f, i) end
+  return (clock() - t) / N
+end
+
+-- copas >= 2 runs threads from copas.loop, which returns once all ended;
+-- copas.pause (4.x; copas.sleep before) yields to the other threads.  These
+-- two rows follow copas 4's manual; Debian bookworm's copas (1.1.7) has
+-- neither call, so they have not been run against a real copas here.
+local function copas_yield()
+  local pause = copas.pause or copas.sleep
+  local dt
+  copas.addthread(function()
+    local t = clock()
+    for _ = 1, N do pause(0) end
+    dt = (clock() - t) / N
+  end)
+  copas.loop()
+  return dt
+end
+
+-- copas >= 3: copas.lock; two threads hand it to each other.
+local function copas_mutex()
+  local m, n, pause, dt = copas.lock.new(), N // 2, copas.pause or copas.sleep, nil
+  copas.addthread(function()
+    m:get()
+    copas.addthread(function() for _ = 1, n do m:get(); m:release() end end)
+    local t = clock()
+    pause(0)
+    for _ = 1, n do m:release(); m:get() end
+    m:release()
+    dt = (clock() - t) / N
+  end)
+  copas.loop()
+  return dt
+end
+
 local cells = {
   { "yield round trip: raw coroutine", raw_yield },
   { "yield round trip: px.yield (C, lua_yieldk)", px_yield },
@@ -99,6 +159,24 @@ local cells = {
   { "mutex hand-off (per hand-off)", px_mutex },
   { "channel ping-pong (per round trip)", px_channel },
 }
+local copas_rows, copas_lacks = {}, {}
+if copas then
+  -- copas 1.x's loop never returns: its threads are run by addthread only.
+  local looping = (copas.pause or copas.sleep) ~= nil
+  if looping then
+    table.insert(copas_rows, { "yield round trip: copas.pause(0)", copas_yield })
+  else
+    table.insert(copas_lacks, "yield (no copas.pause / copas.sleep)")
+  end
+  table.insert(copas_rows, { "spawn+join: copas.addthread (run to its end)", copas_spawn })
+  if looping and type(copas.lock) == "table" then
+    table.insert(copas_rows, { "mutex hand-off: copas.lock", copas_mutex })
+  else
+    table.insert(copas_lacks, "mutex hand-off (no copas.lock)")
+  end
+  table.insert(copas_lacks, "channel ping-pong (no channel)")
+  for _, c in ipairs(copas_rows) do table.insert(cells, c) end
+end
 local samples = {}
 for _ = 1, rounds do
   for i, c in ipairs(cells) do
@@ -115,3 +193,16 @@ for i, c in ipairs(cells) do
 end
 print(string.format("px.yield / raw: %.2fx (target <= 2); Lua layer / raw: %.2fx; spawn+join / raw: %.2fx (target <= 3)",
   med[2] / med[1], med[3] / med[1], med[5] / med[4]))
+if copas then
+  print(string.format("copas: %s (%s); rows it has no equivalent for: %s",
+    copas._VERSION or "?", package.searchpath("copas", package.path) or "?",
+    #copas_lacks > 0 and table.concat(copas_lacks, ", ") or "none"))
+else
+  print("copas: not installed (apt-get install lua-copas, or luarocks install copas): no copas rows")
+end
+local function target(what, q, bound)
+  print(string.format("lua target  %-46s %.2fx <= %gx  %s", what, q, bound,
+    q <= bound and "PASS" or "MISS"))
+end
+target("yield: px.yield / raw coroutine", med[2] / med[1], 2)
+target("spawn+join: px.spawn + join / create + resume", med[5] / med[4], 3)

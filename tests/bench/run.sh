@@ -4,7 +4,7 @@
 #   sh tests/bench/run.sh [BUILD_DIR] [--no-build]     (make bench calls this)
 #
 # BUILD_DIR defaults to build-bench.  Set PXB_QUICK=1 to skip the 1e6 rounds of
-# the peer benchmark and shorten the Python fiber one; PYTHON picks the
+# the peer benchmark and shorten the Python and Lua fiber ones; PYTHON picks the
 # interpreter of the Python benchmarks (default python3).  The full output is
 # kept in BUILD_DIR/bench-results.txt.
 set -eu
@@ -21,9 +21,10 @@ if [ "${2:-}" != "--no-build" ]; then
         cmake -S "$root" -B "$build" $gen -DCMAKE_BUILD_TYPE=Release \
             -DPARATAXIS_BENCH=ON -DPARATAXIS_TESTS=OFF >/dev/null
     fi
-    # bench_fiber, bench_sync and bench_switch exist only where Boost has them.
+    # bench_fiber, bench_sync and bench_switch exist only where Boost has them,
+    # the Lua module (for bench_lua_fibers.lua) where SWIG and Lua 5.4 are.
     targets="bench_timers bench_tset bench_wake prof_px"
-    for t in bench_fiber bench_sync bench_switch; do
+    for t in bench_fiber bench_sync bench_switch parataxis_core; do
         if cmake --build "$build" --target help 2>/dev/null | grep -q "$t"; then
             targets="$targets $t"
         fi
@@ -121,11 +122,24 @@ else
     say "(parataxis is not importable by $py: no Python figures)"
 fi
 
+# The Lua benchmark measures the build tree's module.
+if [ -f "$build/bindings/parataxis_core.so" ] && command -v lua5.4 >/dev/null 2>&1; then
+    say "== Lua fibers beside raw coroutines and copas (targets: yield <= 2x a raw"
+    say "   resume/yield round trip; spawn+join <= 3x coroutine.create + resume)"
+    lua_rounds=9
+    [ "${PXB_QUICK:-0}" = 1 ] && lua_rounds=3
+    step env LUA_CPATH="$build/bindings/?.so;;" LUA_PATH="$root/bindings/lua/?.lua;;" \
+        lua5.4 "$here/bench_lua_fibers.lua" "$lua_rounds"
+else
+    say "(no Lua module in $build, or no lua5.4: no Lua figures)"
+fi
+
 say "== summary (targets at 1e6: add <= 85 ns, cancel <= 100 ns, expiry >= 10 M/s, <= 64 B/timer;"
 say "   lateness p99 below Asio's, no early fire; worker wakes ~1)"
 grep -E '^(add|cancel|expiry|bytes).*@1e6|^lateness |^wakes |^tset .*@1000000|^tset burst' "$out" || true
 grep -E '^(yield|spawn|RSS|[0-9]+ parked|ratio parataxis / )|^(uncontended|mutex hand-off|channel) ' "$out" || true
 grep -E '^py target' "$out" || true
+grep -E '^lua target' "$out" || true
 grep 'FAILED' "$out" || true
 echo "(full output: $out)"
 exit $status

@@ -36,6 +36,26 @@ describe("fibers", function()
     end)
   end)
 
+  it("join_results_survive_the_reuse_of_the_fibers_coroutine", function()
+    px.run(function()
+      local none = px.spawn(function() end)
+      local one = px.spawn(function() return "one" end)
+      local a_nil = px.spawn(function() return nil end)
+      local many = px.spawn(function() return 1, nil, 3 end)
+      local failed = px.spawn(function() error("boom", 0) end)
+      px.yield()                                  -- all five ended
+      local later = {}
+      for i = 1, 200 do later[i] = px.spawn(function(x) return x, coroutine.running() end, i) end
+      for i = 1, 200 do assert.equal(i, (later[i]:join())) end
+      assert.equal(0, select("#", none:join()))
+      assert.same({ n = 1, "one" }, table.pack(one:join()))
+      assert.same({ n = 1 }, table.pack(a_nil:join()))
+      assert.same({ n = 3, 1, nil, 3 }, table.pack(many:join()))
+      assert.equal("boom", raised(failed.join, failed))
+      assert.equal("one", one:join())             -- again
+    end)
+  end)
+
   it("join_reraises_the_fibers_error_unchanged", function()
     px.run(function()
       local e = {}
@@ -192,6 +212,15 @@ describe("fibers", function()
     assert.equal("main failed", err)
     assert.is_true(cleaned)
     assert.equal("ECANCELED", seen)
+  end)
+
+  it("an_error_in_another_fiber_after_main_ended_cancels_nothing", function()
+    local finished = false
+    px.run(function()
+      px.spawn(function() px.sleep(0.001); error("dropped", 0) end)
+      px.spawn(function() px.sleep(0.05); finished = true end)
+    end)
+    assert.is_true(finished)
   end)
 
   it("deadlock_report_names_the_wait_and_the_primitive", function()
