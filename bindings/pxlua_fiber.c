@@ -976,13 +976,14 @@ static int l_channel(lua_State *L)
 {
     if (!lua_isnoneornil(L, 1) && (!lua_isinteger(L, 1) || lua_tointeger(L, 1) < 0))
         return arg_error(L, "px.channel", 1, "capacity", "an integer >= 0");
+    size_t cap = (size_t)luaL_optinteger(L, 1, 0);   /* before the userdata takes index 1 */
     lchan *c = lua_newuserdatauv(L, sizeof *c, 1);
     c->ch = NULL;
     c->next = 1;
     luaL_setmetatable(L, CHAN_MT);
     lua_newtable(L);
     lua_setiuservalue(L, -2, 1);
-    if ((c->ch = px_chan_new((size_t)luaL_optinteger(L, 1, 0))) == NULL)
+    if ((c->ch = px_chan_new(cap)) == NULL)
         return raise_code(L, PX_ENOMEM, "px.channel");
     return 1;
 }
