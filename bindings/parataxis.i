@@ -10,6 +10,9 @@
 ** keeps every call the Lua side has not run inside the px_queue, whose
 ** descriptor is therefore readable exactly while calls wait to be run -- also
 ** after a Lua handler raised.
+** A queue made by queue_on(px.scheduler()) hands its calls to that run instead
+** (pxlua_exec.c), to start as fibers on the Lua thread; once the run is over
+** they come to its px_queue as above, aborted.
 **
 ** A queue the Lua side never closes -- os.exit(code) skips every finalizer, and
 ** a queue made while lua_close runs the finalizers gets none -- would keep its
