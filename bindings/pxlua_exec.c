@@ -351,8 +351,19 @@ static int sched_tostring(lua_State *L)
     return 1;
 }
 
+/* wake(id) -> px_wake(id) == 1: a wake nobody granted, for the stray-wake
+** specs (px._wake, a test hook: a library wait must take it for a "look again"). */
+static int l_wake(lua_State *L)
+{
+    lua_Integer id = luaL_checkinteger(L, 1);
+    lua_pushboolean(L, id > 0 && px_wake((uint64_t)id) == 1);
+    return 1;
+}
+
 void pxlua_exec_open(lua_State *L)
 {
+    lua_pushcfunction(L, l_wake);
+    lua_setfield(L, -2, "wake");
     static const luaL_Reg methods[] = {
         { "hold", sched_hold }, { "unhold", sched_unhold }, { "queues", sched_queues },
         { "alive", sched_alive }, { NULL, NULL } };

@@ -40,7 +40,8 @@ void pxlua_exec_cancelled(void);
 ** scheduler again) unless `force`. */
 int pxlua_exec_close(struct lua_State *L, int force);
 
-/* Adds scheduler, set_dispatch and the Scheduler methods to the table on top. */
+/* Adds scheduler, set_dispatch, wake (a test hook) and the Scheduler methods
+** to the table on top. */
 void pxlua_exec_open(struct lua_State *L);
 
 /* -- from pxlua_fiber.c, for pxlua_exec.c ------------------------------------ */

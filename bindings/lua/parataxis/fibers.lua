@@ -29,6 +29,9 @@ local M = {
   -- px.scheduler(): the running run's Scheduler, for TimerQueue{ executor = ... }
   scheduler = N.scheduler,
   _set_dispatch = N.set_dispatch,        -- for parataxis.lua, not exported
+  -- px._wake(id): px_wake of fiber `id`, true when it was parked; a test hook
+  -- (a wake nobody granted: every wait of the library waits on, tests/lua/stray_wake_spec.lua)
+  _wake = N.wake,
 }
 
 --- true when v is a Scheduler (px.scheduler()).
