@@ -40,9 +40,12 @@ demo: build python-install
 	@$(PYTHON) docs/examples/timer_demo.py
 	@echo "== Python: fibers and the sync family =="
 	@$(PYTHON) docs/examples/fiber_demo.py
-	@if [ -f docs/examples/timer_demo.lua ]; then echo "== Lua =="; \
+	@if [ -f build/bindings/parataxis_core.so ]; then echo "== Lua: timers =="; \
 	    LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
-	    lua5.4 docs/examples/timer_demo.lua; fi
+	    lua5.4 docs/examples/timer_demo.lua && \
+	    echo "== Lua: fibers and the sync family ==" && \
+	    LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
+	    lua5.4 docs/examples/fiber_demo.lua; fi
 
 check: test-layers test-docs test-c test-asan test-tsan test-ucontext test-aarch64 test-fuzz test-python test-lua test-lua-install
 	@echo "make check: every suite passed"

@@ -10,6 +10,9 @@
 ** keeps every call the Lua side has not run inside the px_queue, whose
 ** descriptor is therefore readable exactly while calls wait to be run -- also
 ** after a Lua handler raised.
+** A queue made by queue_on(px.scheduler()) hands its calls to that run instead
+** (pxlua_exec.c), to start as fibers on the Lua thread; once the run is over
+** they come to its px_queue as above, aborted.
 **
 ** A queue the Lua side never closes -- os.exit(code) skips every finalizer, and
 ** a queue made while lua_close runs the finalizers gets none -- would keep its
@@ -26,6 +29,7 @@
 #include "parataxis.h"
 #include "pxswig.h"
 #include "pxlua_fiber.h"
+#include "pxlua_exec.h"
 %}
 
 /* The fibers and the sync family: hand-written lua_CFunctions (pxlua_fiber.c),
@@ -60,6 +64,13 @@ typedef struct TimerQueue {} TimerQueue;
 %rename(closed_queue) pxswig_closed_queue;
 TimerQueue *pxswig_closed_queue(void);
 
+/* queue_on(px.scheduler()): a queue whose handler calls start as fibers of
+** that run (pxlua_exec.c); the argument is checked by pxlua_exec_arg. */
+%typemap(in, checkfn="lua_isuserdata") pxlua_exec *x %{ $1 = pxlua_exec_arg(L, $input); %}
+%newobject pxswig_queue_on;
+%rename(queue_on) pxswig_queue_on;
+TimerQueue *pxswig_queue_on(pxlua_exec *x);
+
 /* Declared without bodies: SWIG calls new_TimerQueue, TimerQueue_add, ... */
 %extend TimerQueue {
     TimerQueue();
@@ -74,6 +85,7 @@ TimerQueue *pxswig_closed_queue(void);
     int size();
     int take(long long *key, int *status);
     int closed();
+    long long ident();
     void shutdown();
     void close();
 }

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "parataxis.h"
+#include "pxlua_exec.h"
 #include "pxlua_fiber.h"
 
 #define ERROR_MT "parataxis.Error"
@@ -274,8 +275,10 @@ static int host_resume(void *ctx)
     f->h = NULL;
     unlink_fiber(f);
     /* An error in main unwinds the whole program: every wait ends. */
-    if (st != LUA_OK && f == r->mainf)
+    if (st != LUA_OK && f == r->mainf) {
         (void)px_sched_cancel(r->s);
+        pxlua_exec_cancelled();     /* and waits for no timer */
+    }
     return PX_HOST_DONE;
 }
 
@@ -447,9 +450,14 @@ static int l_run(lua_State *L)
     if (rc == PX_EDEADLK) {
         /* Unwind: every parked fiber gets ECANCELED and cleans up. */
         (void)px_sched_cancel(r.s);
+        pxlua_exec_cancelled();
         if (px_sched_run(r.s) != 0)
             rc = PX_EDEADLK;
     }
+    /* Handler calls posted to px.scheduler() and not started yet run first. */
+    while (!pxlua_exec_close(L, 0))
+        if (px_sched_run(r.s) != 0)
+            (void)pxlua_exec_close(L, 1);
     char *report = r.report;
     end_run(&r);
     if (rc == PX_EDEADLK) {
@@ -464,6 +472,17 @@ static int l_run(lua_State *L)
     if (mainf->state == F_LIVE)
         return raise_code(L, PX_EDEADLK, "px.run: main never ended");
     return push_results(L, mainf);
+}
+
+/* For pxlua_exec.c (pxlua_exec.h). */
+lua_State *pxlua_run_state(void) { return cur_run != NULL ? cur_run->L : NULL; }
+px_sched *pxlua_run_sched(void) { return cur_run != NULL ? cur_run->s : NULL; }
+
+int pxlua_spawn(lua_State *L, int base)
+{
+    if (cur_run == NULL)
+        return PX_ENOFIBER;
+    return spawn_at(L, cur_run, base) != NULL ? 0 : PX_ENOMEM;
 }
 
 static lrun *need_run(lua_State *L, const char *where)
@@ -1049,13 +1068,14 @@ static int l_channel(lua_State *L)
 {
     if (!lua_isnoneornil(L, 1) && (!lua_isinteger(L, 1) || lua_tointeger(L, 1) < 0))
         return arg_error(L, "px.channel", 1, "capacity", "an integer >= 0");
+    size_t cap = (size_t)luaL_optinteger(L, 1, 0);   /* before the userdata takes index 1 */
     lchan *c = lua_newuserdatauv(L, sizeof *c, 1);
     c->ch = NULL;
     c->next = 1;
     luaL_setmetatable(L, CHAN_MT);
     lua_newtable(L);
     lua_setiuservalue(L, -2, 1);
-    if ((c->ch = px_chan_new((size_t)luaL_optinteger(L, 1, 0))) == NULL)
+    if ((c->ch = px_chan_new(cap)) == NULL)
         return raise_code(L, PX_ENOMEM, "px.channel");
     return 1;
 }
@@ -1303,5 +1323,6 @@ int pxlua_fibers(lua_State *L)
     new_class(L, SEM_MT, "Semaphore", sem_m, sem_gc);
     new_class(L, EVENT_MT, "Event", event_m, event_gc);
     new_class(L, CHAN_MT, "Channel", chan_m, chan_gc);
+    pxlua_exec_open(L);             /* px.scheduler() (pxlua_exec.c) */
     return 1;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "parataxis.h"
+#include "pxlua_exec.h"
 #include "pxswig.h"
 
 typedef struct fired { long long key; int status; } fired;
@@ -22,7 +23,8 @@ typedef struct fired { long long key; int status; } fired;
 struct TimerQueue {
     px_timerq *tq;
     px_queue *hq;
-    px_executor ex;          /* hq as the executor of tq */
+    px_executor ex;          /* hq, or run_ex through queue_post, as the executor of tq */
+    pxlua_exec *run_ex;      /* px.scheduler()'s run, for a queue made by pxswig_queue_on */
     fired *fired;            /* recorded by handlers, not yet taken: fired[head..len) */
     size_t head, len, cap;
     struct TimerQueue *prev, *next;  /* in open_queues while linked */
@@ -179,6 +181,8 @@ static void close_queue(TimerQueue *t)
 {
     shutdown_queue(t);
     untrack(t);
+    pxlua_exec_unref(t->run_ex);     /* no post comes any more */
+    t->run_ex = NULL;
     if (t->hq == NULL)
         return;
     px_queue_drain(t->hq, 0);        /* frees their args; the calls are dropped */
@@ -200,9 +204,21 @@ TimerQueue *pxswig_closed_queue(void)
     return calloc(1, sizeof(TimerQueue));
 }
 
-/* The methods of TimerQueue, named as SWIG's %extend expects them. */
+/*
+** The executor of a queue on px.scheduler(): each call goes to the run, to
+** start as a fiber there; once the run is over it waits in hq, aborted (the
+** trampoline then gives the handler PX_ECANCELED, a periodic's final call),
+** for the Lua thread's run/drain/close.  On the worker: only C.
+*/
+static int queue_post(void *ctx, px_handler_fn fn, void *arg, int status)
+{
+    TimerQueue *t = ctx;
+    if (pxlua_exec_post(t->run_ex, t, fn, arg, status) == 0)
+        return 0;
+    return px_queue_post(t->hq, fn, arg, PX_ECANCELED);
+}
 
-TimerQueue *new_TimerQueue(void)
+static TimerQueue *new_queue(pxlua_exec *x)
 {
     TimerQueue *t = calloc(1, sizeof *t);
     if (t == NULL)
@@ -210,16 +226,59 @@ TimerQueue *new_TimerQueue(void)
     px_timerq_opts o = { 0 };
     if ((t->hq = px_queue_new()) == NULL)
         goto fail;
-    t->ex = px_queue_executor(t->hq);
+    if (x != NULL) {
+        t->run_ex = x;
+        t->ex = (px_executor){ .post = queue_post, .ctx = t };
+    } else {
+        t->ex = px_queue_executor(t->hq);
+    }
     o.executor = &t->ex;
     if ((t->tq = px_timerq_new(&o)) == NULL)
         goto fail;
+    if (x != NULL)
+        pxlua_exec_ref(x);
     track(t);
     return t;
 fail:
     px_queue_free(t->hq);
     free(t);
     return NULL;
+}
+
+TimerQueue *pxswig_queue_on(pxlua_exec *x)
+{
+    return new_queue(x);
+}
+
+int pxswig_deliver(TimerQueue *t, px_handler_fn fn, void *arg, int status,
+                   long long *key, int *st)
+{
+    size_t len = t->len;
+    fn(arg, status);                 /* on_fire records it at fired[len] */
+    if (t->len == len)
+        return 0;
+    t->len--;
+    *key = t->fired[t->len].key;
+    *st = t->fired[t->len].status;
+    return 1;
+}
+
+void pxswig_give_back(TimerQueue *t, px_handler_fn fn, void *arg)
+{
+    if (t->hq == NULL || px_queue_post(t->hq, fn, arg, PX_ECANCELED) != 0)
+        fn(arg, PX_ECANCELED);       /* recorded for take; on the Lua thread */
+}
+
+long long TimerQueue_ident(TimerQueue *t)
+{
+    return (long long)(intptr_t)t;
+}
+
+/* The methods of TimerQueue, named as SWIG's %extend expects them. */
+
+TimerQueue *new_TimerQueue(void)
+{
+    return new_queue(NULL);
 }
 
 void delete_TimerQueue(TimerQueue *t)

@@ -6,6 +6,9 @@
 #ifndef PXSWIG_H
 #define PXSWIG_H
 
+#include "parataxis.h"
+#include "pxlua_exec.h"
+
 typedef struct TimerQueue TimerQueue;
 
 /* The library's monotonic clock, in seconds. */
@@ -19,6 +22,22 @@ TimerQueue *pxswig_closed_queue(void);
 /* A queue with its worker, or NULL (no memory or threads). */
 TimerQueue *new_TimerQueue(void);
 void delete_TimerQueue(TimerQueue *t);
+
+/* A queue whose handler calls start as fibers of x's run (px.scheduler(),
+** pxlua_exec.c); once that run is over they wait in its handler queue,
+** aborted, as a plain queue's do.  NULL: no memory or threads. */
+TimerQueue *pxswig_queue_on(pxlua_exec *x);
+
+/* A number naming t for as long as it lives (the Lua side's qid). */
+long long TimerQueue_ident(TimerQueue *t);
+
+/* For pxlua_exec.c, on the Lua thread.  deliver makes one call of t (its
+** trampoline fn(arg, status)) and takes what it recorded: 1 with the key and
+** status, 0 when it recorded nothing.  give_back hands a call the run cannot
+** start to t's handler queue, aborted (or makes it at once, if it cannot). */
+int pxswig_deliver(TimerQueue *t, px_handler_fn fn, void *arg, int status,
+                   long long *key, int *st);
+void pxswig_give_back(TimerQueue *t, px_handler_fn fn, void *arg);
 
 /* A one-shot timer: its one call records `key` (>= 0).  Returns the id, or
 ** 0 for a bad delay (negative, NaN, 2^63 ns or more), a closed queue or no

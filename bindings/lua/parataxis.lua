@@ -23,12 +23,30 @@ local M = { version = core.version(), now = core.now }
 local TimerQueue = {}
 TimerQueue.__index = TimerQueue
 
---- A new timer queue (with its worker thread).
-function M.TimerQueue()
-  local q = core.TimerQueue()
+local fibers = require "parataxis.fibers"
+
+--- A new timer queue (with its worker thread).  TimerQueue{ executor =
+-- px.scheduler() } starts each handler call as a new fiber of that running
+-- px.run (the handler may lock, wait, sleep), and holds the run while a call is
+-- owed to it; once that run is over its calls come aborted, here, as a plain
+-- queue's do (q:run, drain, close).
+function M.TimerQueue(opts)
+  local sched
+  if opts ~= nil then
+    if type(opts) ~= "table" then
+      error("parataxis: TimerQueue: options must be a table, got " .. type(opts), 2)
+    end
+    sched = opts.executor
+    if sched ~= nil and not fibers.is_scheduler(sched) then
+      error("parataxis: TimerQueue: executor must be px.scheduler(), got " .. type(sched), 2)
+    end
+  end
+  local q = sched and core.queue_on(sched) or core.TimerQueue()
   if q == nil then error("parataxis: out of memory or threads", 2) end
-  -- fns: key -> handler of every timer whose last call is still owed (owed of them)
-  return setmetatable({ core = q, fns = {}, owed = 0, next_key = 0 }, TimerQueue)
+  -- fns: key -> handler of every timer whose last call is still owed (owed of them);
+  -- on a scheduler, held: key -> true while that call holds the run
+  return setmetatable({ core = q, fns = {}, owed = 0, next_key = 0, sched = sched,
+                        held = sched and {}, qid = sched and q:ident() }, TimerQueue)
 end
 
 local function check_open(self)
@@ -47,17 +65,30 @@ local function check_delay(s, what)
   end
 end
 
+-- On a scheduler, a queue owed a call is kept by the run's table of queues
+-- (dispatch finds it there, and it is not collected with calls in flight), and
+-- each owed call holds the run until its final call starts.
 local function register(self, fn)
   local key = self.next_key
   self.next_key = key + 1
   self.fns[key] = fn
   self.owed = self.owed + 1
+  local s = self.sched
+  if s ~= nil then
+    if self.owed == 1 then s:queues()[self.qid] = self end
+    if s:hold() then self.held[key] = true end
+  end
   return key
 end
 
 local function unregister(self, key)
   self.fns[key] = nil
   self.owed = self.owed - 1
+  local s = self.sched
+  if s ~= nil then
+    if self.held[key] then self.held[key] = nil; s:unhold() end
+    if self.owed == 0 then s:queues()[self.qid] = nil end
+  end
 end
 
 --- Calls fn(aborted) once, `delay` seconds from now; returns the timer's id.
@@ -96,17 +127,31 @@ function TimerQueue:pending() return self.core:pending() end
 --- A file descriptor readable exactly while handler calls wait to be run.
 function TimerQueue:fileno() return self.core:fileno() end
 
--- Takes the next queued call and runs its handler; false when none waits.
-local function run_one(self)
-  local key, status = self.core:take()
-  if key == nil then return false end
+-- Runs the handler of the call (key, status) that the core recorded.
+local function run_call(self, key, status)
   local periodic = key < 0
   if periodic then key = -1 - key end
   local fn = self.fns[key]
   if not periodic or status ~= 0 then unregister(self, key) end
-  fn(status ~= 0)
+  return fn(status ~= 0)
+end
+
+-- Takes the next queued call and runs its handler; false when none waits.
+local function run_one(self)
+  local key, status = self.core:take()
+  if key == nil then return false end
+  run_call(self, key, status)
   return true
 end
+
+-- The body of the fiber a call into px.scheduler() starts (pxlua_exec.c): an
+-- error in the handler goes to warn(), as nobody joins the fiber.
+fibers._set_dispatch(function(queues, qid, key, status)
+  local q = queues[qid]
+  if q == nil then return end            -- cannot be: a queue owed a call is kept there
+  local ok, err = pcall(run_call, q, key, status)
+  if not ok then pcall(warn, "parataxis: a timer handler's fiber raised: ", tostring(err)) end
+end)
 
 --- Runs the handler calls waiting now (those they cause wait for the next
 -- drain); returns how many ran.
@@ -127,6 +172,10 @@ local NS_LIMIT = 2.0 ^ 63
 function TimerQueue:run(timeout)
   local core = self.core
   if timeout ~= nil then check_delay(timeout, "timeout") end
+  if self.sched ~= nil and self.sched:alive() then
+    error("parataxis: TimerQueue:run: its calls start as fibers of the running px.run; "
+          .. "wait for what the handlers do instead", 2)
+  end
   if core:closed() ~= 0 then return 0 end
   if timeout == nil or timeout * 1e9 >= NS_LIMIT then
     if self.owed == 0 then return 0 end
@@ -202,6 +251,7 @@ end
 M.timer = require("parataxis.timer")(TimerQueue)
 
 -- Fibers and the sync family: px.run, px.spawn, px.mutex, ... (parataxis/fibers.lua).
-for k, v in pairs(require "parataxis.fibers") do M[k] = v end
+for k, v in pairs(fibers) do M[k] = v end
+M._set_dispatch = nil
 
 return M

@@ -46,4 +46,18 @@ describe("docs/lua.md", function()
       end)
     end
   end
+
+  it("the_fiber_demo_runs_and_reports_its_deadlock", function()
+    -- docs/examples/fiber_demo.lua, as make demo runs it, with this module
+    local demo = doc_path():gsub("lua%.md$", "examples/fiber_demo.lua")
+    local code = string.format("package.cpath = %q package.path = %q dofile(%q)",
+                               package.cpath, package.path, demo)
+    local p = io.popen(string.format("lua5.4 -e %q 2>&1; echo \"status=$?\"", code))
+    local out = p:read("a")
+    p:close()
+    assert.truthy(out:find("status=0", 1, true), out)
+    assert.truthy(out:find("pipeline total = 10", 1, true), out)
+    assert.truthy(out:find("timer handler fired in a fiber", 1, true), out)
+    assert.truthy(out:find("wait-for cycle", 1, true), out)
+  end)
 end)

@@ -347,3 +347,159 @@ describe("fibers", function()
     end)
   end)
 end)
+
+-- TimerQueue{ executor = px.scheduler() }: each handler call a new fiber of the
+-- run (the Python suite's test_timerq_executor & co.).
+describe("timer handlers as fibers", function()
+  local LONG = 30      -- a bound no passing run comes near (noisy machine)
+
+  it("timerq_executor", function()
+    -- each handler runs as a new fiber: it may lock a px.mutex and px.sleep
+    local order = px.run(function()
+      local m, done, order = px.mutex(), px.event(), {}
+      local main_id = px.self()
+      local function handler(n)
+        return function(aborted)
+          assert.is_false(aborted)
+          assert.is_true(px.self() ~= 0 and px.self() ~= main_id)
+          local g <close> = m:guard()
+          px.sleep(0.001)
+          order[#order + 1] = n
+          if #order == 3 then done:set() end
+        end
+      end
+      local q <close> = px.TimerQueue{ executor = px.scheduler() }
+      m:lock()                                  -- the handlers queue on it
+      q:add(0.03, handler(3))
+      q:add(0.01, handler(1))
+      q:add(0.02, handler(2))
+      px.sleep(0.1)
+      m:unlock()
+      assert.is_true(px.timeout(LONG, function() return done:wait() end))
+      return order
+    end)
+    assert.same({ 1, 2, 3 }, order)
+  end)
+
+  it("timerq_executor_holds_the_run", function()
+    -- a timer whose handler will start a fiber keeps the run alive: main may
+    -- wait for what only that handler does, and a run whose main returned
+    -- still runs the handler before it ends
+    local seen = {}
+    local q = px.run(function()
+      local ev = px.event()
+      local q = px.TimerQueue{ executor = px.scheduler() }
+      q:add(0.05, function(aborted) seen[#seen + 1] = { "first", aborted }; ev:set() end)
+      ev:wait()                                 -- only the handler sets it
+      q:add(0.05, function(aborted) seen[#seen + 1] = { "second", aborted } end)
+      return q
+    end)
+    q:close()
+    assert.same({ { "first", false }, { "second", false } }, seen)
+  end)
+
+  it("a_failed_run_waits_for_no_timer", function()
+    -- the hold of a pending timer ends when the run is cancelled: main's error
+    -- comes out at once, and the handler is called aborted later, off-run
+    local calls, q = {}, nil
+    local t0 = px.now()
+    local ok, err = pcall(px.run, function()
+      q = px.TimerQueue{ executor = px.scheduler() }
+      q:add(60, function(aborted) calls[#calls + 1] = aborted end)
+      error("main", 0)
+    end)
+    assert.is_false(ok)
+    assert.equal("main", err)
+    assert.is_true(px.now() - t0 < LONG)
+    assert.same({}, calls)
+    q:close()                                   -- aborts it: its call comes here
+    assert.same({ true }, calls)
+  end)
+
+  it("a_deadlocked_run_waits_for_no_timer_once_it_unwinds", function()
+    -- a held timer keeps a deadlock from being declared until its call came;
+    -- the unwinding of the deadlock then waits for no timer added during it
+    local calls, q = {}, nil
+    local t0 = px.now()
+    local ok, err = pcall(px.run, function()
+      q = px.TimerQueue{ executor = px.scheduler() }
+      q:add(0.02, function() calls[#calls + 1] = "early" end)
+      local ev = px.event()
+      local ok2, e2 = pcall(ev.wait, ev)          -- nobody sets it
+      assert.is_false(ok2)
+      assert.equal("ECANCELED", e2.code)          -- the deadlock's unwinding
+      q:add(60, function(a) calls[#calls + 1] = a end)   -- no hold any more
+    end)
+    assert.is_false(ok)
+    assert.equal("EDEADLK", err.code)
+    assert.is_true(px.now() - t0 < LONG)
+    assert.same({ "early" }, calls)
+    q:close()
+    assert.same({ "early", true }, calls)
+  end)
+
+  it("periodic_ticks_and_the_final_aborted_call_are_fibers", function()
+    local ticks, final = 0, nil
+    px.run(function()
+      local q = px.TimerQueue{ executor = px.scheduler() }
+      local three = px.event()
+      local id
+      id = q:add_periodic(0.005, 0.005, function(aborted)
+        assert.is_true(px.self() ~= 0)
+        if aborted then final = px.self(); return end
+        ticks = ticks + 1
+        px.yield()                              -- a handler may wait
+        if ticks == 3 then three:set() end
+      end)
+      three:wait()
+      assert.is_true(q:cancel(id))
+      -- main ends here: the run is held until the final call ran
+    end)
+    assert.is_true(ticks >= 3)
+    assert.is_true(final ~= nil and final ~= 0)
+  end)
+
+  it("a_luv_timer_on_the_scheduler_runs_its_handler_as_a_fiber", function()
+    local got = px.run(function()
+      local q = px.TimerQueue{ executor = px.scheduler() }
+      local ch = px.channel(0)
+      local t = px.timer(q)
+      t:start(0.01, 0, function() ch:send(px.self()) end)   -- send waits for main
+      local id = ch:recv()
+      q:close()
+      return id
+    end)
+    assert.is_true(got ~= 0)
+  end)
+
+  it("after_the_run_its_calls_come_aborted_to_the_queue", function()
+    local calls = {}
+    local q = px.run(function()
+      local q = px.TimerQueue{ executor = px.scheduler() }
+      px.token()                                -- (nothing holds the run but the timer)
+      return q
+    end)
+    -- a timer added after the run: its call comes to q, aborted, on this thread
+    q:add(0.01, function(aborted) calls[#calls + 1] = aborted end)
+    assert.equal(1, q:run(LONG))
+    assert.same({ true }, calls)
+    q:close()
+  end)
+
+  it("scheduler_is_enofiber_outside_a_run_and_a_bad_executor_is_refused", function()
+    local err = raised(px.scheduler)
+    assert.equal("ENOFIBER", err.code)
+    assert.truthy(tostring(err):find("px.scheduler", 1, true))
+    assert.truthy(tostring(raised(px.TimerQueue, { executor = {} })):find("px.scheduler()", 1, true))
+    assert.truthy(tostring(raised(px.TimerQueue, 5)):find("table", 1, true))
+    local q <close> = px.TimerQueue({})                      -- no executor: a plain queue
+    px.run(function()
+      local s = px.scheduler()
+      assert.equal(s, px.scheduler())
+      assert.is_true(px.is_scheduler(s))
+      local sq <close> = px.TimerQueue{ executor = s }
+      assert.truthy(tostring(raised(sq.run, sq, 0)):find("fibers of the running px.run", 1, true))
+      assert.equal(0, sq:drain())
+    end)
+  end)
+end)

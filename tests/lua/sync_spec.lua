@@ -634,6 +634,17 @@ describe("channel", function()
     end)
   end)
 
+  it("a_channel_without_a_capacity_is_unbuffered", function()
+    -- px.channel() is px.channel(0), as documented
+    px.run(function()
+      local ch = px.channel()
+      assert.equal(0, ch:cap())
+      assert.equal("EBUSY", select(2, ch:trysend(1)).code)
+      px.spawn(function() ch:send("v") end)
+      assert.equal("v", ch:recv())
+    end)
+  end)
+
   it("sending_nil_is_einval", function()
     run(function()
       local ch = px.channel(1)

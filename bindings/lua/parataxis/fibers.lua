@@ -26,7 +26,20 @@ local M = {
   token = N.token, mutex = N.mutex, rwlock = N.rwlock, waitgroup = N.waitgroup,
   barrier = N.barrier, once = N.once, semaphore = N.semaphore, event = N.event,
   channel = N.channel, Error = Error,
+  -- px.scheduler(): the running run's Scheduler, for TimerQueue{ executor = ... }
+  scheduler = N.scheduler,
+  _set_dispatch = N.set_dispatch,        -- for parataxis.lua, not exported
+  -- px._wake(id): px_wake of fiber `id`, true when it was parked; a test hook
+  -- (a wake nobody granted: every wait of the library waits on, tests/lua/stray_wake_spec.lua)
+  _wake = N.wake,
 }
+
+--- true when v is a Scheduler (px.scheduler()).
+local Scheduler = N.Scheduler
+function M.is_scheduler(v)
+  local mt = type(v) == "userdata" and getmetatable(v)
+  return mt and mt.__index == Scheduler or false
+end
 
 --- true when v is one of the API's error objects (with code `code`, if given).
 function M.is_error(v, code)

@@ -1,0 +1,385 @@
+/*
+** pxlua_exec.c -- px.scheduler(): the run under way as an executor, so that
+** each handler call of a TimerQueue{ executor = px.scheduler() } starts as a
+** new fiber of the run, which may lock, wait and sleep.
+**
+** The worker thread never touches the Lua state.  Its post (through the
+** queue's own executor in pxswig.c) hands the call to the C scheduler's
+** executor (px_sched_executor), which runs start_call on a C fiber of the run,
+** on the Lua thread.  That spawns a hosted fiber whose only turn runs on the
+** scheduler's own stack, where Lua may be called: it makes the call (the
+** queue's trampoline records which handler fired, and how) and spawns the Lua
+** fiber that runs the handler (parataxis.lua's dispatch function).
+**
+** Holds: the Lua side takes one (px_sched_hold) when it adds a timer and lets
+** go of it when the handler's final call starts as a fiber, so the run neither
+** ends nor reports a deadlock while a call is owed to it.  A cancelled run lets
+** go of every hold and takes no more.  When the run is over the executor is
+** closed before the scheduler is freed (a call posted and not yet started runs
+** the scheduler again first): later calls go back to their queue's own handler
+** queue, aborted, for q:run(), drain() or close() on the Lua thread -- never
+** lost, never into a freed scheduler.
+*/
+#include <lauxlib.h>
+#include <lua.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "parataxis.h"
+#include "pxlua_exec.h"
+#include "pxswig.h"
+
+#define SCHED_MT "parataxis.Scheduler"
+#define DISPATCH_KEY "parataxis.dispatch"
+
+struct pxlua_exec {
+    pthread_mutex_t lock;
+    px_sched *s;             /* valid while !closed */
+    int closed;              /* the run is over: posts are refused */
+    int holds_off;           /* the run was cancelled: no more holds */
+    long holds;              /* px_sched_holds taken for owed calls */
+    long inflight;           /* posted, not started */
+    long refs;               /* the run, the Scheduler userdata, each queue */
+};
+
+/* One handler call on its way into the run. */
+typedef struct call {
+    pxlua_exec *x;
+    TimerQueue *t;
+    px_handler_fn fn;        /* the queue's trampoline: call it exactly once */
+    void *arg;
+    int status;
+    int made;
+} call;
+
+/* The executor of the run on this thread, and its Scheduler (a registry ref). */
+static _Thread_local pxlua_exec *run_exec;
+static _Thread_local int sched_ref = LUA_NOREF;
+
+typedef struct lsched { pxlua_exec *x; } lsched;
+
+static int raise_code(lua_State *L, int rc, const char *msg)
+{
+    lua_createtable(L, 0, 2);
+    lua_pushstring(L, rc == PX_ENOFIBER ? "ENOFIBER" : rc == PX_ENOMEM ? "ENOMEM" : "EINVAL");
+    lua_setfield(L, -2, "code");
+    lua_pushstring(L, msg);
+    lua_setfield(L, -2, "message");
+    luaL_setmetatable(L, "parataxis.Error");
+    return lua_error(L);
+}
+
+void pxlua_exec_ref(pxlua_exec *x)
+{
+    pthread_mutex_lock(&x->lock);
+    x->refs++;
+    pthread_mutex_unlock(&x->lock);
+}
+
+void pxlua_exec_unref(pxlua_exec *x)
+{
+    if (x == NULL)
+        return;
+    pthread_mutex_lock(&x->lock);
+    long n = --x->refs;
+    pthread_mutex_unlock(&x->lock);
+    if (n == 0) {
+        pthread_mutex_destroy(&x->lock);
+        free(x);
+    }
+}
+
+pxlua_exec *pxlua_exec_arg(lua_State *L, int idx)
+{
+    lsched *u = luaL_testudata(L, idx, SCHED_MT);
+    if (u == NULL) {
+        lua_pushfstring(L, "TimerQueue: bad executor: px.scheduler() expected, got %s",
+                        luaL_typename(L, idx));
+        raise_code(L, PX_EINVAL, lua_tostring(L, -1));
+    }
+    return u->x;
+}
+
+/* Lets go of every hold (x->lock held). */
+static void drop_holds(pxlua_exec *x)
+{
+    for (; x->holds > 0; x->holds--)
+        (void)px_sched_unhold(x->s);
+    x->holds_off = 1;
+}
+
+/* -- the way of a call -------------------------------------------------------- */
+
+/* The call cannot become a fiber: back to its queue, aborted (Lua thread). */
+static void give_back(call *c)
+{
+    pxswig_give_back(c->t, c->fn, c->arg);
+}
+
+/* Spawns dispatch(queues, qid, key, status) as a fiber of the run. */
+static int spawn_dispatch(lua_State *L)
+{
+    int base = lua_gettop(L) + 1;
+    lua_getfield(L, LUA_REGISTRYINDEX, DISPATCH_KEY);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sched_ref);
+    lua_getiuservalue(L, -1, 1);
+    lua_remove(L, -2);
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    int rc = pxlua_spawn(L, base);
+    if (rc != 0)
+        return raise_code(L, rc, "a timer handler's fiber");
+    return 0;
+}
+
+/* The hosted fiber's only turn, on the scheduler's stack: the call, then the
+** Lua fiber of the handler. */
+static int stub_resume(void *ctx)
+{
+    call *c = ctx;
+    lua_State *L = pxlua_run_state();
+    long long key = 0;
+    int st = 0;
+    c->made = 1;
+    if (!pxswig_deliver(c->t, c->fn, c->arg, c->status, &key, &st) || L == NULL)
+        return PX_HOST_DONE;
+    if (!lua_checkstack(L, 8))
+        return PX_HOST_DONE;
+    lua_pushcfunction(L, spawn_dispatch);
+    lua_pushinteger(L, (lua_Integer)(intptr_t)c->t);
+    lua_pushinteger(L, (lua_Integer)key);
+    lua_pushinteger(L, st);
+    if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
+        lua_pop(L, 1);
+        lua_warning(L, "parataxis: no memory for a timer handler's fiber: its call is lost", 0);
+    }
+    return PX_HOST_DONE;
+}
+
+static void stub_release(void *ctx)
+{
+    call *c = ctx;
+    if (!c->made)
+        give_back(c);
+    free(c);
+}
+
+static const px_host_ops STUB_OPS = { stub_resume, NULL, stub_release };
+
+/* On a C fiber of the run; off-fiber when no fiber could be made for it, or
+** when the scheduler is freed with the call not taken in. */
+static void start_call(void *arg, int status)
+{
+    call *c = arg;
+    pxlua_exec *x = c->x;
+    c->status = status;
+    pthread_mutex_lock(&x->lock);
+    x->inflight--;
+    pthread_mutex_unlock(&x->lock);
+    px_fiber *f = px_self() != 0 ? px_spawn_hosted(x->s, &STUB_OPS, c) : NULL;
+    if (f != NULL) {
+        px_fiber_release(f);   /* detached */
+        return;
+    }
+    give_back(c);
+    free(c);
+}
+
+int pxlua_exec_post(pxlua_exec *x, TimerQueue *t, px_handler_fn fn, void *arg, int status)
+{
+    call *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return PX_ENOMEM;
+    c->x = x;
+    c->t = t;
+    c->fn = fn;
+    c->arg = arg;
+    pthread_mutex_lock(&x->lock);
+    int rc = PX_ECLOSED;
+    if (!x->closed) {
+        px_executor in = px_sched_executor(x->s);
+        rc = in.post(in.ctx, start_call, c, status);
+        x->inflight += rc == 0;
+    }
+    pthread_mutex_unlock(&x->lock);
+    if (rc != 0)
+        free(c);
+    return rc;
+}
+
+/* -- the run's side ------------------------------------------------------------ */
+
+void pxlua_exec_cancelled(void)
+{
+    pxlua_exec *x = run_exec;
+    if (x == NULL)
+        return;
+    pthread_mutex_lock(&x->lock);
+    drop_holds(x);
+    pthread_mutex_unlock(&x->lock);
+}
+
+int pxlua_exec_close(lua_State *L, int force)
+{
+    pxlua_exec *x = run_exec;
+    if (x == NULL)
+        return 1;
+    pthread_mutex_lock(&x->lock);
+    if (x->inflight > 0 && !force) {
+        pthread_mutex_unlock(&x->lock);
+        return 0;
+    }
+    drop_holds(x);
+    x->closed = 1;
+    pthread_mutex_unlock(&x->lock);
+    run_exec = NULL;
+    luaL_unref(L, LUA_REGISTRYINDEX, sched_ref);
+    sched_ref = LUA_NOREF;
+    pxlua_exec_unref(x);       /* the run's */
+    return 1;
+}
+
+/* -- the Lua functions --------------------------------------------------------- */
+
+/* px.scheduler(): the running run's Scheduler, the same one for the whole run. */
+static int l_scheduler(lua_State *L)
+{
+    px_sched *s = pxlua_run_sched();
+    if (s == NULL)
+        return raise_code(L, PX_ENOFIBER, "px.scheduler: outside px.run");
+    if (sched_ref != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, sched_ref);
+        return 1;
+    }
+    lsched *u = lua_newuserdatauv(L, sizeof *u, 1);
+    u->x = NULL;
+    luaL_setmetatable(L, SCHED_MT);
+    lua_newtable(L);                      /* queues: qid -> queue owed a call */
+    lua_setiuservalue(L, -2, 1);
+    pxlua_exec *x = calloc(1, sizeof *x);
+    if (x == NULL)
+        return raise_code(L, PX_ENOMEM, "px.scheduler: no memory");
+    pthread_mutex_init(&x->lock, NULL);
+    x->s = s;
+    x->refs = 2;                          /* the run's and the userdata's */
+    u->x = x;
+    lua_pushvalue(L, -1);
+    sched_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    run_exec = x;
+    return 1;
+}
+
+/* set_dispatch(fn): fn(queues, qid, key, status) runs each call's handler. */
+static int l_set_dispatch(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, DISPATCH_KEY);
+    return 0;
+}
+
+static pxlua_exec *self_exec(lua_State *L)
+{
+    return ((lsched *)luaL_checkudata(L, 1, SCHED_MT))->x;
+}
+
+/* s:hold() -> true when the run is held for a call owed to it (false once it
+** is cancelled or over). */
+static int sched_hold(lua_State *L)
+{
+    pxlua_exec *x = self_exec(L);
+    pthread_mutex_lock(&x->lock);
+    int held = !x->closed && !x->holds_off && px_sched_hold(x->s) == 0;
+    x->holds += held;
+    pthread_mutex_unlock(&x->lock);
+    lua_pushboolean(L, held);
+    return 1;
+}
+
+/* s:unhold(): lets go of one hold that hold() gave (nothing once dropped). */
+static int sched_unhold(lua_State *L)
+{
+    pxlua_exec *x = self_exec(L);
+    pthread_mutex_lock(&x->lock);
+    if (x->holds > 0) {
+        x->holds--;
+        (void)px_sched_unhold(x->s);
+    }
+    pthread_mutex_unlock(&x->lock);
+    return 0;
+}
+
+static int sched_queues(lua_State *L)
+{
+    (void)self_exec(L);
+    lua_getiuservalue(L, 1, 1);
+    return 1;
+}
+
+/* s:alive() -> true until the run is over. */
+static int sched_alive(lua_State *L)
+{
+    pxlua_exec *x = self_exec(L);
+    pthread_mutex_lock(&x->lock);
+    int alive = !x->closed;
+    pthread_mutex_unlock(&x->lock);
+    lua_pushboolean(L, alive);
+    return 1;
+}
+
+static int sched_gc(lua_State *L)
+{
+    lsched *u = lua_touserdata(L, 1);
+    pxlua_exec_unref(u->x);
+    u->x = NULL;
+    return 0;
+}
+
+static int sched_tostring(lua_State *L)
+{
+    lsched *u = luaL_checkudata(L, 1, SCHED_MT);
+    int alive = 0;
+    if (u->x != NULL) {
+        pthread_mutex_lock(&u->x->lock);
+        alive = !u->x->closed;
+        pthread_mutex_unlock(&u->x->lock);
+    }
+    lua_pushfstring(L, "parataxis.Scheduler: %p (%s)", (void *)u, alive ? "running" : "done");
+    return 1;
+}
+
+/* wake(id) -> px_wake(id) == 1: a wake nobody granted, for the stray-wake
+** specs (px._wake, a test hook: a library wait must take it for a "look again"). */
+static int l_wake(lua_State *L)
+{
+    lua_Integer id = luaL_checkinteger(L, 1);
+    lua_pushboolean(L, id > 0 && px_wake((uint64_t)id) == 1);
+    return 1;
+}
+
+void pxlua_exec_open(lua_State *L)
+{
+    lua_pushcfunction(L, l_wake);
+    lua_setfield(L, -2, "wake");
+    static const luaL_Reg methods[] = {
+        { "hold", sched_hold }, { "unhold", sched_unhold }, { "queues", sched_queues },
+        { "alive", sched_alive }, { NULL, NULL } };
+    lua_pushcfunction(L, l_scheduler);
+    lua_setfield(L, -2, "scheduler");
+    lua_pushcfunction(L, l_set_dispatch);
+    lua_setfield(L, -2, "set_dispatch");
+    luaL_newmetatable(L, SCHED_MT);
+    lua_newtable(L);
+    luaL_setfuncs(L, methods, 0);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "__index");
+    lua_setfield(L, -3, "Scheduler");   /* out.Scheduler = methods */
+    lua_pushcfunction(L, sched_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, sched_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+}
