@@ -1,6 +1,6 @@
 """The examples of docs/python.md run, exit 0 and print exactly the output shown
 after each (a ```text block: the same lines in the same order, every run); the
-README's Python snippet shows an expired timer; docs/examples/timer_demo.py runs."""
+README's Python snippets show an expired timer and a drained channel; docs/examples/timer_demo.py runs."""
 import pathlib
 import re
 import subprocess
@@ -38,11 +38,9 @@ def test_doc_example_prints_what_the_doc_shows(i):
         assert run(["-c", BLOCKS[i]]) == OUTPUTS[i]
 
 
-def test_readme_snippet_shows_an_expired_timer():
+def test_readme_snippets_show_an_expired_timer_and_a_channel_drained():
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    assert blocks
-    for code in blocks:
-        assert run(["-c", code]) == "expired\n"
+    assert [run(["-c", code]) for code in blocks] == ["expired\n", "[0, 1, 2]\n"]
 
 
 def test_there_are_examples():
