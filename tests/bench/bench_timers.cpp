@@ -112,6 +112,11 @@ struct Peer {
     virtual ~Peer() = default;
     virtual void add(const std::vector<int64_t> &delays) = 0;       // all N, far deadlines
     virtual void cancel(const std::vector<uint32_t> &order) = 0;    // cancels order[i]
+    // The same cancels with what names each timer (an id, a handle's address)
+    // laid out in cancel order by prepare (untimed), so that cancel_prepared pays
+    // for the library's own memory only: false if not offered.
+    virtual bool prepare(const std::vector<uint32_t> &) { return false; }
+    virtual void cancel_prepared() {}
     virtual void settle() {}                                        // untimed: drain cancels
     virtual size_t cancel_limit() const { return SIZE_MAX; }        // cancels timed per pass
     virtual size_t caller_bytes() const { return 0; }               // per timer, not malloc'd
@@ -189,6 +194,20 @@ struct PxPeer : Peer {
         for (uint32_t i : order)
             px_timerq_cancel(q, ids[i]);
         owed += order.size();
+    }
+    std::vector<uint64_t> ordered;
+    bool prepare(const std::vector<uint32_t> &order) override
+    {
+        ordered.resize(order.size());
+        for (size_t k = 0; k < order.size(); k++)
+            ordered[k] = ids[order[k]];
+        return true;
+    }
+    void cancel_prepared() override
+    {
+        for (uint64_t id : ordered)
+            px_timerq_cancel(q, id);
+        owed += ordered.size();
     }
     void settle() override
     {
@@ -271,6 +290,19 @@ struct UvPeer : Peer {
         for (uint32_t i : order)
             uv_timer_stop(&h[i]);
     }
+    std::vector<uv_timer_t *> ordered;
+    bool prepare(const std::vector<uint32_t> &order) override
+    {
+        ordered.resize(order.size());
+        for (size_t k = 0; k < order.size(); k++)
+            ordered[k] = &h[order[k]];
+        return true;
+    }
+    void cancel_prepared() override
+    {
+        for (uv_timer_t *t : ordered)
+            uv_timer_stop(t);
+    }
     int64_t expire(const std::vector<int64_t> &dl) override
     {
         // libuv counts in whole ms from its cached loop time: give it the ms in
@@ -336,6 +368,19 @@ struct AsioPeer : Peer {
     {
         for (uint32_t i : order)
             t[i].cancel();
+    }
+    std::vector<asio::steady_timer *> ordered;
+    bool prepare(const std::vector<uint32_t> &order) override
+    {
+        ordered.resize(order.size());
+        for (size_t k = 0; k < order.size(); k++)
+            ordered[k] = &t[order[k]];
+        return true;
+    }
+    void cancel_prepared() override
+    {
+        for (asio::steady_timer *p : ordered)
+            p->cancel();
     }
     void settle() override
     {
@@ -434,7 +479,7 @@ double ns_per(int64_t t0, int64_t t1, size_t n)
 }
 
 struct Figures {
-    std::vector<double> add, add_at, cancel_seq, cancel_rnd, expire;
+    std::vector<double> add, add_at, cancel_seq, cancel_rnd, cancel_rnd_own, expire;
     double bytes_heap = 0, bytes_rss = 0;   // library growth per timer, caller bytes apart
 };
 
@@ -482,6 +527,8 @@ static void add_foreign_peers(std::vector<std::unique_ptr<Peer>> &peers, size_t 
     (void)n;
 }
 
+double chase_ns(bool huge, size_t *thp);
+
 void run_ops(size_t n, int rounds)
 {
     std::vector<std::unique_ptr<Peer>> peers;
@@ -496,7 +543,13 @@ void run_ops(size_t n, int rounds)
     for (size_t i = 0; i < n; i++)
         seq[i] = (uint32_t)i;
 
+    std::vector<double> miss_small, miss_huge;   // at 1e6: the chase between the rounds
     for (int round = 0; round <= rounds; round++) {   // round 0 warms up
+        if (round > 0 && n >= 1000000) {
+            size_t thp;
+            miss_small.push_back(chase_ns(false, &thp));
+            miss_huge.push_back(chase_ns(true, &thp));
+        }
         for (auto &d : delays)
             d = rng.range(FAR_LO, FAR_HI);
         for (size_t p = 0; p < peers.size(); p++) {
@@ -531,6 +584,18 @@ void run_ops(size_t n, int rounds)
                 f.cancel_seq.push_back(ns_per(t1, t2, limit));
                 f.cancel_rnd.push_back(ns_per(t4, t5, limit));
             }
+            // Random order again, the caller's names for the timers read in order.
+            peer.add(delays);
+            if (peer.prepare(rnd_l)) {
+                int64_t t8 = px_now();
+                peer.cancel_prepared();
+                int64_t t9 = px_now();
+                if (round > 0)
+                    f.cancel_rnd_own.push_back(ns_per(t8, t9, limit));
+            } else {
+                peer.cancel(rnd_l);
+            }
+            peer.settle();
             // add_at: the deadlines are read off the clock before timing, not per add.
             int64_t now = px_now();
             for (size_t i = 0; i < n; i++)
@@ -569,6 +634,12 @@ void run_ops(size_t n, int rounds)
     row("add_at", &Figures::add_at, "ns", false);
     row("cancel(add order)", &Figures::cancel_seq, "ns", false);
     row("cancel(random order)", &Figures::cancel_rnd, "ns", false);
+    row("cancel(random order, names in cancel order)", &Figures::cancel_rnd_own, "ns", false);
+    if (!fig[0].cancel_rnd_own.empty() && !miss_small.empty())   // peers[0] is parataxis
+        printf("cancel(random order, names in cancel order) @%s: parataxis / memory miss = %.2fx "
+               "(4 KiB pages, %.1f ns), %.2fx (huge pages, %.1f ns): misses measured between the rounds\n",
+               label_n(n), median(fig[0].cancel_rnd_own) / median(miss_small), median(miss_small),
+               median(fig[0].cancel_rnd_own) / median(miss_huge), median(miss_huge));
     row("expiry", &Figures::expire, "M/s", true);
     // malloc cannot see mmap'd records: n/a rather than a figure that omits them.
     for (size_t i = 0; i < peers.size(); i++)

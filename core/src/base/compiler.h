@@ -1,5 +1,5 @@
 /*
-** compiler.h -- the two hints the library's hot paths give the compiler, where
+** compiler.h -- the hints the library's hot paths give the compiler, where
 ** it understands them; elsewhere they mean nothing and the code is the same C.
 */
 #ifndef PX_COMPILER_H
@@ -8,9 +8,11 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define PX_LIKELY(c) __builtin_expect(!!(c), 1)       /* lay the true branch out first */
 #define PX_NOINLINE  __attribute__((noinline))        /* keep a slow path out of line */
+#define PX_PREFETCH_WRITE(p) __builtin_prefetch((p), 1) /* start fetching a line we will write */
 #else
 #define PX_LIKELY(c) (c)
 #define PX_NOINLINE
+#define PX_PREFETCH_WRITE(p) ((void)(p))
 #endif
 
 #endif /* PX_COMPILER_H */

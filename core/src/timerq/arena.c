@@ -20,12 +20,18 @@
 void px__arena_init(px__arena *a)
 {
     *a = (px__arena){ 0 };
+    atomic_init(&a->dir, NULL);
 }
 
 void px__arena_destroy(px__arena *a)
 {
     for (uint32_t i = 0; i < a->nchunks; i += MAP_CHUNKS)
         munmap(a->chunks[i], MAP_BYTES);
+    px__arena_dir *d = atomic_load_explicit(&a->dir, memory_order_relaxed), *older;
+    for (; d != NULL; d = older) {
+        older = d->older;
+        free(d);
+    }
     free(a->chunks);
     free(a->cfree);
     free(a->has_free);
@@ -52,9 +58,27 @@ static px__arena_slot *chunk_map(px__arena *a)
     return (px__arena_slot *)(void *)((char *)a->chunks[a->nchunks - 1] + PX__ARENA_CHUNK_BYTES);
 }
 
+/* Replaces the directory by one of `cap` entries (see px__arena_dir); 0 or
+** PX_ENOMEM. */
+static int dir_grow(px__arena *a, uint32_t cap)
+{
+    px__arena_dir *old = atomic_load_explicit(&a->dir, memory_order_relaxed);
+    px__arena_dir *d = malloc(sizeof *d + cap * sizeof d->chunk[0]);
+    if (d == NULL)
+        return PX_ENOMEM;
+    d->older = old;
+    d->cap = cap;
+    for (uint32_t i = 0; i < cap; i++)
+        atomic_init(&d->chunk[i], i < a->nchunks ? a->chunks[i] : NULL);
+    atomic_store_explicit(&a->dir, d, memory_order_release);
+    return 0;
+}
+
 /* Makes room for `cap` chunks in the arena's tables; 0 or PX_ENOMEM. */
 static int tables_grow(px__arena *a, uint32_t cap)
 {
+    if (dir_grow(a, cap) != 0)
+        return PX_ENOMEM;
     px__arena_slot **chunks = realloc(a->chunks, cap * sizeof *chunks);
     if (chunks == NULL)
         return PX_ENOMEM;
@@ -90,7 +114,10 @@ int px__arena_grow(px__arena *a, void *owner)
     f->summary[0] = f->summary[1] = 0;
     for (unsigned w = 0; w < PX__ARENA_FREE_WORDS; w++)
         f->word[w] = 0;
-    a->chunks[a->nchunks++] = c;
+    a->chunks[a->nchunks] = c;
+    atomic_store_explicit(&atomic_load_explicit(&a->dir, memory_order_relaxed)->chunk[a->nchunks], c,
+                          memory_order_release);
+    a->nchunks++;
     a->bump = 1;
     return 0;
 }

@@ -16,13 +16,15 @@
 ** over the chunks, a cache and TLB miss per add and per expiry; the lowest first
 ** keeps a run of adds on consecutive lines.
 **
-** The arena is not thread-safe: its owner locks around it.  Handing out and
-** taking back are inline, since they are on the add and expiry paths; growing
-** is not.
+** The arena is not thread-safe: its owner locks around it, with one exception,
+** px__arena_find, which any thread may call at any time (a cancel finds its
+** record without the lock).  Handing out and taking back are inline, since they
+** are on the add and expiry paths; growing is not.
 */
 #ifndef PX_ARENA_H
 #define PX_ARENA_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,6 +58,18 @@ _Static_assert(PX__ARENA_FREE_WORDS <= 128, "two summary words cover a chunk's f
 _Static_assert(PX__ARENA_CHUNK_RECS <= (1u << PX__ARENA_CHUNK_SHIFT), "a chunk's records fit its index bits");
 _Static_assert(sizeof(px__arena_head) <= sizeof(px__arena_slot), "a chunk's header fits its record 0");
 
+/*
+** The chunks by number again, for px__arena_find, which reads without the
+** owner's lock.  Entries are only ever added; a full table is replaced by a
+** larger copy, and the tables it replaced stay (linked by `older`) until
+** px__arena_destroy, since a reader may still be looking at one.
+*/
+typedef struct px__arena_dir {
+    struct px__arena_dir *older;
+    uint32_t cap;
+    _Atomic(px__arena_slot *) chunk[];
+} px__arena_dir;
+
 typedef struct px__arena {
     px__arena_slot **chunks;
     uint32_t nchunks, chunks_cap;
@@ -63,6 +77,7 @@ typedef struct px__arena {
     px__arena_free *cfree;   /* per chunk, its free records */
     uint64_t *has_free;      /* bit c: chunk c has a free record */
     uint32_t free_low;       /* no word of has_free below it is non-zero */
+    _Atomic(px__arena_dir *) dir;
 } px__arena;
 
 /* Makes an empty arena. */
@@ -106,6 +121,20 @@ static inline void *px__arena_at(const px__arena *a, uint32_t index)
     if (slot >= PX__ARENA_CHUNK_RECS)
         return NULL;
     return &a->chunks[chunk][slot];
+}
+
+/* The record of index `index` as px__arena_at, but callable without the owner's
+** lock, from any thread: NULL when its chunk is not there (yet).  A record of a
+** chunk that was never handed out is zeroed memory.  It returns no record
+** px__arena_at would not, except those: telling them apart is the owner's. */
+static inline void *px__arena_find(px__arena *a, uint32_t index)
+{
+    uint32_t chunk = index >> PX__ARENA_CHUNK_SHIFT, slot = index & ((1u << PX__ARENA_CHUNK_SHIFT) - 1);
+    px__arena_dir *d = atomic_load_explicit(&a->dir, memory_order_acquire);
+    if (d == NULL || chunk >= d->cap || slot == 0 || slot >= PX__ARENA_CHUNK_RECS)
+        return NULL;
+    px__arena_slot *c = atomic_load_explicit(&d->chunk[chunk], memory_order_acquire);
+    return c == NULL ? NULL : &c[slot];
 }
 
 /* Hands out the free record of lowest index, one taken back before; NULL when

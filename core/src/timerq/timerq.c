@@ -11,10 +11,13 @@
 **     |                                                              |
 **     +--- handler called with PX_ECANCELED, record freed            +--> ABORTED
 **
-** Every transition happens under the queue's lock except one: the start of a
-** handler, DUE -> RUNNING, which the worker (or an executor) makes without the
-** lock by a compare-and-swap that races cancel's DUE -> ABORTED.  Whoever wins
-** decides the status of the one call: that is the exactly-once contract.
+** A cancel takes no lock: it moves the state by compare-and-swap, and so do the
+** worker's moves that race it (ARMED -> DUE at expiry, DUE -> RUNNING as a
+** handler starts, a periodic timer's RUNNING -> ARMED).  Whoever wins decides
+** the status of the one call: that is the exactly-once contract.  Every other
+** transition, and every change to the set and the lists, happens under the
+** queue's lock.  A record a cancel made ABORTED stays in the set until the
+** worker takes it out in a batch (the ring, below).
 **
 ** The worker sleeps until the set's next moment or until a change that matters:
 ** an earlier deadline, an abort to deliver, shutdown.  It is never told what to
@@ -78,6 +81,7 @@ typedef struct periodic {
 #define GEN_MAX       (UINT32_MAX >> TAG_GEN_SHIFT)
 
 #define BATCH       256                            /* handlers per lock round */
+#define RING        1024                           /* cancelled records awaiting their unlink */
 #define AWAKE       INT64_MIN                      /* q->wake_at while the worker needs no wake */
 #define ABORT_LINGER PX_USEC(50)                   /* default of q->abort_linger */
 
@@ -101,6 +105,13 @@ struct px_timerq {
     pthread_t worker;
     atomic_size_t refs;          /* the owner's, plus one per handler posted to an executor */
     unsigned fork_gen;
+    _Atomic int deaf;            /* the worker sleeps and will not look at `ring` by itself */
+    /* Records a cancel without the lock made ABORTED and left in the set (see
+    ** cancel_armed): the cancels claim slots at `tail`, the worker (or a cancel
+    ** finding the ring full) takes them from `head` under the lock. */
+    _Atomic size_t ring_tail, ring_head;
+    size_t ring_gone;            /* records in the ring that are out of the set already */
+    _Atomic(px__trec *) ring[RING];
 };
 
 _Static_assert(sizeof(px__trec) == PX__ARENA_REC_BYTES, "a timer record fills its arena slot");
@@ -154,25 +165,13 @@ static uint64_t rec_id(const px__trec *r)
     return (uint64_t)(rec_tag(r) >> TAG_GEN_SHIFT) << 32 | px__arena_index(r);
 }
 
-static px__trec *rec_lookup(px_timerq *q, uint64_t id)
-{
-    uint32_t gen = (uint32_t)(id >> 32);
-    px__trec *r = px__arena_at(&q->arena, (uint32_t)id);
-    if (r == NULL)
-        return NULL;
-    uint32_t tag = rec_tag(r);
-    if (tag >> TAG_GEN_SHIFT != gen || (tag & TAG_STATE) == REC_FREE)
-        return NULL;
-    return r;
-}
-
 /* Hands out the free record of lowest index (arena.h says why), else a
 ** never-used one, whose generation starts at 1. */
 static px__trec *rec_alloc(px_timerq *q)
 {
     px__trec *r = px__arena_reuse(&q->arena);
-    if (r == NULL && (r = px__arena_fresh(&q->arena, q)) != NULL)
-        atomic_init(&r->node.tag, 1u << TAG_GEN_SHIFT | REC_FREE);
+    if (r == NULL && (r = px__arena_fresh(&q->arena, q)) != NULL)   /* a cancel may read it */
+        atomic_store_explicit(&r->node.tag, 1u << TAG_GEN_SHIFT | REC_FREE, memory_order_relaxed);
     return r;
 }
 
@@ -242,10 +241,77 @@ static void queue_unlock(px_timerq *q)
     pthread_mutex_unlock(&q->lock);
 }
 
-static void abort_armed(px_timerq *q, px__trec *r)
+/*
+** Takes the records the cancels put in the ring out of the set and queues their
+** calls (lock held), up to the first slot claimed but not filled yet: its cancel
+** is about to fill it, and the worker looks again within abort_linger.  The
+** records' neighbours in the set are fetched for the whole batch first, so that
+** their cache misses overlap: unlinked one at a time by each cancel, they were
+** two misses more per cancel in random order.
+*/
+static void ring_take(px_timerq *q)
 {
-    rec_set_state(r, REC_ABORTED);
-    px__list_push(&q->aborted, &r->node.link);
+    size_t head = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
+    size_t tail = atomic_load_explicit(&q->ring_tail, memory_order_acquire), end = head;
+    for (; end != tail; end++) {
+        px__trec *r = atomic_load_explicit(&q->ring[end % RING], memory_order_acquire);
+        if (r == NULL)
+            break;
+        PX_PREFETCH_WRITE(r->node.link.prev);
+        PX_PREFETCH_WRITE(r->node.link.next);
+    }
+    for (; head != end; head++) {
+        px__trec *r = atomic_exchange_explicit(&q->ring[head % RING], NULL, memory_order_relaxed);
+        if (px__tset_contains(&r->node))
+            px__tset_remove(&q->set, &r->node);
+        else
+            q->ring_gone--;
+        px__list_push(&q->aborted, &r->node.link);
+    }
+    atomic_store_explicit(&q->ring_head, head, memory_order_release);
+}
+
+/* Records in the ring whose cancel has claimed a slot (lock held). */
+static size_t ring_len(px_timerq *q)
+{
+    return atomic_load(&q->ring_tail) - atomic_load_explicit(&q->ring_head, memory_order_relaxed);
+}
+
+/* A record the set handed out (expiry, take_all) that a cancel without the lock
+** made ABORTED first: the ring owns it now, and ring_take will queue its call. */
+static void ring_owns(px_timerq *q)
+{
+    q->ring_gone++;
+}
+
+/*
+** Puts `r`, which this thread just moved from ARMED to ABORTED, in the ring,
+** without the lock when there is room.  The record stays in the set until
+** ring_take, and nothing can undo ABORTED: whoever meets it there (expiry,
+** cancel_all) leaves its call to the ring.
+*/
+static void ring_put(px_timerq *q, px__trec *r)
+{
+    size_t tail = atomic_load_explicit(&q->ring_tail, memory_order_relaxed);
+    for (;;) {
+        if (tail - atomic_load_explicit(&q->ring_head, memory_order_acquire) >= RING) {
+            queue_lock(q);
+            ring_take(q);
+            queue_unlock(q);
+            tail = atomic_load_explicit(&q->ring_tail, memory_order_relaxed);
+            continue;
+        }
+        if (atomic_compare_exchange_weak(&q->ring_tail, &tail, tail + 1))
+            break;
+    }
+    atomic_store_explicit(&q->ring[tail % RING], r, memory_order_release);
+    /* Paired with sleep_until: the worker says it is deaf, then looks at the
+    ** ring; we claimed a slot, then look at deaf.  One of the two sees the other. */
+    if (atomic_load(&q->deaf)) {
+        queue_lock(q);
+        wake_for_abort(q);
+        queue_unlock(q);
+    }
 }
 
 /* Cancels a record handed to a handler that has not started: DUE -> ABORTED; or a
@@ -321,25 +387,39 @@ uint64_t px_timerq_add_periodic(px_timerq *q, int64_t first_ns, int64_t period_n
 
 /* -- cancelling ----------------------------------------------------------- */
 
+/*
+** A cancel takes no lock: a cancel in random order pays one cache miss, on the
+** record's state, which it moves by compare-and-swap -- ARMED -> ABORTED, DUE ->
+** ABORTED, a periodic RUNNING -> RUNNING_CANCELLED -- against the worker's
+** moves of the same word.  The generation is in that word, so a record freed
+** and handed out again meanwhile fails the swap.
+*/
 int px_timerq_cancel(px_timerq *q, uint64_t id)
 {
     if (q == NULL)
         return PX_EINVAL;
     if (!queue_usable(q))
         return PX_EFORKED;
-    int won = 0;
-    queue_lock(q);
-    px__trec *r = rec_lookup(q, id);
-    if (r != NULL && rec_state(r) == REC_ARMED) {
-        px__tset_remove(&q->set, &r->node);
-        abort_armed(q, r);
-        wake_for_abort(q);
-        won = 1;
-    } else if (r != NULL) {
-        won = abort_inflight(r);
+    px__trec *r = px__arena_find(&q->arena, (uint32_t)id);
+    if (r == NULL)
+        return 0;
+    uint32_t tag = rec_tag(r);
+    for (;;) {
+        unsigned state = tag & TAG_STATE, to;
+        if (tag >> TAG_GEN_SHIFT != (uint32_t)(id >> 32))
+            return 0;
+        if (state == REC_ARMED || state == REC_DUE)
+            to = REC_ABORTED;
+        else if (state == REC_RUNNING && (tag & TAG_PERIODIC))
+            to = REC_RUNNING_CANCELLED;
+        else
+            return 0;
+        if (atomic_compare_exchange_weak(&r->node.tag, &tag, (tag & ~TAG_STATE) | to)) {
+            if (state == REC_ARMED)
+                ring_put(q, r);
+            return 1;
+        }
     }
-    queue_unlock(q);
-    return won;
 }
 
 /* Cancels everything not started; the caller holds the lock. */
@@ -347,9 +427,15 @@ static size_t abort_all(px_timerq *q)
 {
     size_t n = 0;
     px__tnode *node, *next;
-    for (node = px__tset_take_all(&q->set); node != NULL; node = next, n++) {
+    ring_take(q);
+    for (node = px__tset_take_all(&q->set); node != NULL; node = next) {
         next = px__tset_after(node);
-        abort_armed(q, rec_of(node));
+        if (rec_swap_state(rec_of(node), REC_ARMED, REC_ABORTED)) {
+            px__list_push(&q->aborted, &node->link);
+            n++;
+        } else {
+            ring_owns(q);
+        }
     }
     for (px__list *l = q->inflight.next; l != &q->inflight; l = l->next)
         n += (size_t)abort_inflight(rec_on(l));
@@ -388,7 +474,11 @@ size_t px_timerq_pending(px_timerq *q)
     if (!queue_usable(q))
         return 0;
     queue_lock(q);
-    size_t n = q->set.count;
+    /* Records cancelled but still in the set are not pending.  A cancel under
+    ** way in another thread may have left the count of them a moment behind. */
+    size_t len = ring_len(q), n = q->set.count;
+    size_t aborted = len > q->ring_gone ? len - q->ring_gone : 0;
+    n = aborted > n ? 0 : n - aborted;
     queue_unlock(q);
     return n;
 }
@@ -418,10 +508,10 @@ static int settle(px_timerq *q, px__trec *r)
     px__list_unlink(&r->node.link);
     unsigned state = rec_state(r);
     int periodic_tick = rec_periodic(r) && (state == REC_RUNNING || state == REC_RUNNING_CANCELLED);
-    if (periodic_tick && state == REC_RUNNING && !q->stopping) {
+    if (periodic_tick && state == REC_RUNNING && !q->stopping &&
+        rec_swap_state(r, REC_RUNNING, REC_ARMED)) {   /* a cancel may have come first */
         int64_t period = ((periodic *)r->arg)->period;
         r->node.deadline = px__deadline_next_tick(r->node.deadline, period, px_now());
-        rec_set_state(r, REC_ARMED);
         px__tset_insert(&q->set, &r->node);
         wake_for_deadline(q, r->node.deadline);
         return 0;
@@ -486,6 +576,7 @@ static void posted_call(void *arg, int status)
 static size_t take_batch(px_timerq *q, px__trec **batch)
 {
     size_t n = 0;
+    ring_take(q);
     while (n < BATCH && !px__list_empty(&q->aborted)) {
         px__list *l = q->aborted.next;
         px__list_unlink(l);
@@ -497,7 +588,10 @@ static size_t take_batch(px_timerq *q, px__trec **batch)
     px__tnode *next, *node = n < BATCH ? px__tset_expire(&q->set, px_now(), BATCH - n) : NULL;
     for (; node != NULL; node = next) {
         next = px__tset_after(node);
-        rec_set_state(rec_of(node), REC_DUE);
+        if (!rec_swap_state(rec_of(node), REC_ARMED, REC_DUE)) {
+            ring_owns(q);
+            continue;
+        }
         px__list_push(&q->inflight, &node->link);
         batch[n++] = rec_of(node);
     }
@@ -527,10 +621,17 @@ static void deliver(px_timerq *q, px__trec **batch, size_t n)
 }
 
 /* Sleeps until `deadline`, or for at most abort_linger after delivering aborts,
-** since more tend to follow (see wake_for_abort). */
+** since more tend to follow (see wake_for_abort), or while a cancel fills the
+** ring slot it claimed. */
 static void sleep_until(px_timerq *q, int64_t deadline)
 {
+    if (!q->aborts_seen) {
+        /* Paired with ring_put: say we are deaf, then look at the ring. */
+        atomic_store(&q->deaf, 1);
+        q->aborts_seen = ring_len(q) != 0;
+    }
     if (q->aborts_seen) {
+        atomic_store_explicit(&q->deaf, 0, memory_order_relaxed);
         int64_t soon = px__deadline_after(px_now(), q->abort_linger);
         if (soon < deadline)
             deadline = soon;
@@ -546,6 +647,7 @@ static void sleep_until(px_timerq *q, int64_t deadline)
     }
     q->wake_at = AWAKE;
     q->wake_soon = 0;
+    atomic_store_explicit(&q->deaf, 0, memory_order_relaxed);
 }
 
 static void *worker_main(void *arg)
@@ -562,7 +664,7 @@ static void *worker_main(void *arg)
             deliver(q, batch, n);
             continue;
         }
-        if (q->stopping)
+        if (q->stopping && ring_len(q) == 0)
             break;
         sleep_until(q, px__tset_next(&q->set));
     }
