@@ -12,7 +12,9 @@
 //                  value: buffered (capacity 64) beside buffered_channel(64),
 //                  unbuffered beside unbuffered_channel.
 //
-// Each figure is the median of ROUNDS rounds; ratios are ours / theirs.
+// Each figure is the median of ROUNDS rounds; ratios are ours / theirs.  Go's
+// rows (tests/bench/go: sync.Mutex, sync.Mutex + sync.Cond turns, channels)
+// follow when run.sh names its figures in PXB_GO (go_peer.h).
 // Run: build-bench/tests/bench/bench_sync [rounds]
 #include <boost/fiber/all.hpp>
 
@@ -27,6 +29,8 @@
 extern "C" {
 #include "parataxis.h"
 }
+
+#include "go_peer.h"
 
 static const long N_LOCK = 5000000, N_HANDOFF = 500000, N_CHAN = 1000000;
 
@@ -282,6 +286,14 @@ static void row(const char *what, double ours, const char *peer, double theirs)
                 what, ours, peer, theirs, ours / theirs);
 }
 
+// A Go row (tests/bench/go, GOMAXPROCS=1), when run.sh passes its figures.
+static void go_row(const char *what, double ours, const char *peer, const char *key)
+{
+    double theirs = go_figure(key);
+    if (!std::isnan(theirs))
+        row(what, ours, peer, theirs);
+}
+
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? std::atoi(argv[1]) : 7;
@@ -311,5 +323,9 @@ int main(int argc, char **argv)
     row("mutex hand-off", median(ph), "pthread 2 threads+cv", median(th));
     row("channel cap 64", median(pc), "buffered_channel(64)", median(bc));
     row("channel unbuffered", median(pz), "unbuffered_channel", median(bz));
+    go_row("uncontended lock+unlock", median(pu), "go sync.Mutex", "lock_ns");
+    go_row("mutex hand-off", median(ph), "go sync.Mutex+Cond", "handoff_ns");
+    go_row("channel cap 64", median(pc), "go chan, cap 64", "chan64_ns");
+    go_row("channel unbuffered", median(pz), "go chan, unbuffered", "chan0_ns");
     return 0;
 }
