@@ -1,12 +1,14 @@
 // bench_go -- Go beside bench_fiber and bench_sync: the same rows, each op
-// defined as the C++ benchmark defines it, timed with GOMAXPROCS=1 so that
-// goroutines share one thread as our fibers do.
+// defined as the C++ benchmark defines it, timed with GOMAXPROCS=1 (unless set
+// otherwise) so that goroutines share one thread as our fibers do.
 //
-//	GOMAXPROCS=1 ./bench_go [-rounds 7] [-parked 1000000] [-o FILE]
+//	./bench_go [-rounds 7] [-parked 1000000]   the Go rows alone
+//	./bench_go -serve                          one round per request (below)
 //
-// run.sh builds and runs it and names FILE to bench_fiber and bench_sync
-// (PXB_GO), which print each Go figure beside their own with the ratio
-// parataxis / Go.  Rows (N as in the C++ programs):
+// run.sh builds it and names it in PXB_GO to bench_fiber and bench_sync, which
+// run it with -serve and ask for a round of the Go row after each of their own
+// rounds, and print the medians beside theirs with the ratio parataxis / Go.
+// Rows (N as in the C++ programs):
 //
 //	yield round trip   two goroutines each call runtime.Gosched() N times;
 //	                   op = elapsed / N, one yield by each (bench_fiber's yield).
@@ -22,11 +24,11 @@
 //	                   op = one value sent and received (bench_sync's rows):
 //	                   capacity 64 and unbuffered.
 //	bytes per parked   RSS growth (VmRSS) per goroutine while -parked goroutines
-//	                   are parked on a channel receive, measured last, after
-//	                   debug.FreeOSMemory() and, once all are parked, runtime.GC().
+//	                   are parked on a channel receive, after debug.FreeOSMemory()
+//	                   and, once all are parked, runtime.GC(); measured last.
 //
-// Timed rows are the median of -rounds rounds, the rows interleaved in each
-// round.  Standard library only.
+// Alone, each timed row is the median of -rounds rounds, the rows interleaved
+// in each round.  Standard library only.
 package main
 
 import (
@@ -174,7 +176,7 @@ func rssKiB() int64 {
 // Package-level for the same reason as spawnWG: the parked goroutines hold
 // nothing but their own g, stack and channel wait record.
 var (
-	release     = make(chan struct{})
+	release     chan struct{}
 	ready, done sync.WaitGroup
 )
 
@@ -189,6 +191,7 @@ func parkedBytes(n int) float64 {
 	// memory shows as growth rather than reuse of resident free pages.
 	debug.FreeOSMemory()
 	before := rssKiB()
+	release = make(chan struct{})
 	ready.Add(n)
 	done.Add(n)
 	for i := 0; i < n; i++ {
@@ -209,45 +212,74 @@ func median(v []float64) float64 {
 	return s[len(s)/2]
 }
 
+type row struct {
+	key, label string
+	fn         func() float64
+}
+
+var rows = []row{
+	{"yield", "yield round trip (Gosched)", yieldRound},
+	{"spawn", "spawn + join (WaitGroup)", spawnRound},
+	{"lock", "uncontended lock+unlock", lockRound},
+	{"handoff", "mutex hand-off (+Cond)", handoffRound},
+	{"chan64", "channel cap 64", func() float64 { return chanRound(64) }},
+	{"chan0", "channel unbuffered", func() float64 { return chanRound(0) }},
+}
+
+// serve answers one request a line on stdin, "ROW" (a key of rows) or
+// "parked N", with one line on stdout: ns per op, or bytes per goroutine.
+// bench_fiber and bench_sync run it as a child (go_peer.h) and ask for one
+// round of a row between their own rounds, so that noise hits both alike.
+func serve() {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		f := strings.Fields(in.Text())
+		v := -1.0
+		switch {
+		case len(f) == 2 && f[0] == "parked":
+			if n, err := strconv.Atoi(f[1]); err == nil && n > 0 {
+				v = parkedBytes(n)
+			}
+		case len(f) == 1:
+			for _, r := range rows {
+				if r.key == f[0] {
+					v = r.fn()
+				}
+			}
+		}
+		if v < 0 {
+			fmt.Fprintf(os.Stderr, "bench_go: bad request %q\n", in.Text())
+			os.Exit(2)
+		}
+		fmt.Printf("%.3f\n", v)
+	}
+}
+
 func main() {
 	rounds := flag.Int("rounds", 7, "timed rounds (median)")
 	parked := flag.Int("parked", 1000000, "goroutines parked for the bytes row")
-	out := flag.String("o", "", "also write the figures to this file, one \"key value\" a line")
+	serving := flag.Bool("serve", false, "answer requests on stdin (see serve)")
 	flag.Parse()
-
-	rows := []struct {
-		key, label string
-		fn         func() float64
-		v          []float64
-	}{
-		{key: "yield_ns", label: "yield round trip (Gosched)", fn: yieldRound},
-		{key: "spawn_ns", label: "spawn + join (WaitGroup)", fn: spawnRound},
-		{key: "lock_ns", label: "uncontended lock+unlock", fn: lockRound},
-		{key: "handoff_ns", label: "mutex hand-off (+Cond)", fn: handoffRound},
-		{key: "chan64_ns", label: "channel cap 64", fn: func() float64 { return chanRound(64) }},
-		{key: "chan0_ns", label: "channel unbuffered", fn: func() float64 { return chanRound(0) }},
+	// One P, as our fibers run on one thread, unless the caller chose.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
 	}
+	if *serving {
+		serve()
+		return
+	}
+
+	v := make([][]float64, len(rows))
 	for r := 0; r < *rounds; r++ {
-		for i := range rows {
-			rows[i].v = append(rows[i].v, rows[i].fn())
+		for i, row := range rows {
+			v[i] = append(v[i], row.fn())
 		}
 	}
 	bytes := parkedBytes(*parked)
-
 	fmt.Printf("== Go %s, GOMAXPROCS=%d, median of %d rounds\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), *rounds)
-	var file strings.Builder
-	for _, row := range rows {
-		fmt.Printf("go %-27s %7.1f ns\n", row.label, median(row.v))
-		fmt.Fprintf(&file, "%s %.2f\n", row.key, median(row.v))
+	for i, row := range rows {
+		fmt.Printf("go %-27s %7.1f ns\n", row.label, median(v[i]))
 	}
 	fmt.Printf("go bytes / parked goroutine    %7.0f B   (%d parked)\n", bytes, *parked)
-	fmt.Fprintf(&file, "parked_bytes %.1f\nparked_n %d\ngomaxprocs %d\n",
-		bytes, *parked, runtime.GOMAXPROCS(0))
-	if *out != "" {
-		if err := os.WriteFile(*out, []byte(file.String()), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "bench_go:", err)
-			os.Exit(1)
-		}
-	}
 }
