@@ -8,7 +8,7 @@
 #                 --install put it)
 #
 # Both install missing Debian and PyPI packages first (.ci/deps).  Other targets:
-# make build, make bench (benchmarks, not tests; bench-deps adds gevent, trio and lua-copas), make clean.
+# make build, make bench (benchmarks, not tests; bench-deps adds gevent, trio, lua-copas and golang-go), make clean.
 
 PYTHON   ?= python3
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
@@ -100,7 +100,7 @@ test-lua: build
 test-lua-install: build
 	sh tests/install/lua.sh build
 
-# deps plus the peers of the fiber benchmarks (gevent, trio; Debian lua-copas), if missing.
+# deps plus the peers of the fiber benchmarks (gevent, trio; Debian lua-copas and golang-go), if missing.
 bench-deps:
 	@sh .ci/deps bench
 

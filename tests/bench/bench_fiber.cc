@@ -1,6 +1,7 @@
 // bench_fiber.cc -- the fiber engine beside Boost.Fiber, in one process:
 //   yield round trip (two fibers), spawn + join, resident memory per parked
-//   fiber at 100,000, and 1,000,000 parked Parataxis fibers.
+//   fiber at 100,000, and 1,000,000 parked Parataxis fibers; beside Go
+//   (tests/bench/go) when run.sh names its program in PXB_GO (go_peer.h).
 // Built by make bench (tests/bench/CMakeLists.txt); by hand, from a Release build:
 //   c++ -O2 -std=c++17 -I core/include tests/bench/bench_fiber.cc
 //       build-rel/libparataxis.a -lboost_fiber -lboost_context -lpthread -o bench_fiber
@@ -17,6 +18,8 @@
 extern "C" {
 #include "parataxis.h"
 }
+
+#include "go_peer.h"
 
 static long rss_kib()
 {
@@ -137,11 +140,31 @@ static double median(std::vector<double> v)
     return v[v.size() / 2];
 }
 
+// -- Go (tests/bench/go, GOMAXPROCS=1), when run.sh names it in PXB_GO --------
+
+static void go_rows(go_peer &go, double py, const std::vector<double> &gy, double ps,
+                    const std::vector<double> &gs, long parked, double kib_per)
+{
+    char req[32];
+    std::snprintf(req, sizeof req, "parked %ld", parked);
+    double gb = go.round(req);
+    if (!go.running())
+        return;
+    std::printf("== fibers beside Go (goroutines, GOMAXPROCS=1; ratio parataxis / Go)\n");
+    std::printf("yield round trip   parataxis %7.1f ns   go          %7.1f ns   ratio %.2f\n",
+                py, median(gy), py / median(gy));
+    std::printf("spawn + join       parataxis %7.1f ns   go          %7.1f ns   ratio %.2f\n",
+                ps, median(gs), ps / median(gs));
+    std::printf("RSS / parked fiber parataxis %7.0f B    go          %7.0f B    ratio %.2f  (%ld parked)\n",
+                kib_per * 1024, gb, kib_per * 1024 / gb, parked);
+}
+
 int main(int argc, char **argv)
 {
     long big = argc > 1 ? std::atol(argv[1]) : 1000000;
     int rounds = argc > 2 ? std::atoi(argv[2]) : 7;
-    std::vector<double> py, by, ps, bs;
+    go_peer go;                          // Go's rounds interleave with ours too
+    std::vector<double> py, by, ps, bs, gy, gs;
     for (int r = 0; r < rounds; r++) {   // interleaved, so that noise hits both
         double y = 0, s = 0;
         px_run(px_yield_main, &y, nullptr);
@@ -150,6 +173,8 @@ int main(int argc, char **argv)
         px_run(px_spawn_main, &s, nullptr);
         ps.push_back(s);
         bs.push_back(bf_spawn());
+        gy.push_back(go.round("yield"));
+        gs.push_back(go.round("spawn"));
     }
     park_ctx pc = { 100000, 0 };
     px_run(px_park_main, &pc, nullptr);
@@ -165,5 +190,6 @@ int main(int argc, char **argv)
     int r = px_run(px_park_main, &big_c, nullptr);
     std::printf("%ld parked parataxis fibers: %s, %.2f KiB each, %.2f s in all\n", big,
                 r == 0 ? "ok" : px_strerror(r), big_c.kib_per, double(px_now() - t0) / 1e9);
+    go_rows(go, median(py), gy, median(ps), gs, big, big_c.kib_per);
     return 0;
 }

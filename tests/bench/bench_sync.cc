@@ -12,7 +12,10 @@
 //                  value: buffered (capacity 64) beside buffered_channel(64),
 //                  unbuffered beside unbuffered_channel.
 //
-// Each figure is the median of ROUNDS rounds; ratios are ours / theirs.
+// Each figure is the median of ROUNDS rounds; ratios are ours / theirs.  Go's
+// rows (tests/bench/go: sync.Mutex, sync.Mutex + sync.Cond turns, channels)
+// follow when run.sh names its program in PXB_GO (go_peer.h); its rounds
+// interleave with ours.
 // Run: build-bench/tests/bench/bench_sync [rounds]
 #include <boost/fiber/all.hpp>
 
@@ -27,6 +30,8 @@
 extern "C" {
 #include "parataxis.h"
 }
+
+#include "go_peer.h"
 
 static const long N_LOCK = 5000000, N_HANDOFF = 500000, N_CHAN = 1000000;
 
@@ -282,10 +287,20 @@ static void row(const char *what, double ours, const char *peer, double theirs)
                 what, ours, peer, theirs, ours / theirs);
 }
 
+// A Go row (tests/bench/go, GOMAXPROCS=1), when run.sh names it in PXB_GO.
+static void go_row(const go_peer &go, const char *what, double ours, const char *peer,
+                   const std::vector<double> &theirs)
+{
+    if (go.running())
+        row(what, ours, peer, median(theirs));
+}
+
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? std::atoi(argv[1]) : 7;
     std::vector<double> pu, pl, bu, tu, ph, bh, th, pc, bc, pz, bz;
+    go_peer go;                              // Go's rounds interleave with ours too
+    std::vector<double> gu, gh, gc, gz;
     for (int r = 0; r < rounds; r++) {
         pu.push_back(px_round(px_uncontended));
         pl.push_back(plain_pair());
@@ -302,6 +317,10 @@ int main(int argc, char **argv)
         pz.push_back(px_round(px_channel));
         boost::fibers::unbuffered_channel<long> uch;
         bz.push_back(bf_channel(uch));
+        gu.push_back(go.round("lock"));
+        gh.push_back(go.round("handoff"));
+        gc.push_back(go.round("chan64"));
+        gz.push_back(go.round("chan0"));
     }
     std::printf("== sync family, median of %d rounds\n", rounds);
     row("uncontended lock+unlock", median(pu), "plain call pair", median(pl));
@@ -311,5 +330,9 @@ int main(int argc, char **argv)
     row("mutex hand-off", median(ph), "pthread 2 threads+cv", median(th));
     row("channel cap 64", median(pc), "buffered_channel(64)", median(bc));
     row("channel unbuffered", median(pz), "unbuffered_channel", median(bz));
+    go_row(go, "uncontended lock+unlock", median(pu), "go sync.Mutex", gu);
+    go_row(go, "mutex hand-off", median(ph), "go sync.Mutex+Cond", gh);
+    go_row(go, "channel cap 64", median(pc), "go chan, cap 64", gc);
+    go_row(go, "channel unbuffered", median(pz), "go chan, unbuffered", gz);
     return 0;
 }

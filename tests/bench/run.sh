@@ -6,7 +6,10 @@
 # BUILD_DIR defaults to build-bench.  Set PXB_QUICK=1 to skip the 1e6 rounds of
 # the peer benchmark and shorten the Python and Lua fiber ones; PYTHON picks the
 # interpreter of the Python benchmarks (default python3).  The full output is
-# kept in BUILD_DIR/bench-results.txt.
+# kept in BUILD_DIR/bench-results.txt.  Where `go` is found (Debian golang-go),
+# the Go program of tests/bench/go is built (even with --no-build: go's cache
+# makes that a no-op when nothing changed) and bench_fiber and bench_sync run
+# it beside them.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -96,14 +99,38 @@ if [ -x "$bin/switch/bench_switch" ]; then
     step "$bin/switch/bench_switch"
 fi
 
+# Go beside the fibers and the sync family (tests/bench/go).  Its build cache
+# and GOPATH live in the build dir, so nothing is written under $HOME; it uses
+# the standard library only, so nothing is fetched (GOPROXY=off makes sure).
+# bench_fiber and bench_sync run it (PXB_GO) and interleave its rounds with
+# theirs; without them it runs alone.
+gobin=""
+if command -v go >/dev/null 2>&1; then
+    if (cd "$here/go" && env GOCACHE="$build/go/cache" GOPATH="$build/go/path" \
+            GOPROXY=off GOFLAGS= GO111MODULE=on GOTOOLCHAIN=local \
+            go build -o "$build/go/bench_go" .) >"$build/go-build.log" 2>&1; then
+        gobin=$build/go/bench_go
+        say "== Go: $(go version | cut -d' ' -f3), GOMAXPROCS=1 (rows beside ours in bench_fiber and bench_sync)"
+        if [ ! -x "$bin/bench_fiber" ] && [ ! -x "$bin/bench_sync" ]; then
+            step env GOMAXPROCS=1 "$gobin"
+        fi
+    else
+        cat "$build/go-build.log"
+        say "run.sh: FAILED: go build of $here/go (log: $build/go-build.log)"
+        status=1
+    fi
+else
+    say "(go not found: no Go rows; .ci/deps bench installs Debian's golang-go)"
+fi
+
 if [ -x "$bin/bench_fiber" ]; then
     say "== fibers beside Boost.Fiber (targets: yield and spawn+join <= 0.5x, <= 5 KiB/parked fiber)"
-    step "$bin/bench_fiber"
+    step env PXB_GO="$gobin" GOMAXPROCS=1 "$bin/bench_fiber"
 fi
 if [ -x "$bin/bench_sync" ]; then
     say "== sync family beside Boost.Fiber (targets: uncontended <= 2x a plain call pair;"
     say "   hand-off and channels faster than Boost.Fiber)"
-    step "$bin/bench_sync"
+    step env PXB_GO="$gobin" GOMAXPROCS=1 "$bin/bench_sync"
 fi
 
 # The Python benchmarks measure the installed package (pip install . first).

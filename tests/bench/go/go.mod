@@ -1,0 +1,3 @@
+module parataxis/tests/bench/go
+
+go 1.19
