@@ -568,7 +568,10 @@ PX_API void px_timer_free(px_timer *t);
 ** canary; a runaway on a stack of non-default size past the budget (canary
 ** only, no guard); the overflow of a hosted fiber or of the scheduler's own
 ** thread; any overflow once the program replaced the library's SIGSEGV handler
-** (installed with the first stack pool).  docs/fibers.md has the details.
+** (installed with the first stack pool).  A shared stack
+** (px_sched_opts.shared_stacks) is one mapping with a guard of its own: its
+** fibers' overflows are reported as on a guarded stack.  docs/fibers.md has
+** the details.
 **
 ** With PARATAXIS_TRACE set in the environment to anything but "" or "0" (read
 ** once per process, by the first px_sched_new or px_sched_run), every scheduler
@@ -614,7 +617,28 @@ typedef struct px_sched_opts {
     ** being reported as a deadlock.  For a host that, like px_run, gives its
     ** caller no scheduler to hold for that thread (the Python binding's run). */
     int token_scopes_hold;
+    /* 0: every fiber has a stack of its own (the default).  N > 0, at most
+    ** PX_SHARED_STACKS_MAX: the fibers of the default size (px_spawn,
+    ** px_spawn_sized with 0, px_sched_post, px_sched_executor's handlers) run
+    ** on N shared stacks of stack_size bytes each, placed round robin at spawn
+    ** -- for programs with very many mostly-idle fibers.  A parked fiber then
+    ** costs its record and the bytes of stack it uses (a few hundred: see
+    ** docs/performance.md), not a page of its own; the price is a copy of
+    ** those bytes at a switch to a fiber whose stack holds another's, and this
+    ** rule: while a fiber on a shared stack waits, its stack holds another
+    ** fiber's bytes, so no other fiber or thread may use a pointer into it (a
+    ** local passed to a child or a thread, a px_mutex or px_chan declared in
+    ** it); its own pointers to its locals are right whenever it runs.  The
+    ** library keeps nothing that others read on such a stack.  Fibers with an
+    ** explicit size and hosted fibers keep a stack of their own (or none).
+    ** Each shared stack has a guard below it, as a stack of its own does, and
+    ** an overflow is reported the same way.  docs/fibers.md compares the two
+    ** modes.  A larger N makes px_sched_new return NULL. */
+    size_t shared_stacks;
 } px_sched_opts;
+
+/* The most shared stacks a scheduler may have (px_sched_opts.shared_stacks). */
+#define PX_SHARED_STACKS_MAX 4096
 
 /*
 ** Runs a whole fiber program on the calling thread: makes a scheduler with the
@@ -638,7 +662,8 @@ PX_API int px_run(px_fiber_fn main, void *arg, void **result);
 ** Returns a new scheduler, not yet running, or NULL when out of memory or file
 ** descriptors (each scheduler owns an eventfd), when the process has run out of
 ** scheduler ids, or when opts->stack_size cannot be mapped at all (a trial
-** reservation of that much address space fails).  `opts` may be NULL (the
+** reservation of that much address space fails) or opts->shared_stacks exceeds
+** PX_SHARED_STACKS_MAX.  `opts` may be NULL (the
 ** defaults); it is copied.  The first call in a process reads PARATAXIS_TRACE.
 ** The caller owns the scheduler and releases it with px_sched_free.
 ** Thread: any.  Parks: no.
@@ -791,7 +816,9 @@ PX_API int px_sched_unhold(px_sched *s);
 ** the new fiber first runs once the caller yields, parks or ends.
 ** px_spawn_sized takes `stack_size` bytes, rounded up to pages (0 for the
 ** default); a size other than the default gets a mapping of its own, not pooled
-** and unmapped when the fiber ends.
+** and unmapped when the fiber ends.  On a scheduler with shared stacks
+** (px_sched_opts.shared_stacks), the default size (0) puts the fiber on one of
+** them and an explicit size, even the default's value, gives it its own.
 ** Returns a handle for px_join and px_fiber_release; NULL off-fiber or from
 ** another thread (no current scheduler), for NULL fn, when out of memory (the
 ** record, the stack, the id table; also a stack_size that cannot be mapped, such

@@ -20,7 +20,7 @@
 
 /* -- records -------------------------------------------------------------- */
 
-static void fiber_main(void *arg)
+void px__fiber_main(void *arg)
 {
     px_fiber *f = arg;
     f->result = f->fn(f->arg);
@@ -52,7 +52,8 @@ static void rec_recycle(px_sched *s, px_fiber *f)
     s->nfree++;
 }
 
-/* Makes a fiber and queues it; fn NULL makes a hosted one (no stack). */
+/* Makes a fiber and queues it; fn NULL makes a hosted one (no stack).  With
+** shared stacks, a fiber of the default size (0) goes on one of them. */
 px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_size)
 {
     px_fiber *f = rec_alloc(s);
@@ -67,13 +68,19 @@ px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_siz
         rec_recycle(s, f);
         return NULL;
     }
-    if (fn != NULL) {
+    if (fn != NULL && stack_size == 0 && s->shared != NULL) {
+        if (px__shared_place(s, f) != 0) {   /* its context is made at its first turn */
+            px__sched_id_remove(s, f->id);
+            rec_recycle(s, f);
+            return NULL;
+        }
+    } else if (fn != NULL) {
         if (px__stack_get(s->pool, stack_size, &f->stack) != 0) {
             px__sched_id_remove(s, f->id);
             rec_recycle(s, f);
             return NULL;
         }
-        if (px__context_make(&f->ctx, f->stack.lo, f->stack.size, fiber_main, f) != 0) {
+        if (px__context_make(&f->ctx, f->stack.lo, f->stack.size, px__fiber_main, f) != 0) {
             px__stack_put(s->pool, &f->stack);
             px__sched_id_remove(s, f->id);
             rec_recycle(s, f);
@@ -127,6 +134,9 @@ static void release_running(px_sched *s, px_fiber *f)
     if (f->hosted) {
         if (f->ops.release)
             f->ops.release(f->host_ctx);
+    } else if (f->sh != NULL) {
+        px__context_destroy(&f->ctx);
+        px__shared_release(f);
     } else {
         px__context_destroy(&f->ctx);
         px__stack_put(s->pool, &f->stack);

@@ -62,7 +62,8 @@ struct px__hold {
 };
 
 /*
-** A scope, on the C stack of px_with_* or on the heap for the push/pop form.
+** A scope, on the C stack of px_with_* (on the heap for a fiber on a shared
+** stack) or on the heap for the push/pop form.
 ** `eff` is the nearest deadline of this scope and every outer one, so a park
 ** reads one field to know its bound.
 */
@@ -72,12 +73,23 @@ struct px__scope {
     int64_t eff;
     px_token *token;         /* NULL: no token */
     int fired;               /* 0, PX_ETIMEDOUT or PX_ECANCELED */
-    unsigned heap : 1;       /* made by a push: freed by its pop */
+    unsigned heap : 1;       /* made by a push: its pop closes it */
+    unsigned alloc : 1;      /* on the heap: freed when it closes */
     /* While open with a token: in that token's watchers (under its lock). */
     px__list watch;
     px_sched *sched;
     uint64_t fiber_id;
 };
+
+/*
+** A stack that several fibers run on in turn (shared.c): one mapping with a
+** guard; the bytes on it are the resident fiber's, and every other fiber of
+** it keeps its own in a buffer of its record's (f->away) while it waits.
+*/
+typedef struct px__shstack {
+    px__stack stack;
+    px_fiber *resident;      /* whose bytes are on it; NULL: nobody's */
+} px__shstack;
 
 struct px_fiber {
     uint64_t id;
@@ -101,8 +113,15 @@ struct px_fiber {
     void *joined;                    /* result of the fiber it joined, once it ended */
     px_host_ops ops;
     void *host_ctx;
-    px__stack stack;
-    px__context ctx;
+    px__shstack *sh;                  /* its shared stack; NULL: none (own, hosted) */
+    union {
+        px__stack stack;              /* its own stack, unless sh */
+        struct {                      /* on sh: its bytes while not resident */
+            void *saved;
+            size_t len, cap;
+        } away;
+    };
+    px__context ctx;                  /* sp NULL on sh: not started yet */
     px__waiter wait;                  /* its place in a primitive's queue */
     px__hold *holds;                  /* what it holds that it must release */
 };
@@ -130,6 +149,8 @@ struct px_sched {
     size_t nfree;
     px__tset tset;
     px__stack_pool *pool;
+    px__shstack *shared;     /* opts.shared_stacks of them, mapped when first used */
+    size_t shared_next;      /* the one the next fiber goes to (round robin) */
     px_sched_opts opts;      /* as given (zeroed for NULL) */
     int64_t slack_ns;        /* opts.timer_slack_ns, bounded (deadline.h) */
 
@@ -211,6 +232,20 @@ void px__fiber_park_finish(px_fiber *f);
 void px__fiber_discard(px_sched *s, px_fiber *f);
 void px__fiber_end(px_sched *s, px_fiber *f);
 void px__fiber_reap(px_sched *s, px_fiber *f);
+/* The body of every C fiber (its context's entry); arg is its record. */
+void px__fiber_main(void *arg);
+
+/* shared.c: fibers on shared stacks (px_sched_opts.shared_stacks). */
+/* Puts new fiber f (its context not made) on one of s's shared stacks; 0 or
+** PX_ENOMEM. */
+int px__shared_place(px_sched *s, px_fiber *f);
+/* Before the switch to f: makes its bytes resident on its shared stack
+** (saving the resident's), and returns that stack. */
+const px__stack *px__shared_enter(px_fiber *f);
+/* Lets go of what f has on its shared stack: its bytes, its saved copy. */
+void px__shared_release(px_fiber *f);
+/* Gives s's shared stacks back to its pool. */
+void px__shared_free(px_sched *s);
 
 /* scope.c */
 /* Fires the open scopes that are due (deadline passed, token cancelled) and

@@ -21,6 +21,17 @@ void px__ctx_swap(void **save, void *sp)
         abort();
 }
 
+/* sp is the ucontext_t in px__ctx_swap's frame; the stack pointer it saved
+** is that frame's own, a few words below it at most (swapcontext's return
+** address and alignment).  UC_BELOW bytes more cover it with room to spare:
+** a copy of dead bytes below it is harmless. */
+#define UC_BELOW 256
+
+void *px__ctx_low(void *sp)
+{
+    return (char *)sp - UC_BELOW;
+}
+
 /* makecontext passes ints only: the context pointer travels in two halves. */
 static void start(unsigned hi, unsigned lo)
 {

@@ -1,6 +1,7 @@
 /* The backend-independent half of a context switch: sanitizer bookkeeping
  * around the backend's raw swap (backend_asm.c + .S, or backend_ucontext.c). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "parataxis.h"
 #include "fiber/ctx/context.h"
@@ -148,4 +149,36 @@ void px__context_destroy(px__context *c)
 #endif
     c->tsan_fiber = NULL;
     c->tsan_owned = 0;
+}
+
+void *px__context_low(const px__context *c, const void *stack_lo)
+{
+    char *low = px__ctx_low(c->sp);
+    return low < (const char *)stack_lo ? (void *)stack_lo : low;
+}
+
+/* The frames that wrote these bytes left their redzones poisoned, and a
+** plain memcpy would read them as overflows: unpoison first (a no-op without
+** ASan).  The copy goes through memcpy, which TSan sees as the scheduler's
+** accesses, ordered after the switch that suspended the context. */
+static void unpoison(const void *lo, size_t n)
+{
+#ifdef PX_ASAN
+    __asan_unpoison_memory_region(lo, n);
+#else
+    (void)lo;
+    (void)n;
+#endif
+}
+
+void px__context_stack_out(void *buf, const void *lo, size_t n)
+{
+    unpoison(lo, n);
+    memcpy(buf, lo, n);
+}
+
+void px__context_stack_in(void *stack_lo, size_t size, const void *buf, size_t n)
+{
+    unpoison(stack_lo, size);
+    memcpy((char *)stack_lo + size - n, buf, n);
 }

@@ -36,6 +36,20 @@ void px__context_switch_final(px__context *from, px__context *to);
 /* Release sanitizer state; the context must not be running. */
 void px__context_destroy(px__context *c);
 
+/*
+** Stacks shared by several contexts, one resident at a time (the fiber
+** engine's shared stacks): the bytes of a suspended context run from
+** px__context_low(c) (never below stack_lo) to the top of its stack.
+** px__context_stack_out copies n such bytes from lo to buf;
+** px__context_stack_in copies n bytes from buf to the top n bytes of the stack
+** [stack_lo, stack_lo + size).  Both run on another stack than the one they
+** copy, and tell ASan that its bytes are no frames' redzones any more: that
+** shadow state belongs to frames that left (of another context, or saved).
+*/
+void *px__context_low(const px__context *c, const void *stack_lo);
+void px__context_stack_out(void *buf, const void *lo, size_t n);
+void px__context_stack_in(void *stack_lo, size_t size, const void *buf, size_t n);
+
 /* Backend name, "asm" or "ucontext" (for benchmarks and tests). */
 const char *px__ctx_backend(void);
 
