@@ -4,8 +4,10 @@
 ** bytes of stack it parked with, copied off the shared stack, not a page of
 ** its own.  Fails if a spawn fails, if a woken fiber finds its stack changed,
 ** or if the resident memory per parked fiber exceeds the bound (1 KiB: the
-** figure is about 750 B, docs/performance.md; a fiber with a page of its
-** own costs over 4 KiB).  Argument: how many (default 1e6).
+** figure is about 650 B, docs/performance.md; a fiber with a page of its
+** own costs over 4 KiB).  The ucontext backend parks a fiber with a
+** ucontext_t (about 1 KiB) and swapcontext's frames on its stack: 4 KiB
+** there.  Argument: how many (default 1e6).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,12 @@ static long rss_kib(void)
         fclose(f);
     return kib;
 }
+
+#ifdef PX_CONTEXT_UCONTEXT
+#define BOUND 4096.0
+#else
+#define BOUND 1024.0
+#endif
 
 static size_t n_fibers = 1000000;
 static size_t parked, ended;
@@ -56,7 +64,7 @@ static void *main_fiber(void *arg)
     CHECK_EQ(ended, 0);
     double per = (double)(rss_kib() - before) * 1024.0 / (double)n_fibers;
     printf("%zu parked fibers on shared stacks: %.0f bytes resident each\n", n_fibers, per);
-    CHECK(per <= 1024);
+    CHECK(per <= BOUND);
     for (size_t i = 0; i < n_fibers; i++)
         CHECK_EQ(px_wake(ids[i]), 1);
     CHECK_EQ(px_yield(), 0);
