@@ -41,7 +41,6 @@ struct px__waiter {
     px__waitq *q;             /* the queue it is on; NULL once off it */
     const void *obj;         /* the object of the wait under way or uncollected */
     void (*pass_on)(px__waiter *w);  /* interrupted after a grant: hand it on */
-    uint64_t id;             /* the fiber's id */
     int op;                  /* the primitive's: what the fiber waits for */
     int result;              /* set by the grant: what the operation returns */
     unsigned char granted;   /* the releasing side handed over */
@@ -108,20 +107,35 @@ struct px_fiber {
     unsigned char released;          /* the handle was given up */
     unsigned char hosted;
     unsigned char dereg_due;         /* interrupted: dereg not run yet */
-    px_fiber_fn fn;
-    void *arg, *result;
-    void *joined;                    /* result of the fiber it joined, once it ended */
-    px_host_ops ops;
-    void *host_ctx;
+    /* Unions of what is never needed at once: a record is kept per parked
+    ** fiber, and with shared stacks it is most of what a parked fiber costs. */
+    union {
+        struct {                     /* until it starts */
+            px_fiber_fn fn;
+            void *arg;
+        };
+        struct {                     /* once it ran */
+            void *result;            /* what it returned, once it ended */
+            void *joined;            /* result of the fiber it joined, once that ended */
+        };
+    };
     px__shstack *sh;                  /* its shared stack; NULL: none (own, hosted) */
     union {
-        px__stack stack;              /* its own stack, unless sh */
-        struct {                      /* on sh: its bytes while not resident */
-            void *saved;
-            size_t len, cap;
-        } away;
+        struct {                      /* a C fiber (fn set at spawn) */
+            union {
+                px__stack stack;      /* its own stack, unless sh */
+                struct {              /* on sh: its bytes while not resident */
+                    void *saved;
+                    size_t len, cap;
+                } away;
+            };
+            px__context ctx;          /* sp NULL on sh: not started yet */
+        };
+        struct {                      /* hosted */
+            px_host_ops ops;
+            void *host_ctx;
+        };
     };
-    px__context ctx;                  /* sp NULL on sh: not started yet */
     px__waiter wait;                  /* its place in a primitive's queue */
     px__hold *holds;                  /* what it holds that it must release */
 };

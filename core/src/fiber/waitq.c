@@ -16,7 +16,6 @@ px__waiter *px__waitq_begin(px_fiber *f, const void *obj, int op,
     w->q = NULL;
     w->obj = obj;
     w->pass_on = pass_on;
-    w->id = f->id;
     w->op = op;
     w->result = 0;
     w->granted = 0;
@@ -132,7 +131,7 @@ void px__waitq_grant(px__waiter *w, int result)
         px__waitq_remove(w->q, w);
     w->granted = 1;
     w->result = result;
-    px_wake(w->id);
+    px_wake(px__waitq_fiber(w)->id);
 }
 
 void px__waitq_fiber_ended(px_fiber *f, int discarding)

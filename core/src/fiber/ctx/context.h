@@ -11,16 +11,37 @@
 
 #include <stddef.h>
 
+/* Which sanitizer follows the switches: its fields exist only in its builds
+** (a context is in every fiber record, and a million records add up). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PX__CONTEXT_ASAN 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define PX__CONTEXT_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(PX__CONTEXT_ASAN)
+#define PX__CONTEXT_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(PX__CONTEXT_TSAN)
+#define PX__CONTEXT_TSAN 1
+#endif
+
 typedef struct px__context px__context;
 struct px__context {
     void *sp;                 /* backend: saved stack pointer / ucontext_t * */
     void (*entry)(void *arg); /* run once on the new stack; never returns */
     void *arg;
+#ifdef PX__CONTEXT_ASAN
     const void *stack_lo; /* stack bounds, for ASan (thread: learnt lazily) */
     size_t stack_size;
     void *asan_fake;  /* ASan fake stack saved while suspended */
+#endif
+#ifdef PX__CONTEXT_TSAN
     void *tsan_fiber; /* TSan fiber handle */
     int tsan_owned;   /* created by us, so destroyed by us */
+#endif
 };
 
 /* The calling thread's own context, to switch back to. */
