@@ -623,16 +623,20 @@ typedef struct px_sched_opts {
     ** on N shared stacks of stack_size bytes each, placed round robin at spawn
     ** -- for programs with very many mostly-idle fibers.  A parked fiber then
     ** costs its record and the bytes of stack it uses (a few hundred: see
-    ** docs/performance.md), not a page of its own; the price is a copy of
-    ** those bytes at a switch to a fiber whose stack holds another's, and this
+    ** docs/performance.md), not a page of its own.  The price is a copy of
+    ** those bytes at a switch to a fiber whose stack holds another's, and a
     ** rule: while a fiber on a shared stack waits, its stack holds another
-    ** fiber's bytes, so no other fiber or thread may use a pointer into it (a
-    ** local passed to a child or a thread, a px_mutex or px_chan declared in
-    ** it); its own pointers to its locals are right whenever it runs.  The
-    ** library keeps nothing that others read on such a stack.  Fibers with an
-    ** explicit size and hosted fibers keep a stack of their own (or none).
-    ** Each shared stack has a guard below it, as a stack of its own does, and
-    ** an overflow is reported the same way.  docs/fibers.md compares the two
+    ** fiber's bytes, so no other fiber or thread may use a pointer into it
+    ** (a local passed to a child or a thread, a px_mutex declared in it, the
+    ** reason or object of a px_park_info, which the deadlock report reads
+    ** while the fiber waits); its own pointers to its locals are right
+    ** whenever it runs.  The library keeps nothing that others read on such
+    ** a stack.  If memory for a waiting fiber's copy runs out at a switch,
+    ** the process ends with "parataxis: out of memory saving a shared stack"
+    ** (a switch has nobody to return an error to).  Fibers with an explicit
+    ** size and hosted fibers keep a stack of their own (or none).  Each
+    ** shared stack has a guard below it, as a stack of its own does, and an
+    ** overflow is reported the same way.  docs/fibers.md compares the two
     ** modes.  A larger N makes px_sched_new return NULL. */
     size_t shared_stacks;
 } px_sched_opts;

@@ -1,6 +1,7 @@
 // bench_fiber.cc -- the fiber engine beside Boost.Fiber, in one process:
 //   yield round trip (two fibers), spawn + join, resident memory per parked
-//   fiber at 100,000, and 1,000,000 parked Parataxis fibers.
+//   fiber at 100,000, and 1,000,000 parked Parataxis fibers; then the same
+//   Parataxis rows on shared stacks (px_sched_opts.shared_stacks).
 // Built by make bench (tests/bench/CMakeLists.txt); by hand, from a Release build:
 //   c++ -O2 -std=c++17 -I core/include tests/bench/bench_fiber.cc
 //       build-rel/libparataxis.a -lboost_fiber -lboost_context -lpthread -o bench_fiber
@@ -90,6 +91,57 @@ static void *px_park_main(void *arg)
     return nullptr;
 }
 
+// -- Parataxis on shared stacks (px_sched_opts.shared_stacks) ------------------
+// The same bodies as above, on a scheduler whose default-size fibers share
+// `stacks` stacks: with 1, every switch between two fibers copies their bytes.
+
+static int px_run_shared(size_t stacks, px_fiber_fn fn, void *arg)
+{
+    px_sched_opts o;
+    std::memset(&o, 0, sizeof o);
+    o.shared_stacks = stacks;
+    px_sched *s = px_sched_new(&o);
+    if (s == nullptr)
+        return PX_ENOMEM;
+    int r = px_sched_post(s, fn, arg);
+    if (r == 0)
+        r = px_sched_run(s);
+    px_sched_free(s);
+    return r;
+}
+
+struct shared_rows {
+    std::vector<double> yield1, yield2, spawn1;
+};
+
+static void shared_round(shared_rows &rows)
+{
+    double y1 = 0, y2 = 0, s1 = 0;
+    px_run_shared(1, px_yield_main, &y1);   // one stack: a copy per switch
+    px_run_shared(2, px_yield_main, &y2);   // the two yielders on two stacks
+    px_run_shared(1, px_spawn_main, &s1);
+    rows.yield1.push_back(y1);
+    rows.yield2.push_back(y2);
+    rows.spawn1.push_back(s1);
+}
+
+static double median(std::vector<double> v);
+
+static void shared_report(shared_rows &rows, long big)
+{
+    std::printf("== fibers on shared stacks (px_sched_opts.shared_stacks)\n");
+    std::printf("yield round trip   1 shared stack  %7.1f ns   2 shared stacks %7.1f ns\n",
+                median(rows.yield1), median(rows.yield2));
+    std::printf("spawn + join       1 shared stack  %7.1f ns\n", median(rows.spawn1));
+    for (long n : { 100000L, big }) {
+        park_ctx c = { n, 0 };
+        int64_t t0 = px_now();
+        int r = px_run_shared(4, px_park_main, &c);
+        std::printf("%ld parked fibers, 4 shared stacks: %s, %.0f bytes each, %.2f s in all\n", n,
+                    r == 0 ? "ok" : px_strerror(r), c.kib_per * 1024, double(px_now() - t0) / 1e9);
+    }
+}
+
 // -- Boost.Fiber ----------------------------------------------------------
 
 static double bf_yield()
@@ -142,7 +194,9 @@ int main(int argc, char **argv)
     long big = argc > 1 ? std::atol(argv[1]) : 1000000;
     int rounds = argc > 2 ? std::atoi(argv[2]) : 7;
     std::vector<double> py, by, ps, bs;
+    shared_rows sr;
     for (int r = 0; r < rounds; r++) {   // interleaved, so that noise hits both
+        shared_round(sr);
         double y = 0, s = 0;
         px_run(px_yield_main, &y, nullptr);
         py.push_back(y);
@@ -165,5 +219,6 @@ int main(int argc, char **argv)
     int r = px_run(px_park_main, &big_c, nullptr);
     std::printf("%ld parked parataxis fibers: %s, %.2f KiB each, %.2f s in all\n", big,
                 r == 0 ? "ok" : px_strerror(r), big_c.kib_per, double(px_now() - t0) / 1e9);
+    shared_report(sr, big);
     return 0;
 }
