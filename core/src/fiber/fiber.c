@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/compiler.h"
 #include "base/deadline.h"
 #include "fiber/fiber.h"
 #include "base/trace.h"
@@ -20,12 +21,20 @@
 
 /* -- records -------------------------------------------------------------- */
 
+/* The end of a C fiber, out of line: px__fiber_main's frame lies under the
+** body's for the fiber's whole life, and on a shared stack it is copied with
+** every parked fiber's bytes, so it keeps only what the call needs. */
+static PX_NOINLINE void fiber_finish(px_fiber *f)
+{
+    px__fiber_end(f->s, f);
+    px__context_switch_final(&f->ctx, &f->s->ctx);
+}
+
 void px__fiber_main(void *arg)
 {
     px_fiber *f = arg;
     f->result = f->fn(f->arg);
-    px__fiber_end(f->s, f);
-    px__context_switch_final(&f->ctx, &f->s->ctx);
+    fiber_finish(f);
 }
 
 static px_fiber *rec_alloc(px_sched *s)
@@ -379,15 +388,13 @@ void px__fiber_expired(px_sched *s, px_fiber *f, int64_t now)
     px__fiber_unpark(s, f, r);
 }
 
-int px_park_with(const px_park_info *info)
+/* Parks the running fiber f with what f->park says.  The info lives in the
+** record, not in a frame of the parking call: it is what the deadlock report
+** reads, and a frame under a parked fiber costs memory on a shared stack. */
+int px__fiber_park(px_fiber *f)
 {
-    if (info == NULL)
-        return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return PX_ENOFIBER;
     px_sched *s = f->s;
-    f->park = *info;
+    const px_park_info *info = &f->park;
     int r = px__scope_check(f);
     if (r != 0) {
         /* A scope fired already: the park ends before it begins.  A sleep
@@ -419,10 +426,24 @@ int px_park_with(const px_park_info *info)
     return f->park_result;
 }
 
+int px_park_with(const px_park_info *info)
+{
+    if (info == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    f->park = *info;
+    return px__fiber_park(f);
+}
+
 int px_park(const char *reason, void (*dereg)(void *ctx), void *ctx)
 {
-    px_park_info pi = { .reason = reason, .dereg = dereg, .ctx = ctx };
-    return px_park_with(&pi);
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    f->park = (px_park_info){ .reason = reason, .dereg = dereg, .ctx = ctx };
+    return px__fiber_park(f);
 }
 
 int px_park_result(void)

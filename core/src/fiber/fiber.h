@@ -243,6 +243,8 @@ void px__fiber_unpark(px_sched *s, px_fiber *f, int code);
 int px__fiber_wake(px_sched *s, uint64_t id);
 void px__fiber_expired(px_sched *s, px_fiber *f, int64_t now);
 void px__fiber_park_finish(px_fiber *f);
+/* px_park_with for the running fiber f, with the info already in f->park. */
+int px__fiber_park(px_fiber *f);
 void px__fiber_discard(px_sched *s, px_fiber *f);
 void px__fiber_end(px_sched *s, px_fiber *f);
 void px__fiber_reap(px_sched *s, px_fiber *f);

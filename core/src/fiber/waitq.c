@@ -99,13 +99,14 @@ static int outcome(px__waiter *w, int park_result)
 
 int px__waitq_wait(px__waitq *q, px__waiter *w, const px_park_info *info)
 {
-    px_park_info pi = *info;
-    pi.dereg = waiter_dereg;
-    pi.ctx = w;
+    px_fiber *f = px__waitq_fiber(w);   /* the caller */
+    f->park = *info;                    /* in the record, not in this frame */
+    f->park.dereg = waiter_dereg;
+    f->park.ctx = w;
     waitq_append(q, w);
     int r;
     do   /* anybody may px_wake any id: a wake without a grant is not ours */
-        r = px_park_with(&pi);
+        r = px__fiber_park(f);
     while (r == 0 && !w->granted);
     if (r == PX_EYIELD)
         return r;
