@@ -5,10 +5,10 @@
 **
 ** A shared stack holds the bytes of one fiber at a time, its resident.  When
 ** the scheduler is about to switch to a fiber of that stack that is not its
-** resident, it copies the resident's bytes -- from its saved stack pointer to
-** the top -- into the resident's record (f->away), then copies the incoming
-** fiber's bytes back to the same addresses, and only then switches.  The
-** copies run on the scheduler's stack, never on the shared one: the engine
+** resident, it copies the resident's bytes -- from its saved stack pointer up
+** to the top of what a fiber uses -- into the resident's record (f->away),
+** then copies the incoming fiber's bytes back to the same addresses, and only
+** then switches.  The copies run on the scheduler's stack, never on the shared one: the engine
 ** switches between a fiber and its scheduler only, never from a fiber to
 ** another.  A fiber's bytes always go back to the addresses they came from,
 ** so pointers into its own stack are right whenever it runs; while it waits
@@ -25,9 +25,11 @@
 
 #include "fiber/fiber.h"
 
+/* The top of what any fiber of sh uses: the bytes above it are the same for
+** all of them (a part of the first frame, context.h), so no copy holds them. */
 static char *top_of(const px__shstack *sh)
 {
-    return (char *)sh->stack.lo + sh->stack.size;
+    return px__context_top(sh->stack.lo, sh->stack.size);
 }
 
 int px__shared_place(px_sched *s, px_fiber *f)
@@ -82,7 +84,8 @@ const px__stack *px__shared_enter(px_fiber *f)
     if (f->ctx.sp == NULL)   /* its first turn */
         px__context_make(&f->ctx, sh->stack.lo, sh->stack.size, px__fiber_main, f);
     else
-        px__context_stack_in(sh->stack.lo, sh->stack.size, f->away.saved, f->away.len);
+        px__context_stack_in(sh->stack.lo, sh->stack.size, top_of(sh) - f->away.len,
+                             f->away.saved, f->away.len);
     return &sh->stack;
 }
 

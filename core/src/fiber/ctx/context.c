@@ -64,19 +64,15 @@ static void tsan_reap(void)
 #define tsan_reap()        ((void)0)
 #endif
 
-void px__ctx_entry(px__context *c)
+void px__ctx_start(void)
 {
     asan_finish(NULL);
     tsan_reap();
-    c->entry(c->arg);
-    abort(); /* entry must not return: nothing to return to */
 }
 
 void px__context_init_thread(px__context *c)
 {
     c->sp = NULL;
-    c->entry = NULL;
-    c->arg = NULL;
 #ifdef PX__CONTEXT_ASAN
     c->stack_lo = NULL;
     c->stack_size = 0;
@@ -92,8 +88,6 @@ int px__context_make(px__context *c, void *stack_lo, size_t size, void (*entry)(
                      void *arg)
 {
     px__context_init_thread(c);
-    c->entry = entry;
-    c->arg = arg;
 #ifdef PX__CONTEXT_TSAN
     c->tsan_fiber = NULL; /* created at its first run */
     c->tsan_owned = 1;
@@ -105,7 +99,7 @@ int px__context_make(px__context *c, void *stack_lo, size_t size, void (*entry)(
    * (a fiber freed while parked never unwound them): clear them. */
     __asan_unpoison_memory_region(stack_lo, size);
 #endif
-    px__ctx_prepare(c, stack_lo, size);
+    px__ctx_prepare(c, stack_lo, size, entry, arg);
     return 0;
 }
 
@@ -138,6 +132,11 @@ void px__context_destroy(px__context *c)
 #endif
 }
 
+void *px__context_top(void *stack_lo, size_t size)
+{
+    return px__ctx_top(stack_lo, size);
+}
+
 void *px__context_low(const px__context *c, const void *stack_lo)
 {
     char *low = px__ctx_low(c->sp);
@@ -164,8 +163,8 @@ void px__context_stack_out(void *buf, const void *lo, size_t n)
     memcpy(buf, lo, n);
 }
 
-void px__context_stack_in(void *stack_lo, size_t size, const void *buf, size_t n)
+void px__context_stack_in(void *stack_lo, size_t size, void *at, const void *buf, size_t n)
 {
     unpoison(stack_lo, size);
-    memcpy((char *)stack_lo + size - n, buf, n);
+    memcpy(at, buf, n);
 }

@@ -31,8 +31,6 @@
 typedef struct px__context px__context;
 struct px__context {
     void *sp;                 /* backend: saved stack pointer / ucontext_t * */
-    void (*entry)(void *arg); /* run once on the new stack; never returns */
-    void *arg;
 #ifdef PX__CONTEXT_ASAN
     const void *stack_lo; /* stack bounds, for ASan (thread: learnt lazily) */
     size_t stack_size;
@@ -46,7 +44,8 @@ struct px__context {
 
 /* The calling thread's own context, to switch back to. */
 void px__context_init_thread(px__context *c);
-/* A new context that will run entry(arg) on [stack_lo, stack_lo + size).
+/* A new context that will run entry(arg), which must not return, on
+ * [stack_lo, stack_lo + size).
  * 0 or PX_ENOMEM. */
 int px__context_make(px__context *c, void *stack_lo, size_t size, void (*entry)(void *arg),
                      void *arg);
@@ -59,17 +58,20 @@ void px__context_destroy(px__context *c);
 
 /*
 ** Stacks shared by several contexts, one resident at a time (the fiber
-** engine's shared stacks): the bytes of a suspended context run from
-** px__context_low(c) (never below stack_lo) to the top of its stack.
-** px__context_stack_out copies n such bytes from lo to buf;
-** px__context_stack_in copies n bytes from buf to the top n bytes of the stack
-** [stack_lo, stack_lo + size).  Both run on another stack than the one they
-** copy, and tell ASan that its bytes are no frames' redzones any more: that
-** shadow state belongs to frames that left (of another context, or saved).
+** engine's shared stacks): the bytes of a suspended context made on [stack_lo,
+** stack_lo + size) run from px__context_low(c, stack_lo) up to
+** px__context_top(stack_lo, size) (above it: a part of the first frame that
+** is the same for every context made there and never changes).
+** px__context_stack_out copies n bytes from lo to buf; px__context_stack_in
+** copies n bytes from buf to `at`, on the stack [stack_lo, stack_lo + size).
+** Both run on another stack than the one they copy, and tell ASan that its
+** bytes are no frames' redzones any more: that shadow state belongs to frames
+** that left (of another context, or saved).
 */
 void *px__context_low(const px__context *c, const void *stack_lo);
+void *px__context_top(void *stack_lo, size_t size);
 void px__context_stack_out(void *buf, const void *lo, size_t n);
-void px__context_stack_in(void *stack_lo, size_t size, const void *buf, size_t n);
+void px__context_stack_in(void *stack_lo, size_t size, void *at, const void *buf, size_t n);
 
 /* Backend name, "asm" or "ucontext" (for benchmarks and tests). */
 const char *px__ctx_backend(void);
