@@ -1039,8 +1039,10 @@ typedef int (*px_scope_fn)(void *arg);
 ** returns what body returned (a body usually returns the PX_ETIMEDOUT its park
 ** got).  An `ns` too long for the clock means never; `ns` 0 makes the first park
 ** inside return PX_ETIMEDOUT at once.  Scopes pushed inside body and left open
-** are closed when it returns.  Returns PX_EINVAL (NULL body, negative ns) or
-** PX_ENOFIBER off-fiber without running body.  Thread: scheduler (not in a
+** are closed when it returns.  Returns PX_EINVAL (NULL body, negative ns),
+** PX_ENOFIBER off-fiber, or PX_ENOMEM in a fiber on a shared stack (its scope
+** lives on the heap there: see px_sched_opts.shared_stacks) when out of
+** memory, without running body.  Thread: scheduler (not in a
 ** hosted fiber without suspend: use the push/pop form).  Parks: whatever body
 ** does.
 */
@@ -1049,9 +1051,9 @@ PX_API int px_with_timeout(int64_t ns, px_scope_fn body, void *arg);
 /*
 ** Runs body(arg) with every park inside interrupted, with PX_ECANCELED, once
 ** `token` is cancelled (at once if it is already), and returns what body
-** returned.  PX_EINVAL (NULL token or body) or PX_ENOFIBER as above, without
-** running body; PX_EFORKED for a token made before a fork.  The token must
-** outlive the call.  Thread: scheduler (not in a hosted fiber without suspend).
+** returned.  PX_EINVAL (NULL token or body), PX_ENOFIBER or PX_ENOMEM as
+** above, without running body; PX_EFORKED for a token made before a fork.  The
+** token must outlive the call.  Thread: scheduler (not in a hosted fiber without suspend).
 ** Parks: whatever body does.
 */
 PX_API int px_with_cancel(px_token *token, px_scope_fn body, void *arg);
