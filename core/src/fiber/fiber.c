@@ -257,11 +257,12 @@ int px_join(px_fiber *f, void **result)
         *p = me;
         me->joining = f;
     }
-    px_park_info pi = { .reason = "fiber join", .dereg = join_dereg, .ctx = me,
-                        .object = f, .kind = "fiber", .holders = join_holders };
+    /* In the record, not in this frame, which lies under the parked fiber. */
+    me->park = (px_park_info){ .reason = "fiber join", .dereg = join_dereg, .ctx = me,
+                               .object = f, .kind = "fiber", .holders = join_holders };
     int r;
     do   /* a px_wake from elsewhere is not f's end: wait on */
-        r = px_park_with(&pi);
+        r = px__fiber_park(me);
     while (r == 0 && me->joining == f);
     if (r == 0 && result)
         *result = me->joined;
