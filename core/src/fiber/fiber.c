@@ -335,8 +335,8 @@ int px_sleep_until(int64_t deadline)
         return r ? r : px_yield();
     }
     f->sleep_until = px__deadline_finite(deadline);   /* px__fiber_unpark resets it */
-    px_park_info pi = { .reason = "sleep" };
-    return px_park_with(&pi);
+    f->park = (px_park_info){ .reason = "sleep" };   /* in the record, not in this frame */
+    return px__fiber_park(f);
 }
 
 int px_sleep(int64_t ns)

@@ -100,7 +100,8 @@ static int outcome(px__waiter *w, int park_result)
 int px__waitq_wait(px__waitq *q, px__waiter *w, const px_park_info *info)
 {
     px_fiber *f = px__waitq_fiber(w);   /* the caller */
-    f->park = *info;                    /* in the record, not in this frame */
+    f->park = *info;                    /* in the record, not in a frame */
+    f->park.object = w->obj;
     f->park.dereg = waiter_dereg;
     f->park.ctx = w;
     waitq_append(q, w);
