@@ -6,7 +6,7 @@
 //   c++ -O2 -std=c++17 -I core/include tests/bench/bench_fiber.cc
 //       build-rel/libparataxis.a -lboost_fiber -lboost_context -lpthread -o bench_fiber
 // Run: ./bench_fiber [parked fibers for the big run, default 1000000] [rounds, default 7]
-// (it runs itself as `bench_fiber --shared-parked N` for the shared-stack memory rows)
+// (it runs itself as `bench_fiber --shared-parked N [mutex]` for the shared-stack memory rows)
 #include <boost/fiber/all.hpp>
 
 #include <algorithm>
@@ -128,17 +128,49 @@ static void shared_round(shared_rows &rows)
 
 static double median(std::vector<double> v);
 
-// `bench_fiber --shared-parked N`: N parked fibers on 4 shared stacks, in a
-// process of their own.  A few hundred bytes a fiber is less than the memory
-// the rounds before free into the allocator's arena, so measured after them
-// the figure would count reused memory as free.
-static int shared_parked_child(long n)
+// N fibers waiting in px_mutex_lock for a mutex the main fiber holds.
+static px_mutex *shared_mu;
+
+static void *px_mutex_waiter(void *)
+{
+    px_mutex_lock(shared_mu);
+    px_mutex_unlock(shared_mu);
+    return nullptr;
+}
+
+static void *px_mutex_park_main(void *arg)
+{
+    park_ctx *c = (park_ctx *)arg;
+    std::vector<px_fiber *> f(c->n);
+    shared_mu = px_mutex_new();
+    px_mutex_lock(shared_mu);
+    long before = rss_kib();
+    for (long i = 0; i < c->n; i++)
+        f[i] = px_spawn(px_mutex_waiter, nullptr);
+    px_yield();                          // every one runs and waits
+    c->kib_per = double(rss_kib() - before) / c->n;
+    px_mutex_unlock(shared_mu);
+    for (long i = 0; i < c->n; i++) {
+        px_join(f[i], nullptr);
+        px_fiber_release(f[i]);
+    }
+    px_mutex_free(shared_mu);
+    return nullptr;
+}
+
+// `bench_fiber --shared-parked N [mutex]`: N fibers parked (in px_park, or
+// waiting for a mutex) on 4 shared stacks, in a process of their own.  A few
+// hundred bytes a fiber is less than the memory the rounds before free into
+// the allocator's arena, so measured after them the figure would count
+// reused memory as free.
+static int shared_parked_child(long n, bool mutex)
 {
     park_ctx c = { n, 0 };
     int64_t t0 = px_now();
-    int r = px_run_shared(4, px_park_main, &c);
-    std::printf("%ld parked fibers, 4 shared stacks: %s, %.0f bytes each, %.2f s in all\n", n,
-                r == 0 ? "ok" : px_strerror(r), c.kib_per * 1024, double(px_now() - t0) / 1e9);
+    int r = px_run_shared(4, mutex ? px_mutex_park_main : px_park_main, &c);
+    std::printf("%ld fibers %s, 4 shared stacks: %s, %.0f bytes each, %.2f s in all\n", n,
+                mutex ? "waiting for a mutex" : "parked", r == 0 ? "ok" : px_strerror(r),
+                c.kib_per * 1024, double(px_now() - t0) / 1e9);
     return r != 0;
 }
 
@@ -149,11 +181,15 @@ static void shared_report(shared_rows &rows, long big, const char *self)
                 median(rows.yield1), median(rows.yield2));
     std::printf("spawn + join       1 shared stack  %7.1f ns\n", median(rows.spawn1));
     std::fflush(stdout);
-    for (long n : { 100000L, big }) {
+    const char *runs[][2] = { { "100000", "" }, { nullptr, "" }, { nullptr, " mutex" } };
+    char big_s[32];
+    std::snprintf(big_s, sizeof big_s, "%ld", big);
+    for (auto &run : runs) {
         char cmd[4096];
-        std::snprintf(cmd, sizeof cmd, "'%s' --shared-parked %ld", self, n);
+        std::snprintf(cmd, sizeof cmd, "'%s' --shared-parked %s%s", self,
+                      run[0] ? run[0] : big_s, run[1]);
         if (std::system(cmd) != 0)
-            std::printf("%ld parked fibers, 4 shared stacks: failed (%s)\n", n, cmd);
+            std::printf("shared stacks: failed (%s)\n", cmd);
     }
 }
 
@@ -207,7 +243,7 @@ static double median(std::vector<double> v)
 int main(int argc, char **argv)
 {
     if (argc > 2 && std::strcmp(argv[1], "--shared-parked") == 0)
-        return shared_parked_child(std::atol(argv[2]));
+        return shared_parked_child(std::atol(argv[2]), argc > 3 && !std::strcmp(argv[3], "mutex"));
     long big = argc > 1 ? std::atol(argv[1]) : 1000000;
     int rounds = argc > 2 ? std::atoi(argv[2]) : 7;
     std::vector<double> py, by, ps, bs;
