@@ -10,6 +10,8 @@
 
 #include "../check.h"
 
+static px_sched *running;   /* the scheduler of run_shared */
+
 /* Runs main(arg) as the first fiber of a scheduler with `shared` shared
 ** stacks; returns what px_sched_run returned. */
 static int run_shared(size_t shared, px_fiber_fn main, void *arg)
@@ -17,7 +19,7 @@ static int run_shared(size_t shared, px_fiber_fn main, void *arg)
     px_sched_opts o;
     memset(&o, 0, sizeof o);
     o.shared_stacks = shared;
-    px_sched *s = px_sched_new(&o);
+    px_sched *s = running = px_sched_new(&o);
     CHECK(s != NULL);
     CHECK_EQ(px_sched_post(s, main, arg), 0);
     int r = px_sched_run(s);
@@ -502,6 +504,77 @@ static void test_deadlock_report(void)
     px_mutex_free(dm[1]);
 }
 
+/* -- hosted fibers -------------------------------------------------------------- */
+
+/* A host that cannot switch inside C (as Lua): each resume runs to the next
+** park, which returns PX_EYIELD. */
+typedef struct host {
+    int step, released;
+    void *got;
+} host;
+
+static px_chan *hch;
+
+static int host_resume(void *ctx)
+{
+    host *h = ctx;
+    switch (h->step++) {
+    case 0:
+        CHECK_EQ(px_chan_recv(hch, &h->got), PX_EYIELD);   /* a C fiber sends */
+        return 0;
+    case 1:
+        CHECK_EQ(px_chan_recv(hch, &h->got), 0);           /* collects it */
+        CHECK_EQ(px_sleep(PX_MSEC(1)), PX_EYIELD);
+        return 0;
+    default:
+        CHECK_EQ(px_park_result(), 0);
+        return PX_HOST_DONE;
+    }
+}
+
+static void host_release(void *ctx)
+{
+    ((host *)ctx)->released++;
+}
+
+static void *host_sender(void *arg)
+{
+    scribble_and_yield();   /* a stack full of 0x5a while the host waits */
+    CHECK_EQ(px_chan_send(hch, arg), 0);
+    return NULL;
+}
+
+static void *hosted_main(void *arg)
+{
+    host *h = arg;
+    px_host_ops ops = { host_resume, NULL, host_release };
+    px_fiber *hf = px_spawn_hosted(running, &ops, h);
+    CHECK(hf != NULL);
+    px_fiber *c = px_spawn(host_sender, &hch);
+    CHECK(c != NULL);
+    void *r = &r;
+    CHECK_EQ(px_join(hf, &r), 0);
+    CHECK(r == NULL);                   /* a hosted fiber's result */
+    CHECK_EQ(px_join(c, NULL), 0);
+    px_fiber_release(hf);
+    px_fiber_release(c);
+    return NULL;
+}
+
+/* A scheduler with shared stacks runs hosted fibers as any: they have no C
+** stack of the library's, and their record keeps the host's ops where a C
+** fiber keeps its stack. */
+static void test_hosted_fibers_beside_shared_stacks(void)
+{
+    host h = { 0, 0, NULL };
+    CHECK((hch = px_chan_new(0)) != NULL);
+    CHECK_EQ(run_shared(1, hosted_main, &h), 0);
+    CHECK_EQ(h.step, 3);
+    CHECK(h.got == &hch);
+    CHECK_EQ(h.released, 1);
+    CHECK_EQ(px_chan_free(hch), 0);
+}
+
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
@@ -518,6 +591,7 @@ int main(int argc, char **argv)
         { "free_discards_parked_scopes", test_free_discards_parked_scopes },
         { "sync_family", test_sync_family },
         { "deadlock_report", test_deadlock_report },
+        { "hosted_fibers_beside_shared_stacks", test_hosted_fibers_beside_shared_stacks },
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
         if (!only || strcmp(only, tests[i].name) == 0) {
