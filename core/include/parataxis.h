@@ -568,7 +568,10 @@ PX_API void px_timer_free(px_timer *t);
 ** canary; a runaway on a stack of non-default size past the budget (canary
 ** only, no guard); the overflow of a hosted fiber or of the scheduler's own
 ** thread; any overflow once the program replaced the library's SIGSEGV handler
-** (installed with the first stack pool).  docs/fibers.md has the details.
+** (installed with the first stack pool).  A shared stack
+** (px_sched_opts.shared_stacks) is one mapping with a guard of its own: its
+** fibers' overflows are reported as on a guarded stack.  docs/fibers.md has
+** the details.
 **
 ** With PARATAXIS_TRACE set in the environment to anything but "" or "0" (read
 ** once per process, by the first px_sched_new or px_sched_run), every scheduler
@@ -614,7 +617,32 @@ typedef struct px_sched_opts {
     ** being reported as a deadlock.  For a host that, like px_run, gives its
     ** caller no scheduler to hold for that thread (the Python binding's run). */
     int token_scopes_hold;
+    /* 0: every fiber has a stack of its own (the default).  N > 0, at most
+    ** PX_SHARED_STACKS_MAX: the fibers of the default size (px_spawn,
+    ** px_spawn_sized with 0, px_sched_post, px_sched_executor's handlers) run
+    ** on N shared stacks of stack_size bytes each, placed round robin at spawn
+    ** -- for programs with very many mostly-idle fibers.  A parked fiber then
+    ** costs its record and the bytes of stack it uses (a few hundred: see
+    ** docs/performance.md), not a page of its own.  The price is a copy of
+    ** those bytes at a switch to a fiber whose stack holds another's, and a
+    ** rule: while a fiber on a shared stack waits, its stack holds another
+    ** fiber's bytes, so no other fiber or thread may use a pointer into it
+    ** (a local passed to a child or a thread, a px_mutex declared in it, the
+    ** reason or object of a px_park_info, which the deadlock report reads
+    ** while the fiber waits); its own pointers to its locals are right
+    ** whenever it runs.  The library keeps nothing that others read on such
+    ** a stack.  If memory for a waiting fiber's copy runs out at a switch,
+    ** the process ends with "parataxis: out of memory saving a shared stack"
+    ** (a switch has nobody to return an error to).  Fibers with an explicit
+    ** size and hosted fibers keep a stack of their own (or none).  Each
+    ** shared stack has a guard below it, as a stack of its own does, and an
+    ** overflow is reported the same way.  docs/fibers.md compares the two
+    ** modes.  A larger N makes px_sched_new return NULL. */
+    size_t shared_stacks;
 } px_sched_opts;
+
+/* The most shared stacks a scheduler may have (px_sched_opts.shared_stacks). */
+#define PX_SHARED_STACKS_MAX 4096
 
 /*
 ** Runs a whole fiber program on the calling thread: makes a scheduler with the
@@ -638,7 +666,8 @@ PX_API int px_run(px_fiber_fn main, void *arg, void **result);
 ** Returns a new scheduler, not yet running, or NULL when out of memory or file
 ** descriptors (each scheduler owns an eventfd), when the process has run out of
 ** scheduler ids, or when opts->stack_size cannot be mapped at all (a trial
-** reservation of that much address space fails).  `opts` may be NULL (the
+** reservation of that much address space fails) or opts->shared_stacks exceeds
+** PX_SHARED_STACKS_MAX.  `opts` may be NULL (the
 ** defaults); it is copied.  The first call in a process reads PARATAXIS_TRACE.
 ** The caller owns the scheduler and releases it with px_sched_free.
 ** Thread: any.  Parks: no.
@@ -791,7 +820,9 @@ PX_API int px_sched_unhold(px_sched *s);
 ** the new fiber first runs once the caller yields, parks or ends.
 ** px_spawn_sized takes `stack_size` bytes, rounded up to pages (0 for the
 ** default); a size other than the default gets a mapping of its own, not pooled
-** and unmapped when the fiber ends.
+** and unmapped when the fiber ends.  On a scheduler with shared stacks
+** (px_sched_opts.shared_stacks), the default size (0) puts the fiber on one of
+** them and an explicit size, even the default's value, gives it its own.
 ** Returns a handle for px_join and px_fiber_release; NULL off-fiber or from
 ** another thread (no current scheduler), for NULL fn, when out of memory (the
 ** record, the stack, the id table; also a stack_size that cannot be mapped, such
@@ -1008,8 +1039,10 @@ typedef int (*px_scope_fn)(void *arg);
 ** returns what body returned (a body usually returns the PX_ETIMEDOUT its park
 ** got).  An `ns` too long for the clock means never; `ns` 0 makes the first park
 ** inside return PX_ETIMEDOUT at once.  Scopes pushed inside body and left open
-** are closed when it returns.  Returns PX_EINVAL (NULL body, negative ns) or
-** PX_ENOFIBER off-fiber without running body.  Thread: scheduler (not in a
+** are closed when it returns.  Returns PX_EINVAL (NULL body, negative ns),
+** PX_ENOFIBER off-fiber, or PX_ENOMEM in a fiber on a shared stack (its scope
+** lives on the heap there: see px_sched_opts.shared_stacks) when out of
+** memory, without running body.  Thread: scheduler (not in a
 ** hosted fiber without suspend: use the push/pop form).  Parks: whatever body
 ** does.
 */
@@ -1018,9 +1051,9 @@ PX_API int px_with_timeout(int64_t ns, px_scope_fn body, void *arg);
 /*
 ** Runs body(arg) with every park inside interrupted, with PX_ECANCELED, once
 ** `token` is cancelled (at once if it is already), and returns what body
-** returned.  PX_EINVAL (NULL token or body) or PX_ENOFIBER as above, without
-** running body; PX_EFORKED for a token made before a fork.  The token must
-** outlive the call.  Thread: scheduler (not in a hosted fiber without suspend).
+** returned.  PX_EINVAL (NULL token or body), PX_ENOFIBER or PX_ENOMEM as
+** above, without running body; PX_EFORKED for a token made before a fork.  The
+** token must outlive the call.  Thread: scheduler (not in a hosted fiber without suspend).
 ** Parks: whatever body does.
 */
 PX_API int px_with_cancel(px_token *token, px_scope_fn body, void *arg);

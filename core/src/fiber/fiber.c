@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/compiler.h"
 #include "base/deadline.h"
 #include "fiber/fiber.h"
 #include "base/trace.h"
@@ -20,12 +21,20 @@
 
 /* -- records -------------------------------------------------------------- */
 
-static void fiber_main(void *arg)
+/* The end of a C fiber, out of line: px__fiber_main's frame lies under the
+** body's for the fiber's whole life, and on a shared stack it is copied with
+** every parked fiber's bytes, so it keeps only what the call needs. */
+static PX_NOINLINE void fiber_finish(px_fiber *f)
+{
+    px__fiber_end(f->s, f);
+    px__context_switch_final(&f->ctx, &f->s->ctx);
+}
+
+void px__fiber_main(void *arg)
 {
     px_fiber *f = arg;
     f->result = f->fn(f->arg);
-    px__fiber_end(f->s, f);
-    px__context_switch_final(&f->ctx, &f->s->ctx);
+    fiber_finish(f);
 }
 
 static px_fiber *rec_alloc(px_sched *s)
@@ -52,7 +61,8 @@ static void rec_recycle(px_sched *s, px_fiber *f)
     s->nfree++;
 }
 
-/* Makes a fiber and queues it; fn NULL makes a hosted one (no stack). */
+/* Makes a fiber and queues it; fn NULL makes a hosted one (no stack).  With
+** shared stacks, a fiber of the default size (0) goes on one of them. */
 px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_size)
 {
     px_fiber *f = rec_alloc(s);
@@ -67,13 +77,19 @@ px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_siz
         rec_recycle(s, f);
         return NULL;
     }
-    if (fn != NULL) {
+    if (fn != NULL && stack_size == 0 && s->shared != NULL) {
+        if (px__shared_place(s, f) != 0) {   /* its context is made at its first turn */
+            px__sched_id_remove(s, f->id);
+            rec_recycle(s, f);
+            return NULL;
+        }
+    } else if (fn != NULL) {
         if (px__stack_get(s->pool, stack_size, &f->stack) != 0) {
             px__sched_id_remove(s, f->id);
             rec_recycle(s, f);
             return NULL;
         }
-        if (px__context_make(&f->ctx, f->stack.lo, f->stack.size, fiber_main, f) != 0) {
+        if (px__context_make(&f->ctx, f->stack.lo, f->stack.size, px__fiber_main, f) != 0) {
             px__stack_put(s->pool, &f->stack);
             px__sched_id_remove(s, f->id);
             rec_recycle(s, f);
@@ -127,6 +143,9 @@ static void release_running(px_sched *s, px_fiber *f)
     if (f->hosted) {
         if (f->ops.release)
             f->ops.release(f->host_ctx);
+    } else if (f->sh != NULL) {
+        px__context_destroy(&f->ctx);
+        px__shared_release(f);
     } else {
         px__context_destroy(&f->ctx);
         px__stack_put(s->pool, &f->stack);
@@ -238,11 +257,12 @@ int px_join(px_fiber *f, void **result)
         *p = me;
         me->joining = f;
     }
-    px_park_info pi = { .reason = "fiber join", .dereg = join_dereg, .ctx = me,
-                        .object = f, .kind = "fiber", .holders = join_holders };
+    /* In the record, not in this frame, which lies under the parked fiber. */
+    me->park = (px_park_info){ .reason = "fiber join", .dereg = join_dereg, .ctx = me,
+                               .object = f, .kind = "fiber", .holders = join_holders };
     int r;
     do   /* a px_wake from elsewhere is not f's end: wait on */
-        r = px_park_with(&pi);
+        r = px__fiber_park(me);
     while (r == 0 && me->joining == f);
     if (r == 0 && result)
         *result = me->joined;
@@ -315,8 +335,8 @@ int px_sleep_until(int64_t deadline)
         return r ? r : px_yield();
     }
     f->sleep_until = px__deadline_finite(deadline);   /* px__fiber_unpark resets it */
-    px_park_info pi = { .reason = "sleep" };
-    return px_park_with(&pi);
+    f->park = (px_park_info){ .reason = "sleep" };   /* in the record, not in this frame */
+    return px__fiber_park(f);
 }
 
 int px_sleep(int64_t ns)
@@ -369,15 +389,13 @@ void px__fiber_expired(px_sched *s, px_fiber *f, int64_t now)
     px__fiber_unpark(s, f, r);
 }
 
-int px_park_with(const px_park_info *info)
+/* Parks the running fiber f with what f->park says.  The info lives in the
+** record, not in a frame of the parking call: it is what the deadlock report
+** reads, and a frame under a parked fiber costs memory on a shared stack. */
+int px__fiber_park(px_fiber *f)
 {
-    if (info == NULL)
-        return PX_EINVAL;
-    px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return PX_ENOFIBER;
     px_sched *s = f->s;
-    f->park = *info;
+    const px_park_info *info = &f->park;
     int r = px__scope_check(f);
     if (r != 0) {
         /* A scope fired already: the park ends before it begins.  A sleep
@@ -409,10 +427,24 @@ int px_park_with(const px_park_info *info)
     return f->park_result;
 }
 
+int px_park_with(const px_park_info *info)
+{
+    if (info == NULL)
+        return PX_EINVAL;
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    f->park = *info;
+    return px__fiber_park(f);
+}
+
 int px_park(const char *reason, void (*dereg)(void *ctx), void *ctx)
 {
-    px_park_info pi = { .reason = reason, .dereg = dereg, .ctx = ctx };
-    return px_park_with(&pi);
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    f->park = (px_park_info){ .reason = reason, .dereg = dereg, .ctx = ctx };
+    return px__fiber_park(f);
 }
 
 int px_park_result(void)

@@ -41,7 +41,6 @@ struct px__waiter {
     px__waitq *q;             /* the queue it is on; NULL once off it */
     const void *obj;         /* the object of the wait under way or uncollected */
     void (*pass_on)(px__waiter *w);  /* interrupted after a grant: hand it on */
-    uint64_t id;             /* the fiber's id */
     int op;                  /* the primitive's: what the fiber waits for */
     int result;              /* set by the grant: what the operation returns */
     unsigned char granted;   /* the releasing side handed over */
@@ -62,7 +61,8 @@ struct px__hold {
 };
 
 /*
-** A scope, on the C stack of px_with_* or on the heap for the push/pop form.
+** A scope, on the C stack of px_with_* (on the heap for a fiber on a shared
+** stack) or on the heap for the push/pop form.
 ** `eff` is the nearest deadline of this scope and every outer one, so a park
 ** reads one field to know its bound.
 */
@@ -72,12 +72,23 @@ struct px__scope {
     int64_t eff;
     px_token *token;         /* NULL: no token */
     int fired;               /* 0, PX_ETIMEDOUT or PX_ECANCELED */
-    unsigned heap : 1;       /* made by a push: freed by its pop */
+    unsigned heap : 1;       /* made by a push: its pop closes it */
+    unsigned alloc : 1;      /* on the heap: freed when it closes */
     /* While open with a token: in that token's watchers (under its lock). */
     px__list watch;
     px_sched *sched;
     uint64_t fiber_id;
 };
+
+/*
+** A stack that several fibers run on in turn (shared.c): one mapping with a
+** guard; the bytes on it are the resident fiber's, and every other fiber of
+** it keeps its own in a buffer of its record's (f->away) while it waits.
+*/
+typedef struct px__shstack {
+    px__stack stack;
+    px_fiber *resident;      /* whose bytes are on it; NULL: nobody's */
+} px__shstack;
 
 struct px_fiber {
     uint64_t id;
@@ -96,13 +107,35 @@ struct px_fiber {
     unsigned char released;          /* the handle was given up */
     unsigned char hosted;
     unsigned char dereg_due;         /* interrupted: dereg not run yet */
-    px_fiber_fn fn;
-    void *arg, *result;
-    void *joined;                    /* result of the fiber it joined, once it ended */
-    px_host_ops ops;
-    void *host_ctx;
-    px__stack stack;
-    px__context ctx;
+    /* Unions of what is never needed at once: a record is kept per parked
+    ** fiber, and with shared stacks it is most of what a parked fiber costs. */
+    union {
+        struct {                     /* until it starts */
+            px_fiber_fn fn;
+            void *arg;
+        };
+        struct {                     /* once it ran */
+            void *result;            /* what it returned, once it ended */
+            void *joined;            /* result of the fiber it joined, once that ended */
+        };
+    };
+    px__shstack *sh;                  /* its shared stack; NULL: none (own, hosted) */
+    union {
+        struct {                      /* a C fiber (fn set at spawn) */
+            union {
+                px__stack stack;      /* its own stack, unless sh */
+                struct {              /* on sh: its bytes while not resident */
+                    void *saved;
+                    size_t len, cap;
+                } away;
+            };
+            px__context ctx;          /* sp NULL on sh: not started yet */
+        };
+        struct {                      /* hosted */
+            px_host_ops ops;
+            void *host_ctx;
+        };
+    };
     px__waiter wait;                  /* its place in a primitive's queue */
     px__hold *holds;                  /* what it holds that it must release */
 };
@@ -130,6 +163,8 @@ struct px_sched {
     size_t nfree;
     px__tset tset;
     px__stack_pool *pool;
+    px__shstack *shared;     /* opts.shared_stacks of them, mapped when first used */
+    size_t shared_next;      /* the one the next fiber goes to (round robin) */
     px_sched_opts opts;      /* as given (zeroed for NULL) */
     int64_t slack_ns;        /* opts.timer_slack_ns, bounded (deadline.h) */
 
@@ -208,9 +243,25 @@ void px__fiber_unpark(px_sched *s, px_fiber *f, int code);
 int px__fiber_wake(px_sched *s, uint64_t id);
 void px__fiber_expired(px_sched *s, px_fiber *f, int64_t now);
 void px__fiber_park_finish(px_fiber *f);
+/* px_park_with for the running fiber f, with the info already in f->park. */
+int px__fiber_park(px_fiber *f);
 void px__fiber_discard(px_sched *s, px_fiber *f);
 void px__fiber_end(px_sched *s, px_fiber *f);
 void px__fiber_reap(px_sched *s, px_fiber *f);
+/* The body of every C fiber (its context's entry); arg is its record. */
+void px__fiber_main(void *arg);
+
+/* shared.c: fibers on shared stacks (px_sched_opts.shared_stacks). */
+/* Puts new fiber f (its context not made) on one of s's shared stacks; 0 or
+** PX_ENOMEM. */
+int px__shared_place(px_sched *s, px_fiber *f);
+/* Before the switch to f: makes its bytes resident on its shared stack
+** (saving the resident's), and returns that stack. */
+const px__stack *px__shared_enter(px_fiber *f);
+/* Lets go of what f has on its shared stack: its bytes, its saved copy. */
+void px__shared_release(px_fiber *f);
+/* Gives s's shared stacks back to its pool. */
+void px__shared_free(px_sched *s);
 
 /* scope.c */
 /* Fires the open scopes that are due (deadline passed, token cancelled) and

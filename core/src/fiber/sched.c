@@ -31,6 +31,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "base/compiler.h"
 #include "base/deadline.h"
 #include "fiber/fiber.h"
 #include "base/fork.h"
@@ -405,10 +406,12 @@ static void run_one(px_sched *s, px_fiber *f)
     if (f->hosted) {
         run_hosted(s, f);
     } else {
-        px__stack_running(f->id, &f->stack);
+        /* On a shared stack, its bytes go there first (shared.c). */
+        const px__stack *st = PX_LIKELY(f->sh == NULL) ? &f->stack : px__shared_enter(f);
+        px__stack_running(f->id, st);
         px__context_switch(&s->ctx, &f->ctx);
         px__stack_running(0, NULL);
-        if (!px__stack_intact(&f->stack))
+        if (!px__stack_intact(st))
             px__stack_overflowed(f->id);
     }
     s->cur = NULL;
@@ -538,11 +541,19 @@ px_sched *px_sched_new(const px_sched_opts *opts)
     ** every posted function, without a fiber: refuse it here. */
     if (opts && opts->stack_size != 0 && !px__stack_mappable(opts->stack_size))
         return NULL;
+    if (opts && opts->shared_stacks > PX_SHARED_STACKS_MAX)
+        return NULL;
     px_sched *s = calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
+    if (opts && opts->shared_stacks != 0 &&
+        (s->shared = calloc(opts->shared_stacks, sizeof *s->shared)) == NULL) {
+        free(s);
+        return NULL;
+    }
     s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->efd < 0) {
+        free(s->shared);
         free(s);
         return NULL;
     }
@@ -550,6 +561,7 @@ px_sched *px_sched_new(const px_sched_opts *opts)
     s->fork_gen = px__fork_generation();
     if (reg_add(s) != 0) {
         close(s->efd);
+        free(s->shared);
         free(s);
         return NULL;
     }
@@ -718,6 +730,7 @@ void px_sched_free(px_sched *s)
         free(it);                           /* (in the parent, in a fork's child) */
     }
     px__tset_destroy(&s->tset);
+    px__shared_free(s);
     px__stack_pool_free(s->pool);
     free(s->tab);
     close(s->efd);

@@ -29,6 +29,7 @@ static void scope_open(px_fiber *f, px__scope *sc, int64_t deadline, px_token *t
     sc->token = t;
     sc->fired = 0;
     sc->heap = heap ? 1 : 0;
+    sc->alloc = sc->heap;
     sc->sched = f->s;
     sc->fiber_id = f->id;
     px__list_init(&sc->watch);
@@ -50,12 +51,13 @@ static int scope_unlink(px_fiber *f, px__scope *sc)
     return sc->fired;
 }
 
-/* Closes the innermost scope, which a push made, and frees it. */
+/* Closes the innermost scope (a push's, or a body's being discarded) and
+** frees it if it is on the heap. */
 static int scope_drop(px_fiber *f)
 {
     px__scope *sc = f->scope;
     int fired = scope_unlink(f, sc);
-    if (sc->heap)
+    if (sc->alloc)
         free(sc);
     return fired;
 }
@@ -99,18 +101,26 @@ void px__scope_cancel_parked(px_sched *s, uint64_t id)
 
 /* -- the body forms ------------------------------------------------------- */
 
+/* The scope of a body form lives on the fiber's stack -- unless that stack is
+** shared: a token's watchers (any thread) and the scheduler (expiries) read it
+** while the fiber waits, when another fiber's bytes are there. */
 static int with_scope(int64_t deadline, px_token *t, px_scope_fn body, void *arg)
 {
     px_fiber *f = px__fiber_here();
     if (f == NULL)
         return PX_ENOFIBER;
-    px__scope sc;
-    scope_open(f, &sc, deadline, t, 0);
+    px__scope local, *sc = &local;
+    if (f->sh != NULL && (sc = malloc(sizeof *sc)) == NULL)
+        return PX_ENOMEM;
+    scope_open(f, sc, deadline, t, 0);
+    sc->alloc = sc != &local;
     int r = body(arg);
-    while (f->scope && f->scope != &sc)
+    while (f->scope && f->scope != sc)
         scope_drop(f);   /* pushes the body left open */
-    if (f->scope == &sc)
-        scope_unlink(f, &sc);
+    if (f->scope == sc)
+        scope_unlink(f, sc);
+    if (sc->alloc)
+        free(sc);
     return r;
 }
 

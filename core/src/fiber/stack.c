@@ -192,6 +192,8 @@ int px__stack_intact(const px__stack *s)
 
 /* Own mapping, guard below: within the budget, and while the kernel still
  * lets mprotect split mappings. */
+static int get_single(size_t size, px__stack *out);
+
 static int get_guarded(size_t size, px__stack *out)
 {
     char *m;
@@ -214,6 +216,25 @@ static int get_guarded(size_t size, px__stack *out)
 over:
     atomic_fetch_sub(&guarded_live, 1);
     return PX_ENOMEM;
+}
+
+int px__stack_get_shared(px__stack_pool *p, px__stack *out)
+{
+    char *m = map(p->size + guard);
+    if (!m)
+        return PX_ENOMEM;
+    if (mprotect(m, guard, PROT_NONE) != 0) {   /* out of mappings: a canary instead */
+        munmap(m, p->size + guard);
+        return get_single(p->size, out);
+    }
+    atomic_fetch_add(&guarded_live, 1);   /* release() counts it out */
+    memset(out, 0, sizeof *out);
+    out->lo = m + guard;
+    out->size = p->size;
+    out->guarded = 1;
+    out->map = m;
+    out->map_size = p->size + guard;
+    return 0;
 }
 
 /* Odd-sized stack past the budget: its own mapping, a canary page below. */

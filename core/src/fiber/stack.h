@@ -35,6 +35,11 @@ px__stack_pool *px__stack_pool_new(size_t default_size);
 /* A stack of at least size bytes (0 = the pool's default): 0 or PX_ENOMEM
  * (also for a size that cannot be mapped, however large). */
 int px__stack_get(px__stack_pool *p, size_t size, px__stack *out);
+/* A stack of the pool's default size in a mapping of its own with a guard
+ * below it, whatever the budget: a shared stack (a few per scheduler, each
+ * the stack of many fibers in turn).  0 or PX_ENOMEM; px__stack_put takes it
+ * back like any. */
+int px__stack_get_shared(px__stack_pool *p, px__stack *out);
 /* Give a stack back: kept for reuse (its memory released beyond a cap). */
 void px__stack_put(px__stack_pool *p, px__stack *s);
 void px__stack_pool_free(px__stack_pool *p);

@@ -16,7 +16,6 @@ px__waiter *px__waitq_begin(px_fiber *f, const void *obj, int op,
     w->q = NULL;
     w->obj = obj;
     w->pass_on = pass_on;
-    w->id = f->id;
     w->op = op;
     w->result = 0;
     w->granted = 0;
@@ -100,13 +99,15 @@ static int outcome(px__waiter *w, int park_result)
 
 int px__waitq_wait(px__waitq *q, px__waiter *w, const px_park_info *info)
 {
-    px_park_info pi = *info;
-    pi.dereg = waiter_dereg;
-    pi.ctx = w;
+    px_fiber *f = px__waitq_fiber(w);   /* the caller */
+    f->park = *info;                    /* in the record, not in a frame */
+    f->park.object = w->obj;
+    f->park.dereg = waiter_dereg;
+    f->park.ctx = w;
     waitq_append(q, w);
     int r;
     do   /* anybody may px_wake any id: a wake without a grant is not ours */
-        r = px_park_with(&pi);
+        r = px__fiber_park(f);
     while (r == 0 && !w->granted);
     if (r == PX_EYIELD)
         return r;
@@ -132,7 +133,7 @@ void px__waitq_grant(px__waiter *w, int result)
         px__waitq_remove(w->q, w);
     w->granted = 1;
     w->result = result;
-    px_wake(w->id);
+    px_wake(px__waitq_fiber(w)->id);
 }
 
 void px__waitq_fiber_ended(px_fiber *f, int discarding)

@@ -17,8 +17,8 @@
 **         return r;                                 collect a hosted re-call
 **     if (<it can complete at once>)             2. complete at once
 **         return <what it returns>;
-**     px_park_info pi = { .reason = "...", .object = obj, .kind = "...",
-**                         .holders = holders_fn };
+**     static const px_park_info pi = { .reason = "...", .kind = "...",
+**                                      .holders = holders_fn };
 **     return px__waitq_wait(&obj->waiters,       3. queue and park, last
 **                           px__waitq_begin(f, obj, OP, pass_on), &pi);
 **
@@ -117,8 +117,10 @@ px__waiter *px__waitq_begin(px_fiber *f, const void *obj, int op,
                             void (*pass_on)(px__waiter *w));
 
 /*
-** Step 3: appends w to q and parks with `info` (its dereg and ctx are
-** replaced).  Returns w->result once granted; PX_ETIMEDOUT / PX_ECANCELED when
+** Step 3: appends w to q and parks with `info` (its object, dereg and ctx are
+** replaced: the object is w's).  `info` is best a static const: it is copied
+** into the fiber's record, and an info in the caller's frame would stay under
+** the parked fiber (memory on a shared stack, px_sched_opts.shared_stacks).  Returns w->result once granted; PX_ETIMEDOUT / PX_ECANCELED when
 ** a scope interrupted the wait (w is off q, a raced grant passed on); PX_EYIELD
 ** in a hosted fiber that must yield.
 */

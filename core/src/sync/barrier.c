@@ -60,7 +60,7 @@ int px_barrier_arrive_and_wait(px_barrier *b)
     if (b->waiters.len + 1 >= b->parties
         && px__waitq_waiting(&b->waiters) + 1 >= b->parties)   /* O(parties), once a phase */
         return lead(b);
-    px_park_info pi = { .reason = "Barrier arrive", .object = b, .kind = "barrier" };
+    static const px_park_info pi = { .reason = "Barrier arrive", .kind = "barrier" };
     return px__waitq_wait(&b->waiters, px__waitq_begin(f, b, BARRIER_ARRIVE, NULL), &pi);
 }
 

@@ -191,7 +191,7 @@ int px_chan_send(px_chan *ch, void *v)
         return 0;
     px__waiter *w = px__waitq_begin(f, ch, CHAN_SEND, send_pass_on);
     w->value = v;                                /* for the receiver to take */
-    px_park_info pi = { .reason = "Channel send", .object = ch, .kind = "channel" };
+    static const px_park_info pi = { .reason = "Channel send", .kind = "channel" };
     return send_outcome(w, px__waitq_wait(&ch->senders, w, &pi));
 }
 
@@ -211,7 +211,7 @@ int px_chan_recv(px_chan *ch, void **v)
     if (ch->closed)
         return PX_ECLOSED;
     px__waiter *w = px__waitq_begin(f, ch, CHAN_RECV, recv_pass_on);
-    px_park_info pi = { .reason = "Channel recv", .object = ch, .kind = "channel" };
+    static const px_park_info pi = { .reason = "Channel recv", .kind = "channel" };
     r = px__waitq_wait(&ch->receivers, w, &pi);
     if (r == 0)
         *v = w->value;

@@ -52,7 +52,7 @@ int px_event_wait(px_event *e)
         return r;
     if (e->set)
         return 0;
-    px_park_info pi = { .reason = "Event wait", .object = e, .kind = "event" };
+    static const px_park_info pi = { .reason = "Event wait", .kind = "event" };
     return px__waitq_wait(&e->waiters, px__waitq_begin(f, e, EVENT_WAIT, NULL), &pi);
 }
 

@@ -129,8 +129,8 @@ static int PX_NOINLINE lock_slow(px_mutex *m, px_fiber *f)
         return PX_EDEADLK;
     if (px__waitq_foreign(o, f))
         return PX_ETHREAD;
-    px_park_info pi = { .reason = "Mutex lock", .object = m, .kind = "mutex",
-                        .holders = mutex_holders };
+    static const px_park_info pi = { .reason = "Mutex lock", .kind = "mutex",
+                                     .holders = mutex_holders };
     return px__waitq_wait(&m->waiters, px__waitq_begin(f, m, MUTEX_LOCK, mutex_pass_on), &pi);
 }
 

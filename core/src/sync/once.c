@@ -80,8 +80,8 @@ int px_once_begin(px_once *o)
         return PX_EDEADLK;   /* called again from inside its own action */
     if (px__waitq_foreign(px__waitq_holder(&o->hold), f))
         return PX_ETHREAD;
-    px_park_info pi = { .reason = "Once init", .object = o, .kind = "once",
-                        .holders = once_holders };
+    static const px_park_info pi = { .reason = "Once init", .kind = "once",
+                                     .holders = once_holders };
     return px__waitq_wait(&o->waiters, px__waitq_begin(f, o, ONCE_BEGIN, NULL), &pi);
 }
 

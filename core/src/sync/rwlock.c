@@ -247,9 +247,11 @@ static int park(px_rwlock *l, px_fiber *f, int op)
         return PX_ENOMEM;
     px__waiter *w = px__waitq_begin(f, l, op, op == RWLOCK_READ ? rd_pass_on : wr_pass_on);
     w->value = rec;
-    px_park_info pi = { .object = l, .kind = "rwlock", .holders = rwlock_holders };
-    pi.reason = op == RWLOCK_READ ? "RwLock read lock" : "RwLock write lock";
-    int r = px__waitq_wait(&l->waiters, w, &pi);
+    static const px_park_info rd = { .reason = "RwLock read lock", .kind = "rwlock",
+                                     .holders = rwlock_holders };
+    static const px_park_info wr = { .reason = "RwLock write lock", .kind = "rwlock",
+                                     .holders = rwlock_holders };
+    int r = px__waitq_wait(&l->waiters, w, op == RWLOCK_READ ? &rd : &wr);
     return after_wait(l, w, r);
 }
 

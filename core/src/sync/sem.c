@@ -58,7 +58,7 @@ int px_sem_acquire(px_sem *sem)
         sem->value--;
         return 0;
     }
-    px_park_info pi = { .reason = "Semaphore acquire", .object = sem, .kind = "semaphore" };
+    static const px_park_info pi = { .reason = "Semaphore acquire", .kind = "semaphore" };
     return px__waitq_wait(&sem->waiters, px__waitq_begin(f, sem, SEM_ACQUIRE, sem_pass_on), &pi);
 }
 

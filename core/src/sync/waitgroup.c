@@ -50,7 +50,7 @@ int px_waitgroup_wait(px_waitgroup *wg)
         return r;
     if (wg->count == 0)
         return 0;
-    px_park_info pi = { .reason = "WaitGroup wait", .object = wg, .kind = "waitgroup" };
+    static const px_park_info pi = { .reason = "WaitGroup wait", .kind = "waitgroup" };
     return px__waitq_wait(&wg->waiters, px__waitq_begin(f, wg, WAITGROUP_WAIT, NULL), &pi);
 }
 

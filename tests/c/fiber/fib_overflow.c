@@ -8,12 +8,16 @@
 **     parked fibers', and meets the guard at the slab's low end;
 **   - frames bigger than a page (40 KiB, written lowest byte first, as code
 **     built without -fstack-clash-protection does), on a guarded stack and on
-**     a slab stack: the guard is wider than such a frame, so none jumps it.
+**     a slab stack: the guard is wider than such a frame, so none jumps it;
+**   - shared stacks (px_sched_opts.shared_stacks), with the runaway's
+**     neighbours parked on the same stack, their bytes copied away, even with
+**     no guarded stacks at all: each shared stack has a guard of its own.
 **
 ** Each case runs in a forked child whose stderr the parent reads.  The child
 ** names the fiber it expects in its first line ("expect N").  Under ASan the
 ** stacks of parked fibers carry poisoned redzones, so a runaway that reaches
-** them may be stopped by ASan's own report first: that is accepted there.
+** them may be stopped by ASan's own report first (a stack-buffer-overflow or
+** -underflow, by the redzone it meets): that is accepted there.
 */
 #include <signal.h>
 #include <stdint.h>
@@ -85,11 +89,22 @@ static void *main_fiber(void *arg)
     return NULL;
 }
 
+static int shared;           /* run on that many shared stacks (0: px_run) */
+
 static void child(const char *guarded_budget)
 {
     if (guarded_budget)
         setenv("PARATAXIS_GUARDED_STACKS", guarded_budget, 1);
-    px_run(main_fiber, NULL, NULL);
+    if (shared) {
+        px_sched_opts o;
+        memset(&o, 0, sizeof o);
+        o.shared_stacks = (size_t)shared;
+        px_sched *s = px_sched_new(&o);
+        px_sched_post(s, main_fiber, NULL);
+        px_sched_run(s);
+    } else {
+        px_run(main_fiber, NULL, NULL);
+    }
     _exit(3);   /* not reached: the overflow aborts */
 }
 
@@ -97,8 +112,8 @@ static void child(const char *guarded_budget)
 
 static const char *only;   /* argv[1]: run the case of that name only */
 
-static void expect_report(const char *what, const char *guarded_budget, int big_frame,
-                          int n_neighbours)
+static void expect_report_on(const char *what, const char *guarded_budget, int big_frame,
+                             int n_neighbours, int n_shared)
 {
     if (only && strcmp(only, what) != 0)
         return;
@@ -115,6 +130,7 @@ static void expect_report(const char *what, const char *guarded_budget, int big_
         close(fds[0]);
         big = big_frame;
         neighbours = n_neighbours;
+        shared = n_shared;
         child(guarded_budget);
     }
     close(fds[1]);
@@ -134,13 +150,21 @@ static void expect_report(const char *what, const char *guarded_budget, int big_
     snprintf(want, sizeof want, "parataxis: fiber %llu overflowed its stack", id);
 #ifdef ASAN
     if (strstr(out, want) == NULL) {
-        CHECK(strstr(out, "AddressSanitizer: stack-buffer-overflow") != NULL);
+        /* over- or underflow: which redzone of a parked frame it meets first */
+        CHECK(strstr(out, "AddressSanitizer: stack-buffer-overflow") != NULL ||
+              strstr(out, "AddressSanitizer: stack-buffer-underflow") != NULL);
         CHECK(!WIFEXITED(status) || WEXITSTATUS(status) != 3);
         return;
     }
 #endif
     CHECK(strstr(out, want) != NULL);
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+}
+
+static void expect_report(const char *what, const char *guarded_budget, int big_frame,
+                          int n_neighbours)
+{
+    expect_report_on(what, guarded_budget, big_frame, n_neighbours, 0);
 }
 
 int main(int argc, char **argv)
@@ -151,6 +175,12 @@ int main(int argc, char **argv)
     expect_report("slab, lowest slot", "0", 0, 0);
     expect_report("guarded, 40 KiB frames", NULL, 1, 0);
     expect_report("slab, 40 KiB frames", "0", 1, 20);
+    /* Shared stacks: the runaway's neighbours (and the main fiber) are parked
+    ** on its stack, their bytes copied away; past the budget too, since a
+    ** shared stack has its guard whatever the budget. */
+    expect_report_on("shared", NULL, 0, 20, 1);
+    expect_report_on("shared, no guarded stacks", "0", 0, 20, 2);
+    expect_report_on("shared, 40 KiB frames", NULL, 1, 20, 1);
     puts("fib_overflow: ok");
     return 0;
 }

@@ -42,8 +42,9 @@ px__ctx_swap:
         .cfi_endproc
         .size   px__ctx_swap, .-px__ctx_swap
 
-/* First code on a new stack, reached by px__ctx_swap's ret; x19 = context,
- * x29 = 0 ends backtraces. */
+/* First code on a new stack, reached by px__ctx_swap's ret; x19 = entry,
+ * x20 = its argument, both callee-saved across px__ctx_start; x29 = 0 ends
+ * backtraces. */
         .globl  px__ctx_trampoline
         .hidden px__ctx_trampoline
         .type   px__ctx_trampoline, %function
@@ -51,8 +52,9 @@ px__ctx_swap:
 px__ctx_trampoline:
         .cfi_startproc
         .cfi_undefined x30
-        mov     x0, x19
-        bl      px__ctx_entry
+        bl      px__ctx_start
+        mov     x0, x20
+        blr     x19
         brk     #0
         .cfi_endproc
         .size   px__ctx_trampoline, .-px__ctx_trampoline

@@ -37,7 +37,9 @@ px__ctx_swap:
         .size   px__ctx_swap, .-px__ctx_swap
 
 /* First code on a new stack, reached by px__ctx_swap's pop + jmp (its address
- * is where the swap pops the resume address); r12 = context.
+ * is where the swap pops the resume address); r12 = entry, r13 = its
+ * argument, both callee-saved across px__ctx_start.  The entry's frame is
+ * the first of the stack: no C frame of ours lies under a fiber's.
  * rbp is 0 and the fake return address above is 0, ending backtraces. */
         .globl  px__ctx_trampoline
         .hidden px__ctx_trampoline
@@ -46,8 +48,9 @@ px__ctx_swap:
 px__ctx_trampoline:
         .cfi_startproc
         .cfi_undefined rip
-        movq    %r12, %rdi
-        call    px__ctx_entry@PLT
+        call    px__ctx_start@PLT
+        movq    %r13, %rdi
+        call    *%r12
         ud2
         .cfi_endproc
         .size   px__ctx_trampoline, .-px__ctx_trampoline

@@ -1,27 +1,13 @@
 /* The backend-independent half of a context switch: sanitizer bookkeeping
  * around the backend's raw swap (backend_asm.c + .S, or backend_ucontext.c). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "parataxis.h"
 #include "fiber/ctx/context.h"
 #include "fiber/ctx/backend.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PX_ASAN 1
-#endif
-#if __has_feature(thread_sanitizer)
-#define PX_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define PX_ASAN 1
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define PX_TSAN 1
-#endif
-
-#ifdef PX_ASAN
+#ifdef PX__CONTEXT_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 /* The context that switched last on this thread: the resumed side learns
@@ -50,7 +36,7 @@ static void asan_finish(void *fake)
 #define asan_finish(fake)           ((void)0)
 #endif
 
-#ifdef PX_TSAN
+#ifdef PX__CONTEXT_TSAN
 #include <sanitizer/tsan_interface.h>
 /* TSan counts fibers as threads (about 8,000 live at most), so a context's
  * TSan fiber exists only from its first run to its final switch; the side
@@ -78,48 +64,42 @@ static void tsan_reap(void)
 #define tsan_reap()        ((void)0)
 #endif
 
-void px__ctx_entry(px__context *c)
+void px__ctx_start(void)
 {
     asan_finish(NULL);
     tsan_reap();
-    c->entry(c->arg);
-    abort(); /* entry must not return: nothing to return to */
 }
 
 void px__context_init_thread(px__context *c)
 {
     c->sp = NULL;
-    c->entry = NULL;
-    c->arg = NULL;
+#ifdef PX__CONTEXT_ASAN
     c->stack_lo = NULL;
     c->stack_size = 0;
     c->asan_fake = NULL;
-#ifdef PX_TSAN
-    c->tsan_fiber = __tsan_get_current_fiber();
-#else
-    c->tsan_fiber = NULL;
 #endif
+#ifdef PX__CONTEXT_TSAN
+    c->tsan_fiber = __tsan_get_current_fiber();
     c->tsan_owned = 0;
+#endif
 }
 
 int px__context_make(px__context *c, void *stack_lo, size_t size, void (*entry)(void *arg),
                      void *arg)
 {
     px__context_init_thread(c);
-    c->entry = entry;
-    c->arg = arg;
-    c->stack_lo = stack_lo;
-    c->stack_size = size;
-#ifdef PX_TSAN
+#ifdef PX__CONTEXT_TSAN
     c->tsan_fiber = NULL; /* created at its first run */
     c->tsan_owned = 1;
 #endif
-#ifdef PX_ASAN
+#ifdef PX__CONTEXT_ASAN
+    c->stack_lo = stack_lo;
+    c->stack_size = size;
     /* A recycled stack keeps the redzones of the frames that last ran on it
    * (a fiber freed while parked never unwound them): clear them. */
     __asan_unpoison_memory_region(stack_lo, size);
 #endif
-    px__ctx_prepare(c, stack_lo, size);
+    px__ctx_prepare(c, stack_lo, size, entry, arg);
     return 0;
 }
 
@@ -142,10 +122,49 @@ void px__context_switch_final(px__context *from, px__context *to)
 
 void px__context_destroy(px__context *c)
 {
-#ifdef PX_TSAN
+#ifdef PX__CONTEXT_TSAN
     if (c->tsan_owned && c->tsan_fiber)
         __tsan_destroy_fiber(c->tsan_fiber);
-#endif
     c->tsan_fiber = NULL;
     c->tsan_owned = 0;
+#else
+    (void)c;
+#endif
+}
+
+void *px__context_top(void *stack_lo, size_t size)
+{
+    return px__ctx_top(stack_lo, size);
+}
+
+void *px__context_low(const px__context *c, const void *stack_lo)
+{
+    char *low = px__ctx_low(c->sp);
+    return low < (const char *)stack_lo ? (void *)stack_lo : low;
+}
+
+/* The frames that wrote these bytes left their redzones poisoned, and a
+** plain memcpy would read them as overflows: unpoison first (a no-op without
+** ASan).  The copy goes through memcpy, which TSan sees as the scheduler's
+** accesses, ordered after the switch that suspended the context. */
+static void unpoison(const void *lo, size_t n)
+{
+#ifdef PX__CONTEXT_ASAN
+    __asan_unpoison_memory_region(lo, n);
+#else
+    (void)lo;
+    (void)n;
+#endif
+}
+
+void px__context_stack_out(void *buf, const void *lo, size_t n)
+{
+    unpoison(lo, n);
+    memcpy(buf, lo, n);
+}
+
+void px__context_stack_in(void *stack_lo, size_t size, void *at, const void *buf, size_t n)
+{
+    unpoison(stack_lo, size);
+    memcpy(at, buf, n);
 }

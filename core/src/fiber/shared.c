@@ -1,0 +1,108 @@
+/*
+** shared.c -- fibers on shared stacks (px_sched_opts.shared_stacks): many
+** fibers run in turn on one stack, and a parked fiber costs its record and
+** the bytes of stack it uses, not a page of its own.
+**
+** A shared stack holds the bytes of one fiber at a time, its resident.  When
+** the scheduler is about to switch to a fiber of that stack that is not its
+** resident, it copies the resident's bytes -- from its saved stack pointer up
+** to the top of what a fiber uses -- into the resident's record (f->away),
+** then copies the incoming fiber's bytes back to the same addresses, and only
+** then switches.  The copies run on the scheduler's stack, never on the shared one: the engine
+** switches between a fiber and its scheduler only, never from a fiber to
+** another.  A fiber's bytes always go back to the addresses they came from,
+** so pointers into its own stack are right whenever it runs; while it waits
+** they point at another fiber's bytes (the rule parataxis.h states).
+**
+** A fiber is placed on a stack at spawn, round robin, and stays there.  Its
+** first frame is laid out at its first turn, when the stack is its own.
+** A saved copy is never larger than the stack: a fiber that ran below its
+** stack's lowest byte met the guard, and the overflow report, first.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "fiber/fiber.h"
+
+/* The top of what any fiber of sh uses: the bytes above it are the same for
+** all of them (a part of the first frame, context.h), so no copy holds them. */
+static char *top_of(const px__shstack *sh)
+{
+    return px__context_top(sh->stack.lo, sh->stack.size);
+}
+
+int px__shared_place(px_sched *s, px_fiber *f)
+{
+    px__shstack *sh = &s->shared[s->shared_next];
+    if (sh->stack.lo == NULL && px__stack_get_shared(s->pool, &sh->stack) != 0)
+        return PX_ENOMEM;
+    s->shared_next = (s->shared_next + 1) % s->opts.shared_stacks;
+    f->sh = sh;
+    f->away.saved = NULL;
+    f->away.len = f->away.cap = 0;
+    return 0;
+}
+
+/* Memory for a saved copy cannot be had: the switch cannot happen, and no
+** caller could be told.  Says so and aborts (async-signal-safe write). */
+static void out_of_memory(void)
+{
+    static const char msg[] = "parataxis: out of memory saving a shared stack\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    abort();
+}
+
+/* The buffer keeps its size across turns (no allocation per switch), and
+** shrinks when it is more than twice what it holds, so a fiber that once ran
+** deep does not keep that much while it waits shallow. */
+static void save(px__shstack *sh, px_fiber *r)
+{
+    char *low = px__context_low(&r->ctx, sh->stack.lo), *top = top_of(sh);
+    size_t len = (size_t)(top - low);
+    if (len > r->away.cap || len < r->away.cap / 2) {
+        void *p = realloc(r->away.saved, len);
+        if (p == NULL)
+            out_of_memory();
+        r->away.saved = p;
+        r->away.cap = len;
+    }
+    px__context_stack_out(r->away.saved, low, len);
+    r->away.len = len;
+}
+
+const px__stack *px__shared_enter(px_fiber *f)
+{
+    px__shstack *sh = f->sh;
+    px_fiber *r = sh->resident;
+    if (r == f)
+        return &sh->stack;
+    if (r != NULL)
+        save(sh, r);
+    sh->resident = f;
+    if (f->ctx.sp == NULL)   /* its first turn */
+        px__context_make(&f->ctx, sh->stack.lo, sh->stack.size, px__fiber_main, f);
+    else
+        px__context_stack_in(sh->stack.lo, sh->stack.size, top_of(sh) - f->away.len,
+                             f->away.saved, f->away.len);
+    return &sh->stack;
+}
+
+void px__shared_release(px_fiber *f)
+{
+    if (f->sh->resident == f)
+        f->sh->resident = NULL;
+    free(f->away.saved);
+    f->away.saved = NULL;
+    f->away.len = f->away.cap = 0;
+}
+
+void px__shared_free(px_sched *s)
+{
+    for (size_t i = 0; s->shared && i < s->opts.shared_stacks; i++)
+        if (s->shared[i].stack.lo != NULL)
+            px__stack_put(s->pool, &s->shared[i].stack);
+    free(s->shared);
+    s->shared = NULL;
+}
