@@ -166,13 +166,18 @@ static px__trec *rec_lookup(px_timerq *q, uint64_t id)
     return r;
 }
 
+static void wake_now(px_timerq *q);
+
 /* Hands out the free record of lowest index (arena.h says why), else a
 ** never-used one, whose generation starts at 1. */
 static px__trec *rec_alloc(px_timerq *q)
 {
     px__trec *r = px__arena_reuse(&q->arena);
-    if (r == NULL && (r = px__arena_fresh(&q->arena, q)) != NULL)
+    if (r == NULL && (r = px__arena_fresh(&q->arena, q)) != NULL) {
         atomic_init(&r->node.tag, 1u << TAG_GEN_SHIFT | REC_FREE);
+        if (q->arena.prefault_bytes != 0)   /* the worker faults them in */
+            wake_now(q);
+    }
     return r;
 }
 
@@ -564,6 +569,14 @@ static void *worker_main(void *arg)
         }
         if (q->stopping)
             break;
+        px__arena_prefault pf;
+        if (px__arena_prefault_take(&q->arena, &pf)) {
+            /* Off the adders' path and without the lock (arena.c says why). */
+            queue_unlock(q);
+            px__arena_prefault_run(&pf);
+            queue_lock(q);
+            continue;
+        }
         sleep_until(q, px__tset_next(&q->set));
     }
     q->worker_done = 1;
