@@ -23,7 +23,7 @@ if [ "${2:-}" != "--no-build" ]; then
     fi
     # bench_fiber, bench_sync and bench_switch exist only where Boost has them,
     # the Lua module (for bench_lua_fibers.lua) where SWIG and Lua 5.4 are.
-    targets="bench_timers bench_tset bench_wake prof_px"
+    targets="bench_timers bench_tset bench_wake bench_faults prof_px"
     for t in bench_fiber bench_sync bench_switch parataxis_core; do
         if cmake --build "$build" --target help 2>/dev/null | grep -q "$t"; then
             targets="$targets $t"
@@ -81,6 +81,9 @@ if command -v strace >/dev/null 2>&1; then
     say "strace -f -c -e trace=futex (both cases, whole process):"
     grep -E 'futex|calls' "$build/bench-wake.strace" | tee -a "$out"
 fi
+
+say "== what a first touch costs (48 MiB of records; docs/performance.md, Cold adds)"
+step "$bin/bench_faults"
 
 say "== 1, 2. parataxis vs libuv vs Asio vs naive (one process, interleaved rounds)"
 if [ "${PXB_QUICK:-0}" = 1 ]; then
