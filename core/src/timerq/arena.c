@@ -8,18 +8,21 @@
 ** nested page tables costs more than the cache miss itself.  The first arena keeps
 ** small pages so that a small queue stays small (untouched pages cost nothing).
 **
-** Those small pages cost the adds that first touch them a fault each, ~1.7 us
-** here, 20 ns a record: nearly all the extra cost of the first 1e5 adds into a
-** new queue (docs/performance.md, "Cold adds").  So once a queue outgrows its
-** first chunk, each chunk carved in the first arena asks for itself and the next
-** to be faulted in by the queue's worker, in one madvise(MADV_POPULATE_WRITE)
-** (Linux 5.14; older kernels: nothing is asked).  The worker keeps a chunk ahead
+** Those small pages cost the adds that first touch them a fault each, ~2 us
+** here, ~20 ns a record: half of what the first 1e5 adds into a new queue cost
+** more than later ones (docs/performance.md, "Cold adds").  So once a queue
+** outgrows its first chunk, each chunk carved in the first arena asks for itself
+** and the next to be faulted in by the queue's worker, in one
+** madvise(MADV_POPULATE_WRITE) (Linux 5.14; older kernels: nothing is asked).
+** Faulting in bulk costs as much as faulting page by page: what this buys is
+** that the adding thread does not wait for it.  The worker keeps a chunk ahead
 ** of the adds, so a growing queue holds at most one chunk (256 KiB) it does not
 ** use yet, and a queue within its first chunk (5,460 timers) nothing more than
 ** before.  The huge pages after the first arena are not faulted ahead: the fault
-** is one per arena (0.3 ms, 7 ns a record), and faulting the next arena ahead
-** would hold up to 2 MiB more than the records need (measured: 3 ns an add
-** saved at 1e6, for +2.1 B a timer).
+** is one per arena (0.4 ms, 9 ns a record, when its memory was freed recently;
+** 2.7 ms or more once the VM has handed it back to its host), and faulting the
+** next arena ahead would hold up to 2 MiB more than the records need (measured:
+** 3 ns an add saved at 1e6, for +2.1 B a timer).
 */
 #include <stdlib.h>
 #include <sys/mman.h>
