@@ -26,7 +26,7 @@ if [ "${2:-}" != "--no-build" ]; then
     fi
     # bench_fiber, bench_sync and bench_switch exist only where Boost has them,
     # the Lua module (for bench_lua_fibers.lua) where SWIG and Lua 5.4 are.
-    targets="bench_timers bench_tset bench_wake prof_px"
+    targets="bench_timers bench_tset bench_wake bench_faults prof_px"
     for t in bench_fiber bench_sync bench_switch parataxis_core; do
         if cmake --build "$build" --target help 2>/dev/null | grep -q "$t"; then
             targets="$targets $t"
@@ -85,10 +85,14 @@ if command -v strace >/dev/null 2>&1; then
     grep -E 'futex|calls' "$build/bench-wake.strace" | tee -a "$out"
 fi
 
+say "== what a first touch costs (48 MiB of records; docs/performance.md, Cold adds)"
+step "$bin/bench_faults"
+
 say "== 1, 2. parataxis vs libuv vs Asio vs naive (one process, interleaved rounds)"
 if [ "${PXB_QUICK:-0}" = 1 ]; then
     step "$bin/bench_timers" ops 1000
     step "$bin/bench_timers" ops 100000
+    step "$bin/bench_timers" cold 100000
     step "$bin/bench_timers" lateness
 else
     step "$bin/bench_timers" all
@@ -163,7 +167,7 @@ fi
 
 say "== summary (targets at 1e6: add <= 85 ns, cancel <= 100 ns, expiry >= 10 M/s, <= 64 B/timer;"
 say "   lateness p99 below Asio's, no early fire; worker wakes ~1)"
-grep -E '^(add|cancel|expiry|bytes).*@1e6|^lateness |^wakes |^tset .*@1000000|^tset burst' "$out" || true
+grep -E '^(add|cancel|expiry|bytes).*@1e6|^cold first adds.*@1e6|^lateness |^wakes |^tset .*@1000000|^tset burst' "$out" || true
 grep -E '^(yield|spawn|RSS|[0-9]+ parked|ratio parataxis / )|^(uncontended|mutex hand-off|channel) ' "$out" || true
 grep -E '^py target' "$out" || true
 grep -E '^lua target' "$out" || true

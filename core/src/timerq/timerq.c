@@ -165,13 +165,19 @@ static uint64_t rec_id(const px__trec *r)
     return (uint64_t)(rec_tag(r) >> TAG_GEN_SHIFT) << 32 | px__arena_index(r);
 }
 
+static void wake_now(px_timerq *q);
+
 /* Hands out the free record of lowest index (arena.h says why), else a
 ** never-used one, whose generation starts at 1. */
 static px__trec *rec_alloc(px_timerq *q)
 {
     px__trec *r = px__arena_reuse(&q->arena);
-    if (r == NULL && (r = px__arena_fresh(&q->arena, q)) != NULL)   /* a cancel may read it */
+    if (r == NULL && (r = px__arena_fresh(&q->arena, q)) != NULL) {
+        /* A store, not an init: a cancel may read the tag meanwhile. */
         atomic_store_explicit(&r->node.tag, 1u << TAG_GEN_SHIFT | REC_FREE, memory_order_relaxed);
+        if (q->arena.prefault_bytes != 0)   /* the worker faults them in */
+            wake_now(q);
+    }
     return r;
 }
 
@@ -666,6 +672,14 @@ static void *worker_main(void *arg)
         }
         if (q->stopping && ring_len(q) == 0)
             break;
+        px__arena_prefault pf;
+        if (px__arena_prefault_take(&q->arena, &pf)) {
+            /* Off the adders' path and without the lock (arena.c says why). */
+            queue_unlock(q);
+            px__arena_prefault_run(&pf);
+            queue_lock(q);
+            continue;
+        }
         sleep_until(q, px__tset_next(&q->set));
     }
     q->worker_done = 1;
