@@ -252,6 +252,8 @@ void px__fiber_reap(px_sched *s, px_fiber *f);
 void px__fiber_main(void *arg);
 
 /* shared.c: fibers on shared stacks (px_sched_opts.shared_stacks). */
+/* realloc, unless a test put a failing one in its place. */
+extern void *(*px__shared_realloc)(void *p, size_t n);
 /* Puts new fiber f (its context not made) on one of s's shared stacks; 0 or
 ** PX_ENOMEM. */
 int px__shared_place(px_sched *s, px_fiber *f);

@@ -27,6 +27,10 @@
 
 /* The top of what any fiber of sh uses: the bytes above it are the same for
 ** all of them (a part of the first frame, context.h), so no copy holds them. */
+/* What a saved copy's buffer is had from: realloc, or a test's stand-in that
+** fails on demand (tests/c/fiber/fib_shared.c). */
+void *(*px__shared_realloc)(void *p, size_t n) = realloc;
+
 static char *top_of(const px__shstack *sh)
 {
     return px__context_top(sh->stack.lo, sh->stack.size);
@@ -62,7 +66,7 @@ static void save(px__shstack *sh, px_fiber *r)
     char *low = px__context_low(&r->ctx, sh->stack.lo), *top = top_of(sh);
     size_t len = (size_t)(top - low);
     if (len > r->away.cap || len < r->away.cap / 2) {
-        void *p = realloc(r->away.saved, len);
+        void *p = px__shared_realloc(r->away.saved, len);
         if (p == NULL)
             out_of_memory();
         r->away.saved = p;
