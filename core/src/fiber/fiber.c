@@ -302,12 +302,14 @@ uint64_t px_self(void)
 
 /* -- yield and sleep ------------------------------------------------------ */
 
-/* Leaves the CPU to the scheduler; `f` is queued or parked already. */
+/* Leaves the CPU to the scheduler; `f` is queued or parked already.  A C
+** fiber returns its park_result: 0, unless the scheduler refused the leave
+** (px__fiber_refuse) or a scope interrupted the park. */
 static int suspend(px_fiber *f)
 {
     if (!f->hosted) {
         px__sched_switch_to(f);
-        return 0;
+        return f->park_result;
     }
     if (f->ops.suspend == NULL)
         return PX_EYIELD;
@@ -359,7 +361,7 @@ void px__fiber_park_finish(px_fiber *f)
 
 static const char *interrupt_event(int code)
 {
-    return code == PX_ECANCELED ? "cancel" : "timeout";
+    return code == PX_ECANCELED ? "cancel" : code == PX_ENOMEM ? "nomem" : "timeout";
 }
 
 void px__fiber_unpark(px_sched *s, px_fiber *f, int code)
@@ -373,6 +375,16 @@ void px__fiber_unpark(px_sched *s, px_fiber *f, int code)
     f->dereg_due = code != 0;
     PX_TRACE(f->id, code ? interrupt_event(code) : "wake", f->park.reason);
     px__sched_ready_push(s, f);
+}
+
+void px__fiber_refuse(px_sched *s, px_fiber *f, int code)
+{
+    if (f->state == PX_F_PARKED)
+        px__fiber_unpark(s, f, code);   /* interrupted: its dereg runs, as a scope's */
+    else
+        f->park_result = code;          /* a yield: px_yield returns it */
+    px__sched_ready_unpush(s, f);       /* it runs now, before anyone */
+    f->state = PX_F_RUNNING;
 }
 
 /* Its node in the set of deadlines came due: the sleep ended, or a scope's
@@ -420,9 +432,8 @@ int px__fiber_park(px_fiber *f)
     f->state = PX_F_PARKED;
     f->park_result = 0;
     PX_TRACE(f->id, "park", info->reason);
-    r = suspend(f);
-    if (r != 0)
-        return r;   /* PX_EYIELD: the host yields; dereg runs before resuming */
+    if (suspend(f) == PX_EYIELD)
+        return PX_EYIELD;   /* the host yields; dereg runs before resuming */
     px__fiber_park_finish(f);
     return f->park_result;
 }

@@ -625,11 +625,13 @@ static void *nomem_victim(void *arg)
     CHECK_EQ(deep_op(16, op_sleep), PX_ENOMEM);
     nomem = 0;
     ophase = 1;
+    while (ophase < 2)   /* main looks at what the failed waits left */
+        CHECK_EQ(px_yield(), 0);
     CHECK_EQ(deep_op(16, op_lock), 0);            /* now it waits, and gets it */
     CHECK_EQ(px_mutex_unlock(om), 0);
     CHECK_EQ(deep_op(16, op_recv), 0);
     CHECK(ogot == (void *)&ophase);
-    ophase = 2;
+    ophase = 3;
     return NULL;
 }
 
@@ -646,6 +648,7 @@ static void *nomem_main(void *arg)
     /* The failed lock left no waiter: unlocking frees om, nobody gets it. */
     CHECK_EQ(px_mutex_unlock(om), 0);
     CHECK_EQ(px_mutex_trylock(om), 0);
+    ophase = 2;
     for (int i = 0; i < 3; i++)   /* the victim parks on om, for real now */
         CHECK_EQ(px_yield(), 0);
     CHECK_EQ(px_mutex_unlock(om), 0);
@@ -654,7 +657,7 @@ static void *nomem_main(void *arg)
     CHECK_EQ(px_chan_send(oc, &ophase), 0);
     CHECK_EQ(px_join(v, NULL), 0);
     px_fiber_release(v);
-    CHECK_EQ(ophase, 2);
+    CHECK_EQ(ophase, 3);
     CHECK_EQ(px_mutex_free(om), 0);
     CHECK_EQ(px_chan_free(oc), 0);
     return NULL;
