@@ -302,14 +302,12 @@ uint64_t px_self(void)
 
 /* -- yield and sleep ------------------------------------------------------ */
 
-/* Leaves the CPU to the scheduler; `f` is queued or parked already.  A C
-** fiber returns its park_result: 0, unless the scheduler refused the leave
-** (px__fiber_refuse) or a scope interrupted the park. */
+/* Leaves the CPU to the scheduler; `f` is queued or parked already. */
 static int suspend(px_fiber *f)
 {
     if (!f->hosted) {
         px__sched_switch_to(f);
-        return f->park_result;
+        return 0;
     }
     if (f->ops.suspend == NULL)
         return PX_EYIELD;
@@ -324,7 +322,9 @@ int px_yield(void)
         return PX_ENOFIBER;
     px__sched_ready_push(f->s, f);
     f->park_result = 0;      /* what a hosted fiber reads once resumed */
-    return suspend(f);
+    int r = suspend(f);
+    /* PX_ENOMEM when the scheduler could not let it leave (px__fiber_refuse) */
+    return r ? r : f->park_result;
 }
 
 int px_sleep_until(int64_t deadline)
@@ -432,8 +432,9 @@ int px__fiber_park(px_fiber *f)
     f->state = PX_F_PARKED;
     f->park_result = 0;
     PX_TRACE(f->id, "park", info->reason);
-    if (suspend(f) == PX_EYIELD)
-        return PX_EYIELD;   /* the host yields; dereg runs before resuming */
+    r = suspend(f);
+    if (r != 0)
+        return r;   /* PX_EYIELD: the host yields; dereg runs before resuming */
     px__fiber_park_finish(f);
     return f->park_result;
 }
