@@ -88,6 +88,10 @@ struct px__scope {
 typedef struct px__shstack {
     px__stack stack;
     px_fiber *resident;      /* whose bytes are on it; NULL: nobody's */
+    /* The top of what any fiber of it uses (px__context_top): the bytes above
+    ** are the same for all of them (a part of the first frame), so no copy
+    ** holds them.  Kept here: every switch out of one of its fibers reads it. */
+    char *top;
 } px__shstack;
 
 struct px_fiber {

@@ -31,24 +31,21 @@
 */
 #include <stdlib.h>
 
+#include "base/compiler.h"
 #include "fiber/fiber.h"
 
-/* The top of what any fiber of sh uses: the bytes above it are the same for
-** all of them (a part of the first frame, context.h), so no copy holds them. */
 /* What a saved copy's buffer is had from: realloc, or a test's stand-in that
 ** fails on demand (tests/c/fiber/fib_shared.c). */
 void *(*px__shared_realloc)(void *p, size_t n) = realloc;
 
-static char *top_of(const px__shstack *sh)
-{
-    return px__context_top(sh->stack.lo, sh->stack.size);
-}
-
 int px__shared_place(px_sched *s, px_fiber *f)
 {
     px__shstack *sh = &s->shared[s->shared_next];
-    if (sh->stack.lo == NULL && px__stack_get_shared(s->pool, &sh->stack) != 0)
-        return PX_ENOMEM;
+    if (sh->stack.lo == NULL) {
+        if (px__stack_get_shared(s->pool, &sh->stack) != 0)
+            return PX_ENOMEM;
+        sh->top = px__context_top(sh->stack.lo, sh->stack.size);
+    }
     s->shared_next = (s->shared_next + 1) % s->opts.shared_stacks;
     f->sh = sh;
     f->away.saved = NULL;
@@ -59,12 +56,12 @@ int px__shared_place(px_sched *s, px_fiber *f)
 int px__shared_keep(px_fiber *f)
 {
     px__shstack *sh = f->sh;
-    size_t len = (size_t)(top_of(sh) - (char *)px__context_low(&f->ctx, sh->stack.lo));
+    size_t len = (size_t)(sh->top - (char *)px__context_low(&f->ctx, sh->stack.lo));
     /* The buffer keeps its size across turns (no allocation per switch), and
     ** shrinks when it is more than twice what it must hold, so a fiber that
     ** once ran deep does not keep that much while it waits shallow.  A shrink
     ** that fails keeps the bigger buffer, which fits as well. */
-    if (len > f->away.cap || len < f->away.cap / 2) {
+    if (!PX_LIKELY(len <= f->away.cap && len >= f->away.cap / 2)) {
         void *p = px__shared_realloc(f->away.saved, len);
         if (p == NULL && len > f->away.cap)
             return PX_ENOMEM;
@@ -73,17 +70,15 @@ int px__shared_keep(px_fiber *f)
             f->away.cap = len;
         }
     }
+    f->away.len = len;   /* what save copies, if it is evicted before it runs */
     return 0;
 }
 
 /* Copies resident r's bytes into its buffer, which px__shared_keep made fit
-** when r left the stack. */
+** (and measured) when r left the stack. */
 static void save(px__shstack *sh, px_fiber *r)
 {
-    char *low = px__context_low(&r->ctx, sh->stack.lo);
-    size_t len = (size_t)(top_of(sh) - low);
-    px__context_stack_out(r->away.saved, low, len);
-    r->away.len = len;
+    px__context_stack_out(r->away.saved, sh->top - r->away.len, r->away.len);
 }
 
 const px__stack *px__shared_enter(px_fiber *f)
@@ -98,7 +93,7 @@ const px__stack *px__shared_enter(px_fiber *f)
     if (f->ctx.sp == NULL)   /* its first turn */
         px__context_make(&f->ctx, sh->stack.lo, sh->stack.size, px__fiber_main, f);
     else
-        px__context_stack_in(sh->stack.lo, sh->stack.size, top_of(sh) - f->away.len,
+        px__context_stack_in(sh->stack.lo, sh->stack.size, sh->top - f->away.len,
                              f->away.saved, f->away.len);
     return &sh->stack;
 }
