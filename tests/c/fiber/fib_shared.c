@@ -597,6 +597,18 @@ static int op_recv(void) { return px_chan_recv(oc, &ogot); }
 static int op_yield(void) { return px_yield(); }
 static int op_sleep(void) { return px_sleep(PX_USEC(10)); }
 
+static px_fiber *ochild;
+static int op_join(void) { return px_join(ochild, NULL); }
+
+/* Runs shallow (its copy never grows) until the victim is done failing. */
+static void *nomem_child(void *arg)
+{
+    (void)arg;
+    while (ophase < 1)
+        CHECK_EQ(px_yield(), 0);
+    return &ochild;
+}
+
 static int deep_op(int depth, int (*op)(void));
 static int (*volatile deep_op_next)(int, int (*)(void)) = deep_op;
 
@@ -617,12 +629,14 @@ static int deep_op(int depth, int (*op)(void))
 static void *nomem_victim(void *arg)
 {
     (void)arg;
+    CHECK((ochild = px_spawn(nomem_child, NULL)) != NULL);
     CHECK_EQ(px_yield(), 0);
     nomem = 1;
     CHECK_EQ(deep_op(16, op_lock), PX_ENOMEM);    /* om is main's */
     CHECK_EQ(deep_op(16, op_recv), PX_ENOMEM);    /* nobody sends */
     CHECK_EQ(deep_op(16, op_yield), PX_ENOMEM);
     CHECK_EQ(deep_op(16, op_sleep), PX_ENOMEM);
+    CHECK_EQ(deep_op(16, op_join), PX_ENOMEM);    /* the child runs on */
     nomem = 0;
     ophase = 1;
     while (ophase < 2)   /* main looks at what the failed waits left */
@@ -631,6 +645,11 @@ static void *nomem_victim(void *arg)
     CHECK_EQ(px_mutex_unlock(om), 0);
     CHECK_EQ(deep_op(16, op_recv), 0);
     CHECK(ogot == (void *)&ophase);
+    void *r;
+    CHECK_EQ(deep_op(16, op_join), 0);            /* no joiner left behind */
+    CHECK_EQ(px_join(ochild, &r), 0);
+    CHECK(r == &ochild);
+    px_fiber_release(ochild);
     ophase = 3;
     return NULL;
 }
@@ -664,8 +683,8 @@ static void *nomem_main(void *arg)
 }
 
 /* Memory for a parked fiber's copy runs out: the park (lock, receive, yield,
-** sleep) returns PX_ENOMEM at once, leaves nothing queued, and the program
-** goes on -- two fibers on one stack, so every switch is an eviction. */
+** sleep, join) returns PX_ENOMEM at once, leaves nothing queued, and the program
+** goes on -- three fibers on one stack, so every switch is an eviction. */
 static void test_park_out_of_memory(void)
 {
     px__shared_realloc = failing_realloc;
