@@ -578,7 +578,8 @@ PX_API void px_timer_free(px_timer *t);
 ** writes one line to stderr per fiber event, each with one write(2):
 ** "parataxis trace <seconds since the first scheduler> fiber <id> <event>", the
 ** events being spawn, park "<reason>", wake "<reason>", timeout "<reason>",
-** cancel "<reason>" and exit.
+** cancel "<reason>", nomem "<reason>" (a park on a shared stack that could not
+** keep its stack: see px_sched_opts.shared_stacks) and exit.
 */
 
 /* A scheduler, a handle on a fiber (for px_join and px_fiber_release), a
@@ -631,9 +632,10 @@ typedef struct px_sched_opts {
     ** reason or object of a px_park_info, which the deadlock report reads
     ** while the fiber waits); its own pointers to its locals are right
     ** whenever it runs.  The library keeps nothing that others read on such
-    ** a stack.  If memory for a waiting fiber's copy runs out at a switch,
-    ** the process ends with "parataxis: out of memory saving a shared stack"
-    ** (a switch has nobody to return an error to).  Fibers with an explicit
+    ** a stack.  The memory for a fiber's copy is had as it leaves the CPU,
+    ** never at a switch: when there is none, what it called (a wait, a park,
+    ** a sleep, a join, a yield) returns PX_ENOMEM at once, having waited for
+    ** nothing and left nothing queued.  Fibers with an explicit
     ** size and hosted fibers keep a stack of their own (or none).  Each
     ** shared stack has a guard below it, as a stack of its own does, and an
     ** overflow is reported the same way.  docs/fibers.md compares the two
@@ -843,7 +845,9 @@ PX_API px_fiber *px_spawn_sized(px_fiber_fn fn, void *arg, size_t stack_size);
 ** scope interrupted the wait (*result is left alone, and the caller is no longer
 ** a joiner), and, checked in this order, PX_EINVAL for NULL, PX_ENOFIBER
 ** off-fiber, PX_ETHREAD when `f` belongs to another scheduler, PX_EDEADLK when
-** `f` is the calling fiber; and
+** `f` is the calling fiber; PX_ENOMEM in a fiber on a shared stack when the
+** memory to keep its stack while it waits cannot be had (it did not wait, and
+** is no joiner); and
 ** PX_EYIELD in a hosted fiber that must yield (see px_spawn_hosted; call
 ** px_join again once resumed: it then returns at once).  Only the end of `f`
 ** (or a scope) ends the wait: a px_wake aimed at the joiner makes it look and
@@ -881,8 +885,10 @@ PX_API uint64_t px_self(void);
 
 /*
 ** Puts the calling fiber at the tail of the ready queue and runs the others that
-** are ready first.  Returns 0, PX_ENOFIBER off-fiber, or PX_EYIELD in a hosted
-** fiber without suspend (it must yield to its host now, and is resumed in its
+** are ready first.  Returns 0, PX_ENOFIBER off-fiber, PX_ENOMEM in a fiber on
+** a shared stack when the memory to keep its stack while others run cannot be
+** had (it went on at once, ahead of them), or PX_EYIELD in a hosted fiber
+** without suspend (it must yield to its host now, and is resumed in its
 ** turn).  Not bounded by scopes: a yield is not a wait.  It sets
 ** px_park_result() to 0.  Thread: scheduler.  Parks: it suspends the fiber, but never waits.
 */
@@ -895,11 +901,14 @@ PX_API int px_yield(void);
 ** and no syscall of its own: it is a node in the scheduler's ordered set of
 ** deadlines.  An `ns` too long for the clock sleeps for ever, until a scope ends
 ** it.  Returns 0 when the time has come, PX_ETIMEDOUT / PX_ECANCELED when a scope
-** ended it first, PX_EINVAL for a negative `ns`, PX_ENOFIBER off-fiber, PX_EYIELD
+** ended it first, PX_EINVAL for a negative `ns`, PX_ENOFIBER off-fiber,
+** PX_ENOMEM in a fiber on a shared stack when the memory to keep its stack while
+** it sleeps cannot be had (it did not sleep), PX_EYIELD
 ** in a hosted fiber that must yield (read the outcome with px_park_result once
 ** resumed).  A zero sleep, or a deadline at or before now (negative included),
 ** does not park: it returns the code of a scope that has fired, or else yields
-** (0, or PX_EYIELD in a hosted fiber, whose px_park_result() then reads 0).
+** (0, or PX_EYIELD in a hosted fiber, whose px_park_result() then reads 0;
+** PX_ENOMEM as a yield's).
 ** Thread: scheduler.  Parks: yes, wait reason "sleep".
 */
 PX_API int px_sleep(int64_t ns);
@@ -929,7 +938,8 @@ PX_API int px_sleep_until(int64_t deadline);
 **      the id queued in its place meanwhile, and do not take a woken fiber
 **      that has not run yet for one that is leaving: a release made before
 **      it runs must still hand over to it.  Only a park that returns
-**      PX_ETIMEDOUT / PX_ECANCELED ends a wait without a hand-over.
+**      PX_ETIMEDOUT / PX_ECANCELED (or PX_ENOMEM, below) ends a wait without
+**      a hand-over.
 **
 ** When a scope interrupts the park (its deadline passed, its token was
 ** cancelled, or it had fired before the park), the fiber is woken by the
@@ -939,7 +949,9 @@ PX_API int px_sleep_until(int64_t deadline);
 ** raced the interrupt (step 4 happened, but the fiber was already on its way
 ** out), dereg must then pass the grant on to the next waiter.  dereg must not
 ** park; it may call px_wake.  After px_park returns, nothing of the wait is left
-** queued anywhere.
+** queued anywhere.  A fiber on a shared stack whose stack bytes cannot be kept
+** while it waits (no memory) gets the same treatment with PX_ENOMEM: dereg runs
+** and px_park returns at once, without having waited.
 **
 ** A scheduler's fibers run one at a time on one thread, so a primitive used only
 ** by the fibers of one scheduler needs no lock.  Wake only ids that you took off
@@ -972,8 +984,10 @@ typedef struct px_park_info {
 ** `reason` names the wait (a static string), dereg(ctx) is run on interruption;
 ** it is px_park_with with only those three fields set.
 ** Returns 0 when woken by px_wake; PX_ETIMEDOUT or PX_ECANCELED when a scope
-** interrupted it (dereg has run); PX_ENOFIBER off-fiber (nothing happens, dereg
-** does not run);
+** interrupted it (dereg has run); PX_ENOMEM in a fiber on a shared stack when
+** the memory to keep its stack while it waits cannot be had (it did not wait;
+** dereg has run, as for an interrupt); PX_ENOFIBER off-fiber (nothing happens,
+** dereg does not run);
 ** PX_EYIELD in a hosted fiber whose host cannot switch inside C: the park is
 ** recorded, the host must yield to the scheduler at once, and px_park_result()
 ** gives the outcome once it is resumed.  A fiber in a scope that has already
@@ -1181,7 +1195,11 @@ PX_API px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host
 **     returns PX_ETIMEDOUT or PX_ECANCELED when one interrupts it, and then
 **     nothing of the wait is left queued and nothing was acquired; a grant
 **     that raced the interrupt went on to the next waiter.  It returns
-**     PX_ENOFIBER off-fiber and PX_EINVAL for a NULL object.
+**     PX_ENOFIBER off-fiber and PX_EINVAL for a NULL object.  In a fiber on a
+**     shared stack (px_sched_opts.shared_stacks) it returns PX_ENOMEM when the
+**     memory to keep the fiber's stack while it waits cannot be had: it did
+**     not wait, and as after an interrupt nothing is left queued and nothing
+**     was acquired.  These, with PX_EYIELD below, are the common wait codes.
 **   - Only a hand-over (or a scope) ends a wait.  A px_wake that no release
 **     sent, from any thread, makes the waiter look and park again, keeping its
 **     place in the queue; a release made before it ran still hands over to it.

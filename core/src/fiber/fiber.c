@@ -322,7 +322,9 @@ int px_yield(void)
         return PX_ENOFIBER;
     px__sched_ready_push(f->s, f);
     f->park_result = 0;      /* what a hosted fiber reads once resumed */
-    return suspend(f);
+    int r = suspend(f);
+    /* PX_ENOMEM when the scheduler could not let it leave (px__fiber_refuse) */
+    return r ? r : f->park_result;
 }
 
 int px_sleep_until(int64_t deadline)
@@ -359,7 +361,7 @@ void px__fiber_park_finish(px_fiber *f)
 
 static const char *interrupt_event(int code)
 {
-    return code == PX_ECANCELED ? "cancel" : "timeout";
+    return code == PX_ECANCELED ? "cancel" : code == PX_ENOMEM ? "nomem" : "timeout";
 }
 
 void px__fiber_unpark(px_sched *s, px_fiber *f, int code)
@@ -373,6 +375,16 @@ void px__fiber_unpark(px_sched *s, px_fiber *f, int code)
     f->dereg_due = code != 0;
     PX_TRACE(f->id, code ? interrupt_event(code) : "wake", f->park.reason);
     px__sched_ready_push(s, f);
+}
+
+void px__fiber_refuse(px_sched *s, px_fiber *f, int code)
+{
+    if (f->state == PX_F_PARKED)
+        px__fiber_unpark(s, f, code);   /* interrupted: its dereg runs, as a scope's */
+    else
+        f->park_result = code;          /* a yield: px_yield returns it */
+    px__sched_ready_unpush(s, f);       /* it runs now, before anyone */
+    f->state = PX_F_RUNNING;
 }
 
 /* Its node in the set of deadlines came due: the sleep ended, or a scope's

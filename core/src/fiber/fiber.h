@@ -88,6 +88,10 @@ struct px__scope {
 typedef struct px__shstack {
     px__stack stack;
     px_fiber *resident;      /* whose bytes are on it; NULL: nobody's */
+    /* The top of what any fiber of it uses (px__context_top): the bytes above
+    ** are the same for all of them (a part of the first frame), so no copy
+    ** holds them.  Kept here: every switch out of one of its fibers reads it. */
+    char *top;
 } px__shstack;
 
 struct px_fiber {
@@ -217,6 +221,8 @@ static inline px_fiber *px__fiber_here(void)
 
 /* sched.c: the ready queue, ids and posting. */
 void px__sched_ready_push(px_sched *s, px_fiber *f);
+/* Takes f, the last fiber pushed, back out of the ready queue. */
+void px__sched_ready_unpush(px_sched *s, px_fiber *f);
 px_fiber *px__sched_lookup(px_sched *s, uint64_t id);
 int px__sched_id_add(px_sched *s, px_fiber *f);
 void px__sched_id_remove(px_sched *s, uint64_t id);
@@ -243,6 +249,11 @@ void px__fiber_unpark(px_sched *s, px_fiber *f, int code);
 int px__fiber_wake(px_sched *s, uint64_t id);
 void px__fiber_expired(px_sched *s, px_fiber *f, int64_t now);
 void px__fiber_park_finish(px_fiber *f);
+/* C fiber f just left the CPU (parked or yielded) and nothing ran since, but
+** it cannot stay away (px__shared_keep failed): undoes the leave -- f runs
+** next, and what it called returns `code`, a park as when a scope fired
+** before it (nothing queued, its dereg run). */
+void px__fiber_refuse(px_sched *s, px_fiber *f, int code);
 /* px_park_with for the running fiber f, with the info already in f->park. */
 int px__fiber_park(px_fiber *f);
 void px__fiber_discard(px_sched *s, px_fiber *f);
@@ -252,12 +263,18 @@ void px__fiber_reap(px_sched *s, px_fiber *f);
 void px__fiber_main(void *arg);
 
 /* shared.c: fibers on shared stacks (px_sched_opts.shared_stacks). */
+/* realloc, unless a test put a failing one in its place. */
+extern void *(*px__shared_realloc)(void *p, size_t n);
 /* Puts new fiber f (its context not made) on one of s's shared stacks; 0 or
 ** PX_ENOMEM. */
 int px__shared_place(px_sched *s, px_fiber *f);
 /* Before the switch to f: makes its bytes resident on its shared stack
 ** (saving the resident's), and returns that stack. */
 const px__stack *px__shared_enter(px_fiber *f);
+/* f just left its shared stack (parked or yielded; not ended), and nothing
+** ran since: makes its buffer fit the bytes it left there, so that saving
+** them later needs no memory.  0, or PX_ENOMEM (the bytes are still there). */
+int px__shared_keep(px_fiber *f);
 /* Lets go of what f has on its shared stack: its bytes, its saved copy. */
 void px__shared_release(px_fiber *f);
 /* Gives s's shared stacks back to its pool. */

@@ -240,6 +240,19 @@ void px__sched_ready_push(px_sched *s, px_fiber *f)
     s->ready_tail = f;
 }
 
+void px__sched_ready_unpush(px_sched *s, px_fiber *f)
+{
+    /* A walk, on a failure path only: the queue is singly linked. */
+    px_fiber *p = NULL;
+    for (px_fiber *q = s->ready; q != f; q = q->next)
+        p = q;
+    if (p)
+        p->next = NULL;
+    else
+        s->ready = NULL;
+    s->ready_tail = p;
+}
+
 void px__sched_switch_to(px_fiber *f)
 {
     px__context_switch(&f->ctx, &f->s->ctx);
@@ -399,21 +412,41 @@ static void expire(px_sched *s)
 
 static void run_hosted(px_sched *s, px_fiber *f);
 
+/* One turn of C fiber f on stack st, until it switches back. */
+static inline void run_on(px_sched *s, px_fiber *f, const px__stack *st)
+{
+    px__stack_running(f->id, st);
+    px__context_switch(&s->ctx, &f->ctx);
+    px__stack_running(0, NULL);
+    if (!px__stack_intact(st))
+        px__stack_overflowed(f->id);
+}
+
+/* A fiber on a shared stack: its bytes go there first, and once it left,
+** its buffer is made to fit what it left there, before any other fiber can
+** need that stack (shared.c).  When it cannot be, the fiber goes on at once:
+** what it called returns PX_ENOMEM. */
+static PX_NOINLINE void run_shared(px_sched *s, px_fiber *f)
+{
+    const px__stack *st = px__shared_enter(f);
+    for (;;) {
+        run_on(s, f, st);
+        if (f->state == PX_F_DONE || px__shared_keep(f) == 0)
+            return;
+        px__fiber_refuse(s, f, PX_ENOMEM);
+    }
+}
+
 static void run_one(px_sched *s, px_fiber *f)
 {
     s->cur = f;
     f->state = PX_F_RUNNING;
-    if (f->hosted) {
+    if (f->hosted)
         run_hosted(s, f);
-    } else {
-        /* On a shared stack, its bytes go there first (shared.c). */
-        const px__stack *st = PX_LIKELY(f->sh == NULL) ? &f->stack : px__shared_enter(f);
-        px__stack_running(f->id, st);
-        px__context_switch(&s->ctx, &f->ctx);
-        px__stack_running(0, NULL);
-        if (!px__stack_intact(st))
-            px__stack_overflowed(f->id);
-    }
+    else if (PX_LIKELY(f->sh == NULL))
+        run_on(s, f, &f->stack);
+    else
+        run_shared(s, f);
     s->cur = NULL;
     if (f->state == PX_F_DONE)
         px__fiber_reap(s, f);

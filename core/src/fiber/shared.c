@@ -18,25 +18,34 @@
 ** first frame is laid out at its first turn, when the stack is its own.
 ** A saved copy is never larger than the stack: a fiber that ran below its
 ** stack's lowest byte met the guard, and the overflow report, first.
+**
+** No switch allocates.  Each time a fiber leaves its stack (parks, yields),
+** the scheduler, back on its own stack, makes the fiber's buffer fit the bytes
+** it left there (px__shared_keep) -- measured from the stack pointer the
+** switch saved, so the size is exact, whatever frames the switch made -- and
+** while they are still there: no other fiber ran yet.  The bytes do not
+** change until the fiber runs again, so the copy made when it is evicted
+** later always fits.  When that memory cannot be had, the fiber is resumed at
+** once (its bytes never left) and what it called returns PX_ENOMEM
+** (px__fiber_refuse).
 */
-#include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
+#include "base/compiler.h"
 #include "fiber/fiber.h"
 
-/* The top of what any fiber of sh uses: the bytes above it are the same for
-** all of them (a part of the first frame, context.h), so no copy holds them. */
-static char *top_of(const px__shstack *sh)
-{
-    return px__context_top(sh->stack.lo, sh->stack.size);
-}
+/* What a saved copy's buffer is had from: realloc, or a test's stand-in that
+** fails on demand (tests/c/fiber/fib_shared.c). */
+void *(*px__shared_realloc)(void *p, size_t n) = realloc;
 
 int px__shared_place(px_sched *s, px_fiber *f)
 {
     px__shstack *sh = &s->shared[s->shared_next];
-    if (sh->stack.lo == NULL && px__stack_get_shared(s->pool, &sh->stack) != 0)
-        return PX_ENOMEM;
+    if (sh->stack.lo == NULL) {
+        if (px__stack_get_shared(s->pool, &sh->stack) != 0)
+            return PX_ENOMEM;
+        sh->top = px__context_top(sh->stack.lo, sh->stack.size);
+    }
     s->shared_next = (s->shared_next + 1) % s->opts.shared_stacks;
     f->sh = sh;
     f->away.saved = NULL;
@@ -44,32 +53,32 @@ int px__shared_place(px_sched *s, px_fiber *f)
     return 0;
 }
 
-/* Memory for a saved copy cannot be had: the switch cannot happen, and no
-** caller could be told.  Says so and aborts (async-signal-safe write). */
-static void out_of_memory(void)
+int px__shared_keep(px_fiber *f)
 {
-    static const char msg[] = "parataxis: out of memory saving a shared stack\n";
-    ssize_t w = write(2, msg, sizeof msg - 1);
-    (void)w;
-    abort();
+    px__shstack *sh = f->sh;
+    size_t len = (size_t)(sh->top - (char *)px__context_low(&f->ctx, sh->stack.lo));
+    /* The buffer keeps its size across turns (no allocation per switch), and
+    ** shrinks when it is more than twice what it must hold, so a fiber that
+    ** once ran deep does not keep that much while it waits shallow.  A shrink
+    ** that fails keeps the bigger buffer, which fits as well. */
+    if (!PX_LIKELY(len <= f->away.cap && len >= f->away.cap / 2)) {
+        void *p = px__shared_realloc(f->away.saved, len);
+        if (p == NULL && len > f->away.cap)
+            return PX_ENOMEM;
+        if (p != NULL) {
+            f->away.saved = p;
+            f->away.cap = len;
+        }
+    }
+    f->away.len = len;   /* what save copies, if it is evicted before it runs */
+    return 0;
 }
 
-/* The buffer keeps its size across turns (no allocation per switch), and
-** shrinks when it is more than twice what it holds, so a fiber that once ran
-** deep does not keep that much while it waits shallow. */
+/* Copies resident r's bytes into its buffer, which px__shared_keep made fit
+** (and measured) when r left the stack. */
 static void save(px__shstack *sh, px_fiber *r)
 {
-    char *low = px__context_low(&r->ctx, sh->stack.lo), *top = top_of(sh);
-    size_t len = (size_t)(top - low);
-    if (len > r->away.cap || len < r->away.cap / 2) {
-        void *p = realloc(r->away.saved, len);
-        if (p == NULL)
-            out_of_memory();
-        r->away.saved = p;
-        r->away.cap = len;
-    }
-    px__context_stack_out(r->away.saved, low, len);
-    r->away.len = len;
+    px__context_stack_out(r->away.saved, sh->top - r->away.len, r->away.len);
 }
 
 const px__stack *px__shared_enter(px_fiber *f)
@@ -84,7 +93,7 @@ const px__stack *px__shared_enter(px_fiber *f)
     if (f->ctx.sp == NULL)   /* its first turn */
         px__context_make(&f->ctx, sh->stack.lo, sh->stack.size, px__fiber_main, f);
     else
-        px__context_stack_in(sh->stack.lo, sh->stack.size, top_of(sh) - f->away.len,
+        px__context_stack_in(sh->stack.lo, sh->stack.size, sh->top - f->away.len,
                              f->away.saved, f->away.len);
     return &sh->stack;
 }

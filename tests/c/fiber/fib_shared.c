@@ -575,6 +575,123 @@ static void test_hosted_fibers_beside_shared_stacks(void)
     CHECK_EQ(px_chan_free(hch), 0);
 }
 
+/* -- out of memory for a saved copy ------------------------------------------- */
+
+/* shared.c's allocator of saved copies (fiber.h): the test fails it on demand. */
+extern void *(*px__shared_realloc)(void *p, size_t n);
+
+static int nomem;   /* while set, no buffer for a saved copy can be had */
+
+static void *failing_realloc(void *p, size_t n)
+{
+    return nomem ? NULL : realloc(p, n);
+}
+
+static px_mutex *om;
+static px_chan *oc;
+static int ophase;
+static void *ogot;
+
+static int op_lock(void) { return px_mutex_lock(om); }
+static int op_recv(void) { return px_chan_recv(oc, &ogot); }
+static int op_yield(void) { return px_yield(); }
+static int op_sleep(void) { return px_sleep(PX_USEC(10)); }
+
+static px_fiber *ochild;
+static int op_join(void) { return px_join(ochild, NULL); }
+
+/* Runs shallow (its copy never grows) until the victim is done failing. */
+static void *nomem_child(void *arg)
+{
+    (void)arg;
+    while (ophase < 1)
+        CHECK_EQ(px_yield(), 0);
+    return &ochild;
+}
+
+static int deep_op(int depth, int (*op)(void));
+static int (*volatile deep_op_next)(int, int (*)(void)) = deep_op;
+
+/* `depth` frames of FRAME bytes, then op: its switch must save all of them. */
+static int deep_op(int depth, int (*op)(void))
+{
+    volatile unsigned char buf[FRAME];
+    for (int i = 0; i < FRAME; i++)
+        buf[i] = pattern(9, depth, i);
+    int r = depth > 0 ? deep_op_next(depth - 1, op) : op();
+    for (int i = 0; i < FRAME; i++)
+        CHECK_EQ(buf[i], pattern(9, depth, i));
+    return r;
+}
+
+/* Shallow first, so its copy is small; then 8 KiB deeper, where every way of
+** leaving the CPU needs a bigger copy and none can be had. */
+static void *nomem_victim(void *arg)
+{
+    (void)arg;
+    CHECK((ochild = px_spawn(nomem_child, NULL)) != NULL);
+    CHECK_EQ(px_yield(), 0);
+    nomem = 1;
+    CHECK_EQ(deep_op(16, op_lock), PX_ENOMEM);    /* om is main's */
+    CHECK_EQ(deep_op(16, op_recv), PX_ENOMEM);    /* nobody sends */
+    CHECK_EQ(deep_op(16, op_yield), PX_ENOMEM);
+    CHECK_EQ(deep_op(16, op_sleep), PX_ENOMEM);
+    CHECK_EQ(deep_op(16, op_join), PX_ENOMEM);    /* the child runs on */
+    nomem = 0;
+    ophase = 1;
+    while (ophase < 2)   /* main looks at what the failed waits left */
+        CHECK_EQ(px_yield(), 0);
+    CHECK_EQ(deep_op(16, op_lock), 0);            /* now it waits, and gets it */
+    CHECK_EQ(px_mutex_unlock(om), 0);
+    CHECK_EQ(deep_op(16, op_recv), 0);
+    CHECK(ogot == (void *)&ophase);
+    void *r;
+    CHECK_EQ(deep_op(16, op_join), 0);            /* no joiner left behind */
+    CHECK_EQ(px_join(ochild, &r), 0);
+    CHECK(r == &ochild);
+    px_fiber_release(ochild);
+    ophase = 3;
+    return NULL;
+}
+
+static void *nomem_main(void *arg)
+{
+    (void)arg;
+    CHECK((om = px_mutex_new()) != NULL);
+    CHECK((oc = px_chan_new(0)) != NULL);
+    CHECK_EQ(px_mutex_lock(om), 0);
+    px_fiber *v = px_spawn(nomem_victim, NULL);
+    CHECK(v != NULL);
+    while (ophase < 1)
+        CHECK_EQ(px_yield(), 0);
+    /* The failed lock left no waiter: unlocking frees om, nobody gets it. */
+    CHECK_EQ(px_mutex_unlock(om), 0);
+    CHECK_EQ(px_mutex_trylock(om), 0);
+    ophase = 2;
+    for (int i = 0; i < 3; i++)   /* the victim parks on om, for real now */
+        CHECK_EQ(px_yield(), 0);
+    CHECK_EQ(px_mutex_unlock(om), 0);
+    /* The failed receive left no receiver to swallow this: the victim's
+    ** second receive gets it. */
+    CHECK_EQ(px_chan_send(oc, &ophase), 0);
+    CHECK_EQ(px_join(v, NULL), 0);
+    px_fiber_release(v);
+    CHECK_EQ(ophase, 3);
+    CHECK_EQ(px_mutex_free(om), 0);
+    CHECK_EQ(px_chan_free(oc), 0);
+    return NULL;
+}
+
+/* Memory for a parked fiber's copy runs out: the park (lock, receive, yield,
+** sleep, join) returns PX_ENOMEM at once, leaves nothing queued, and the program
+** goes on -- three fibers on one stack, so every switch is an eviction. */
+static void test_park_out_of_memory(void)
+{
+    px__shared_realloc = failing_realloc;
+    CHECK_EQ(run_shared(1, nomem_main, NULL), 0);
+    px__shared_realloc = realloc;
+}
+
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
@@ -592,6 +709,7 @@ int main(int argc, char **argv)
         { "sync_family", test_sync_family },
         { "deadlock_report", test_deadlock_report },
         { "hosted_fibers_beside_shared_stacks", test_hosted_fibers_beside_shared_stacks },
+        { "park_out_of_memory", test_park_out_of_memory },
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
         if (!only || strcmp(only, tests[i].name) == 0) {
