@@ -174,6 +174,13 @@ def pxpy_cdef(path: str = HEADER) -> str:
     return text[text.index(begin) + len(begin):text.index(end)]
 
 
+# The gate's fields are C11 atomics, which cffi cannot read: it learns the
+# struct's size from the compiler (_pxpy.h defines it), so that Python can own
+# a gate's memory (ffi.new; see _new_gate in _core.py).
+GATE = r"""
+struct pxpy_gate { ...; };
+"""
+
 # Python functions that C calls: compiled by cffi, defined in _core.py.  The
 # "Python+C" ones are called by _pxpy.c too (declared in _pxpy.h); pxpy_post is
 # taken from Python as a px_executor's post.
@@ -188,7 +195,7 @@ SOURCE = '#include "_pxpy.h"\n'
 
 def make_ffi() -> cffi.FFI:
     ffi = cffi.FFI()
-    ffi.cdef(CDEF + pxpy_cdef() + EXTERN_PYTHON)
+    ffi.cdef(CDEF + pxpy_cdef() + GATE + EXTERN_PYTHON)
     ffi.set_source("parataxis._parataxis", SOURCE)
     return ffi
 

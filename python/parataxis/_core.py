@@ -116,6 +116,23 @@ def _refused(code: int, what: str) -> NoReturn:
     raise_for(code)
 
 
+def _new_gate(obj: Any) -> Any:
+    # A gate for the C object `obj` (see pxpy_gate in _pxpy.c), or NULL when
+    # memory ran out.  Its memory is this cdata's (ffi.new), which the garbage
+    # collector does not track: it is freed when the last Python object holding
+    # it is deallocated, after the __del__ of every holder has run.  An ffi.gc
+    # destructor would be a finalizer instead: in a reference cycle the collector
+    # may run it before the __del__ of the queue that holds the gate, whose
+    # close() would then shut freed memory (and wait for ever for a count that
+    # is no count).
+    try:
+        g = ffi.new("pxpy_gate *")
+    except MemoryError:
+        return _NULL
+    lib.pxpy_gate_init(g, obj)
+    return g
+
+
 @ffi.def_extern()
 def pxpy_handler(key: int, status: int) -> None:
     # cffi reports an exception escaping this function through sys.unraisablehook
@@ -219,12 +236,12 @@ class HandlerQueue:
         self._q = lib.px_queue_new()
         if self._q == _NULL:
             raise NoMemory("px_queue_new failed")
-        g = lib.pxpy_gate_new(self._q)
+        g = _new_gate(self._q)
         if g == _NULL:
             lib.px_queue_free(self._q)
             self._q = _NULL
-            raise NoMemory("pxpy_gate_new failed")
-        self._g = ffi.gc(g, lib.pxpy_gate_free)
+            raise NoMemory("no memory for the HandlerQueue's gate")
+        self._g = g
         self._closed = False
         self._free_later = 0            # the thread whose drain frees it, see close()
         self._forked = False
@@ -392,13 +409,13 @@ class TimerQueue(_TimerQueueBase):
             opts.executor = keep
             opts.abort_linger_ns = _ABORT_LINGER_NS
             self._q = lib.px_timerq_new(opts)
-            g = _NULL if self._q == _NULL else lib.pxpy_gate_new(self._q)
+            g = _NULL if self._q == _NULL else _new_gate(self._q)
             if g == _NULL:
                 lib.px_timerq_free(self._q)         # NULL does nothing
                 self._q = _NULL
                 _CTX.pop(id(self._state), None)
                 raise NoMemory("px_timerq_new failed")
-            self._g = self._state.g = ffi.gc(g, lib.pxpy_gate_free)
+            self._g = self._state.g = g
             self._gp = int(ffi.cast("uintptr_t", g))
         finally:
             if hq is not None:
@@ -660,11 +677,11 @@ class Timer:
         queue._enter()
         try:
             t = lib.px_timer_new(queue._q)
-            g = _NULL if t == _NULL else lib.pxpy_gate_new(t)
+            g = _NULL if t == _NULL else _new_gate(t)
             if g == _NULL:
                 lib.px_timer_free(t)    # NULL does nothing
                 raise NoMemory("px_timer_new failed")
-            self._g = ffi.gc(g, lib.pxpy_gate_free)
+            self._g = g
             queue._timers.add(self._g)
         finally:
             queue._leave()

@@ -152,30 +152,19 @@ static void pxpy_trampoline(void *arg, int status)
 ** (most are short, a drain runs the handlers it took, a handler queue's wait is
 ** woken: see pxpy_queue_shut), a leave stays one atomic op, and nothing here
 ** needs care across fork().  The gate itself is freed only with the Python
-** objects that hold it, so a late call always finds it.
+** objects that hold it, so a late call always finds it: its memory is a cdata
+** of ffi.new, freed when that object is deallocated, never by a finalizer (see
+** _new_gate in _core.py).
 */
 #define PXPY_SHUT ((size_t)1 << (sizeof(size_t) * 8 - 1))
 
-typedef struct pxpy_gate {
-    atomic_size_t use;          /* calls under way, plus PXPY_SHUT once shut */
-    atomic_int refuse;          /* what a refused call returns */
-    void *obj;                  /* the px_timerq, px_timer or px_queue */
-} pxpy_gate;
-
-pxpy_gate *pxpy_gate_new(void *obj)
+/* The gate's memory is Python's (see _new_gate in _core.py): struct pxpy_gate is
+** defined in _pxpy.h, so that cffi knows its size. */
+void pxpy_gate_init(pxpy_gate *g, void *obj)
 {
-    pxpy_gate *g = malloc(sizeof *g);
-    if (g != NULL) {
-        atomic_init(&g->use, 0);
-        atomic_init(&g->refuse, PX_ECLOSED);
-        g->obj = obj;
-    }
-    return g;
-}
-
-void pxpy_gate_free(pxpy_gate *g)
-{
-    free(g);
+    atomic_init(&g->use, 0);
+    atomic_init(&g->refuse, PX_ECLOSED);
+    g->obj = obj;
 }
 
 /* 0 and the call may go on, or the code to refuse it with (it did not enter). */

@@ -10,6 +10,7 @@
 #ifndef PXPY_H
 #define PXPY_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,10 +19,11 @@
 /* cdef: begin */
 
 /* The gate of a queue, timer or handler queue: every call from Python goes
-** through it, so that close() can wait for the calls under way before the free. */
+** through it, so that close() can wait for the calls under way before the free.
+** Python allocates it (ffi.new: its size is the struct's below) and sets it up
+** with pxpy_gate_init. */
 typedef struct pxpy_gate pxpy_gate;
-pxpy_gate *pxpy_gate_new(void *obj);
-void pxpy_gate_free(pxpy_gate *g);
+void pxpy_gate_init(pxpy_gate *g, void *obj);
 int pxpy_enter(pxpy_gate *g);
 void pxpy_leave(pxpy_gate *g);
 int pxpy_shut(pxpy_gate *g);
@@ -73,6 +75,15 @@ px_executor pxpy_batch_executor(pxpy_batch *b);
 void pxpy_batch_free(pxpy_batch *b);
 
 /* cdef: end */
+
+/* The gate (see _pxpy.c).  Defined here, not in _pxpy.c, for the code cffi
+** generates: _build_ffi.py declares it to cffi as a struct of unknown fields,
+** whose size the compiler gives. */
+struct pxpy_gate {
+    atomic_size_t use;          /* calls under way, plus PXPY_SHUT once shut */
+    atomic_int refuse;          /* what a refused call returns */
+    void *obj;                  /* the px_timerq, px_timer or px_queue */
+};
 
 /* Python functions that C calls, compiled by cffi from the extern "Python+C"
 ** declarations in _build_ffi.py (defined in _core.py with @ffi.def_extern). */

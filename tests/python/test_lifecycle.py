@@ -306,6 +306,48 @@ def test_dropped_loop_queue_from_another_thread_delivers_on_the_loop():
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
 
 
+def test_dropped_queue_in_a_cycle_is_closed_by_the_collector():
+    """A queue in a reference cycle is closed by its __del__ when the collector
+    frees the cycle, and its gate (what close() shuts and waits on) is still
+    there then.  The gate was an ffi.gc object, whose destructor is a finalizer
+    the collector may run first: close() then shut freed memory and waited for
+    ever (the hang seen once in test_dropped_loop_queue_is_closed_and_delivers,
+    whose gc.collect() freed such a cycle left by an earlier test)."""
+    run_race("""
+import gc, os, threading, time, parataxis
+def threads():
+    return len(os.listdir("/proc/self/task"))
+calls = []
+fired = threading.Semaphore(0)
+def fn(aborted):
+    calls.append(aborted)
+    fired.release()
+base = threads()
+for _ in range(20):
+    q = parataxis.TimerQueue()
+    box = [q]                   # the queue is reachable only through a later object
+    del q
+    # A pending call holds the queue's _State, which holds the gate: this
+    # collection moves the gate ahead of the queue in the collector's list,
+    # so the next one finalizes the gate's object first.
+    h = box[0].add(60, fn)
+    gc.collect()
+    assert h.cancel()
+    del h
+    assert fired.acquire(timeout=10)
+    box.append(parataxis.Timer(box[0]))     # its close() enters the queue's gate
+    box.append(box)             # a cycle: only the collector frees it
+    del box
+    gc.collect()                # the queue's __del__ closes it
+end = time.monotonic() + 10
+while threads() != base and time.monotonic() < end:
+    time.sleep(0.01)
+assert threads() == base, "a dropped queue's worker thread is left"
+assert calls == [True] * 20, calls
+print("ok")
+""")
+
+
 # -- item 12: timer handles -------------------------------------------------------
 
 def test_handles_of_another_queue_do_not_cancel_this_queues_timers():
