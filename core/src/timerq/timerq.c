@@ -255,6 +255,8 @@ static void queue_unlock(px_timerq *q)
 ** their cache misses overlap: unlinked one at a time by each cancel, they were
 ** two misses more per cancel in random order.
 */
+static void ring_unlink(px_timerq *q, px__trec *r);
+
 static void ring_take(px_timerq *q)
 {
     size_t head = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
@@ -266,15 +268,21 @@ static void ring_take(px_timerq *q)
         PX_PREFETCH_WRITE(r->node.link.prev);
         PX_PREFETCH_WRITE(r->node.link.next);
     }
-    for (; head != end; head++) {
-        px__trec *r = atomic_exchange_explicit(&q->ring[head % RING], NULL, memory_order_relaxed);
-        if (px__tset_contains(&r->node))
-            px__tset_remove(&q->set, &r->node);
-        else
-            q->ring_gone--;
-        px__list_push(&q->aborted, &r->node.link);
-    }
+    for (; head != end; head++)
+        ring_unlink(q, atomic_exchange_explicit(&q->ring[head % RING], NULL, memory_order_relaxed));
     atomic_store_explicit(&q->ring_head, head, memory_order_release);
+}
+
+/* Takes a record a cancel made ABORTED out of the set, unless expiry or
+** cancel_all took it out first (ring_owns counted it), and queues its call
+** (lock held). */
+static void ring_unlink(px_timerq *q, px__trec *r)
+{
+    if (px__tset_contains(&r->node))
+        px__tset_remove(&q->set, &r->node);
+    else
+        q->ring_gone--;
+    px__list_push(&q->aborted, &r->node.link);
 }
 
 /* Records in the ring whose cancel has claimed a slot (lock held). */
@@ -294,22 +302,24 @@ static void ring_owns(px_timerq *q)
 ** Puts `r`, which this thread just moved from ARMED to ABORTED, in the ring,
 ** without the lock when there is room.  The record stays in the set until
 ** ring_take, and nothing can undo ABORTED: whoever meets it there (expiry,
-** cancel_all) leaves its call to the ring.
+** cancel_all) leaves its call to the ring.  A full ring is taken under the
+** lock, and `r` unlinked there too rather than queued: the ring may stay full
+** while a cancel that claimed its oldest slot has not filled it yet, and
+** waiting for that cancel could spin for as long as it is kept off the CPU.
 */
 static void ring_put(px_timerq *q, px__trec *r)
 {
     size_t tail = atomic_load_explicit(&q->ring_tail, memory_order_relaxed);
-    for (;;) {
+    do {
         if (tail - atomic_load_explicit(&q->ring_head, memory_order_acquire) >= RING) {
             queue_lock(q);
             ring_take(q);
+            ring_unlink(q, r);
+            wake_for_abort(q);
             queue_unlock(q);
-            tail = atomic_load_explicit(&q->ring_tail, memory_order_relaxed);
-            continue;
+            return;
         }
-        if (atomic_compare_exchange_weak(&q->ring_tail, &tail, tail + 1))
-            break;
-    }
+    } while (!atomic_compare_exchange_weak(&q->ring_tail, &tail, tail + 1));
     atomic_store_explicit(&q->ring[tail % RING], r, memory_order_release);
     /* Paired with sleep_until: the worker says it is deaf, then looks at the
     ** ring; we claimed a slot, then look at deaf.  One of the two sees the other. */
