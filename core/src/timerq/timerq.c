@@ -684,7 +684,9 @@ static void *worker_main(void *arg)
             break;
         px__arena_prefault pf;
         if (px__arena_prefault_take(&q->arena, &pf)) {
-            /* Off the adders' path and without the lock (arena.c says why). */
+            /* Off the adders' path and without the lock (arena.c says why).
+            ** Due calls and owed aborts wait meanwhile, a few hundred
+            ** microseconds, at most seven times in a queue's life. */
             queue_unlock(q);
             px__arena_prefault_run(&pf);
             queue_lock(q);
