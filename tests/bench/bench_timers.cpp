@@ -481,7 +481,7 @@ double ns_per(int64_t t0, int64_t t1, size_t n)
 }
 
 struct Figures {
-    std::vector<double> add, add_at, cancel_seq, cancel_rnd, cancel_rnd_own, expire;
+    std::vector<double> add, add_at, cancel_seq, cancel_rnd, cancel_rnd_own, cancel_rnd_own_cpu, expire;
     double bytes_heap = 0, bytes_rss = 0;   // library growth per timer, caller bytes apart
 };
 
@@ -530,6 +530,7 @@ static void add_foreign_peers(std::vector<std::unique_ptr<Peer>> &peers, size_t 
 }
 
 double chase_ns(bool huge, size_t *thp);
+int64_t thread_cpu_ns();
 
 void run_ops(size_t n, int rounds)
 {
@@ -589,11 +590,13 @@ void run_ops(size_t n, int rounds)
             // Random order again, the caller's names for the timers read in order.
             peer.add(delays);
             if (peer.prepare(rnd_l)) {
-                int64_t t8 = px_now();
+                int64_t c8 = thread_cpu_ns(), t8 = px_now();
                 peer.cancel_prepared();
-                int64_t t9 = px_now();
-                if (round > 0)
+                int64_t t9 = px_now(), c9 = thread_cpu_ns();
+                if (round > 0) {
                     f.cancel_rnd_own.push_back(ns_per(t8, t9, limit));
+                    f.cancel_rnd_own_cpu.push_back(ns_per(c8, c9, limit));
+                }
             } else {
                 peer.cancel(rnd_l);
             }
@@ -637,11 +640,14 @@ void run_ops(size_t n, int rounds)
     row("cancel(add order)", &Figures::cancel_seq, "ns", false);
     row("cancel(random order)", &Figures::cancel_rnd, "ns", false);
     row("cancel(random order, names in cancel order)", &Figures::cancel_rnd_own, "ns", false);
+    row("cancel(random order, names in cancel order, caller CPU)", &Figures::cancel_rnd_own_cpu, "ns", false);
     if (!fig[0].cancel_rnd_own.empty() && !miss_small.empty())   // peers[0] is parataxis
-        printf("cancel(random order, names in cancel order) @%s: parataxis / memory miss = %.2fx "
-               "(4 KiB pages, %.1f ns), %.2fx (huge pages, %.1f ns): misses measured between the rounds\n",
-               label_n(n), median(fig[0].cancel_rnd_own) / median(miss_small), median(miss_small),
-               median(fig[0].cancel_rnd_own) / median(miss_huge), median(miss_huge));
+        for (auto m : {&Figures::cancel_rnd_own, &Figures::cancel_rnd_own_cpu})
+            printf("cancel(random order, names in cancel order%s) @%s: parataxis / memory miss = %.2fx "
+                   "(4 KiB pages, %.1f ns), %.2fx (huge pages, %.1f ns): misses measured between the rounds\n",
+                   m == &Figures::cancel_rnd_own ? "" : ", caller CPU", label_n(n),
+                   median(fig[0].*m) / median(miss_small), median(miss_small),
+                   median(fig[0].*m) / median(miss_huge), median(miss_huge));
     row("expiry", &Figures::expire, "M/s", true);
     // malloc cannot see mmap'd records: n/a rather than a figure that omits them.
     for (size_t i = 0; i < peers.size(); i++)
