@@ -348,6 +348,64 @@ print("ok")
 """)
 
 
+def test_handler_queue_and_its_timer_queue_collected_together_lose_no_call():
+    """A HandlerQueue and a TimerQueue posting into it, dropped together in one
+    reference cycle: whichever __del__ the collector runs first, every handler
+    is called exactly once, aborted.  The collector clears weak references
+    before it runs finalizers, so the HandlerQueue's close() did not see the
+    TimerQueue among its users; when it ran first it freed its C queue, and
+    the TimerQueue's close() then posted the aborted calls into freed memory:
+    all lost (or a crash, or a hang)."""
+    run_race("""
+import gc, parataxis
+calls = []
+class Box:
+    pass
+for i in range(200):
+    b = Box()
+    b.hq = parataxis.HandlerQueue()
+    b.q = parataxis.TimerQueue(executor=b.hq)
+    b.q.add(60, lambda aborted, i=i: calls.append((i, aborted)))
+    b.self = b                  # a cycle: only the collector frees it
+    del b
+    gc.collect()
+assert sorted(calls) == [(i, True) for i in range(200)], calls[:10]
+print("ok")
+""")
+
+
+def test_loop_queue_and_its_handler_queue_collected_together_lose_no_call():
+    """The same with an asyncio loop as the executor, once the loop is closed:
+    the TimerQueue and its own HandlerQueue (what it posts into) are freed
+    together by the collector, the HandlerQueue first, and every handler is
+    still called exactly once, aborted."""
+    run_race("""
+import asyncio, gc, parataxis
+calls = []
+class Box:
+    pass
+for i in range(50):
+    loop = asyncio.new_event_loop()
+    b = Box()
+    q = parataxis.TimerQueue(executor=loop)
+    q.add(60, lambda aborted, i=i: calls.append((i, aborted)))
+    # The queue reachable only through a later object: this collection moves
+    # it behind its HandlerQueue in the collector's list, so the next one
+    # finalizes the HandlerQueue first.
+    hq = q._hq
+    box = [q]
+    del q
+    gc.collect()
+    b.q = box.pop()
+    b.self = b                  # a cycle: only the collector frees it
+    del b, box, hq
+    loop.close()                # nothing watches the queue's HandlerQueue now
+    gc.collect()
+assert sorted(calls) == [(i, True) for i in range(50)], sorted(calls)[:10]
+print("ok")
+""")
+
+
 # -- item 12: timer handles -------------------------------------------------------
 
 def test_handles_of_another_queue_do_not_cancel_this_queues_timers():
