@@ -164,7 +164,29 @@ void pxpy_gate_init(pxpy_gate *g, void *obj)
 {
     atomic_init(&g->use, 0);
     atomic_init(&g->refuse, PX_ECLOSED);
+    atomic_init(&g->hold, 1);
     g->obj = obj;
+}
+
+/*
+** The holds on a handler queue's px_queue.  The C API wants the queue to outlive
+** every timer queue posting into it until px_timerq_free has returned; a closed
+** HandlerQueue cannot wait for them (the collector may finalize it first, with
+** its timer queues still to be closed), so it leaves the free to whoever comes
+** last.  Its owner holds the queue until its close() is done with it, and each
+** TimerQueue posting into it from its creation until its px_timerq_free
+** returned; the caller that drops the last hold frees the queue, which runs the
+** calls still queued.  A hold is taken inside the handler queue's gate, so never
+** once the last is gone.
+*/
+void pxpy_hold(pxpy_gate *g)
+{
+    atomic_fetch_add_explicit(&g->hold, 1, memory_order_relaxed);
+}
+
+int pxpy_unhold(pxpy_gate *g)
+{
+    return atomic_fetch_sub_explicit(&g->hold, 1, memory_order_acq_rel) == 1;
 }
 
 /* 0 and the call may go on, or the code to refuse it with (it did not enter). */
