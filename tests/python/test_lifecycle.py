@@ -406,6 +406,31 @@ print("ok")
 """)
 
 
+def test_cancellation_token_is_alive_for_finalizers_in_its_cycle():
+    """A finalizer of an object in the same reference cycle as a
+    CancellationToken may still use the token: its C memory is freed when the
+    token is deallocated, after every finalizer of the cycle ran.  It was an
+    ffi.gc object, whose destructor the collector may run first: cancel() and
+    cancelled then read freed memory (here filled with junk: a new token
+    looked cancelled and cancel() returned False)."""
+    run_race("""
+import gc, parataxis as px
+seen = []
+class Holder:
+    def __del__(self):
+        seen.append((self.t.cancelled, self.t.cancel(), self.t.cancelled))
+for _ in range(20):
+    t = px.CancellationToken()      # made before its holder: first in the list
+    h = Holder()
+    h.t = t
+    h.me = h                        # a cycle: only the collector frees it
+    del t, h
+    gc.collect()
+assert seen == [(False, True, True)] * 20, seen
+print("ok")
+""")
+
+
 # -- item 12: timer handles -------------------------------------------------------
 
 def test_handles_of_another_queue_do_not_cancel_this_queues_timers():
