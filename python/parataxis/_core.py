@@ -290,7 +290,8 @@ class HandlerQueue:
             _tls.drain = prev
             draining.pop()
             if self._free_later == threading.get_ident() and self not in draining:
-                self._free()
+                self._free_later = 0
+                self._unhold()
         if box:
             raise box.pop()
         return self._done(rc)
@@ -324,7 +325,11 @@ class HandlerQueue:
 
         Calls under way in other threads finish first (a wait() returns, raising
         Closed); calls that come later raise Closed.  Called from a handler that
-        drain() runs, the queue is released when that drain() returns."""
+        drain() runs, the queue is released when that drain() returns.  A
+        TimerQueue posting here that this close() could not close (closing in
+        another thread, or collected in the same cycle as this queue) keeps
+        what it posts into: the calls still queued run when its close()
+        returns, in its thread, once every such TimerQueue has closed."""
         if self._closed:
             return
         self._closed = True
@@ -340,10 +345,23 @@ class HandlerQueue:
         if own:
             self._free_later = threading.get_ident()
         else:
+            self._unhold()
+
+    # The C queue outlives every TimerQueue posting into it (the C API's rule):
+    # this object holds it until its close() is done with it, each such
+    # TimerQueue until its px_timerq_free returned, and whoever drops the last
+    # hold frees it (see pxpy_hold).  A TimerQueue finalized by the collector
+    # after this queue -- both in one cycle, weak references cleared, so
+    # close() did not see it among _users -- still posts into a live queue,
+    # and its close() frees it, running the calls it posted.
+    def _hold(self) -> None:
+        lib.pxpy_hold(self._g)
+
+    def _unhold(self) -> None:
+        if lib.pxpy_unhold(self._g):
             self._free()
 
     def _free(self) -> None:
-        self._free_later = 0
         q, self._q = self._q, _NULL
         prev = getattr(_tls, "drain", None)
         _tls.drain = None               # close delivers every call, whatever raises
@@ -394,6 +412,7 @@ class TimerQueue(_TimerQueueBase):
         self._timers: Set[Any] = set()              # the gates of our open Timers
         self._hq: Optional[HandlerQueue] = None     # our own, for an asyncio loop
         self._user_hq: Optional[HandlerQueue] = None
+        self._into: Optional[HandlerQueue] = None   # what we post into: holds its C queue
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._sched: Any = None                     # a fiber run's Scheduler
         self._where = "worker" if executor is None else type(executor).__name__
@@ -417,6 +436,11 @@ class TimerQueue(_TimerQueueBase):
                 raise NoMemory("px_timerq_new failed")
             self._g = self._state.g = g
             self._gp = int(ffi.cast("uintptr_t", g))
+        except BaseException:
+            into, self._into = self._into, None
+            if into is not None:        # no C queue posts into it
+                into._unhold()
+            raise
         finally:
             if hq is not None:
                 hq._leave()
@@ -443,12 +467,16 @@ class TimerQueue(_TimerQueueBase):
             q = executor._ptr()
             executor._users.add(self)
             self._user_hq = executor
+            executor._hold()            # inside its gate: it is open
+            self._into = executor
             return lib.px_queue_executor(q)
         if isinstance(executor, asyncio.AbstractEventLoop):
             if executor.is_closed():
                 raise Closed("the event loop is closed")
             self._loop = executor
             self._hq = HandlerQueue()
+            self._hq._hold()
+            self._into = self._hq
             return lib.px_queue_executor(self._hq._q)
         from ._fibers import Scheduler     # imports this module: imported late
         if isinstance(executor, Scheduler):
@@ -606,6 +634,9 @@ class TimerQueue(_TimerQueueBase):
         q, self._q = self._q, _NULL
         inside = getattr(_tls, "current", None) is self._state
         lib.px_timerq_free(q)           # GIL released while it joins the worker
+        into, self._into = self._into, None
+        if into is not None:            # it posts no more: let its C queue go
+            into._unhold()
         if inside:
             _DEFERRED.add(self._state)  # the worker still owes calls: see exit
         else:

@@ -19,10 +19,11 @@ from typing import (Any, Callable, Dict, Generic, List, Literal, Optional, Tuple
 
 from greenlet import getcurrent
 
+from . import _core  # noqa: F401  (its import adds _Token to _parataxis)
 from . import _host
 from ._errors import (BusyError, Cancelled, Closed, DeadlockError, InvalidArgument,
                       NoFiberError, Timeout, raise_for)
-from ._parataxis import ffi, lib
+from ._parataxis import _Token, ffi, lib
 
 T = TypeVar("T")
 
@@ -465,13 +466,17 @@ class CancellationToken:
     """A flag any thread may raise with cancel(); waits inside a cancel_scope
     of it then raise px.Cancelled."""
 
-    __slots__ = ("_t",)
+    __slots__ = ("_t", "_own")
 
     def __init__(self) -> None:
-        t = lib.px_token_new()
-        if t == ffi.NULL:
-            raise MemoryError("px_token_new")
-        self._t = ffi.gc(t, lib.px_token_free)
+        # The C token is _own's, freed when this object is deallocated: after
+        # every finalizer of a reference cycle it is in, which may still use it
+        # (an ffi.gc destructor is a finalizer the collector may run first).
+        try:
+            self._own = _Token()
+        except MemoryError:
+            raise MemoryError("px_token_new") from None
+        self._t = ffi.cast("px_token *", self._own.addr)
 
     def cancel(self) -> bool:
         """Cancels it: True, or False if it was cancelled already.  Any

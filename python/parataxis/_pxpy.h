@@ -29,6 +29,11 @@ void pxpy_leave(pxpy_gate *g);
 int pxpy_shut(pxpy_gate *g);
 void pxpy_gate_forked(pxpy_gate *g);
 
+/* The holds on a handler queue's px_queue (see _pxpy.c): pxpy_gate_init gives
+** its owner one; pxpy_unhold returns 1 to the caller that dropped the last. */
+void pxpy_hold(pxpy_gate *g);
+int pxpy_unhold(pxpy_gate *g);
+
 /* The timer queue's and the deadline timer's calls, each inside the gate.  A
 ** handler's C arg is the key under which the Python side keeps the call
 ** alive: its TimerHandle's address (see _pxpy.c). */
@@ -82,6 +87,7 @@ void pxpy_batch_free(pxpy_batch *b);
 struct pxpy_gate {
     atomic_size_t use;          /* calls under way, plus PXPY_SHUT once shut */
     atomic_int refuse;          /* what a refused call returns */
+    atomic_size_t hold;         /* who keeps obj (a px_queue): see pxpy_hold */
     void *obj;                  /* the px_timerq, px_timer or px_queue */
 };
 

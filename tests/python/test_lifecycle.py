@@ -348,6 +348,118 @@ print("ok")
 """)
 
 
+def test_handler_queue_and_its_timer_queue_collected_together_lose_no_call():
+    """A HandlerQueue and a TimerQueue posting into it, dropped together in one
+    reference cycle: whichever __del__ the collector runs first, every handler
+    is called exactly once, aborted.  The collector clears weak references
+    before it runs finalizers, so the HandlerQueue's close() did not see the
+    TimerQueue among its users; when it ran first it freed its C queue, and
+    the TimerQueue's close() then posted the aborted calls into freed memory:
+    all lost (or a crash, or a hang)."""
+    run_race("""
+import gc, parataxis
+calls = []
+class Box:
+    pass
+for i in range(200):
+    b = Box()
+    b.hq = parataxis.HandlerQueue()
+    b.q = parataxis.TimerQueue(executor=b.hq)
+    b.q.add(60, lambda aborted, i=i: calls.append((i, aborted)))
+    b.self = b                  # a cycle: only the collector frees it
+    del b
+    gc.collect()
+assert sorted(calls) == [(i, True) for i in range(200)], calls[:10]
+print("ok")
+""")
+
+
+def test_loop_queue_and_its_handler_queue_collected_together_lose_no_call():
+    """The same with an asyncio loop as the executor, once the loop is closed:
+    the TimerQueue and its own HandlerQueue (what it posts into) are freed
+    together by the collector, the HandlerQueue first, and every handler is
+    still called exactly once, aborted."""
+    run_race("""
+import asyncio, gc, parataxis
+calls = []
+class Box:
+    pass
+for i in range(50):
+    loop = asyncio.new_event_loop()
+    b = Box()
+    q = parataxis.TimerQueue(executor=loop)
+    q.add(60, lambda aborted, i=i: calls.append((i, aborted)))
+    # The queue reachable only through a later object: this collection moves
+    # it behind its HandlerQueue in the collector's list, so the next one
+    # finalizes the HandlerQueue first.
+    hq = q._hq
+    box = [q]
+    del q
+    gc.collect()
+    b.q = box.pop()
+    b.self = b                  # a cycle: only the collector frees it
+    del b, box, hq
+    loop.close()                # nothing watches the queue's HandlerQueue now
+    gc.collect()
+assert sorted(calls) == [(i, True) for i in range(50)], sorted(calls)[:10]
+print("ok")
+""")
+
+
+def test_handler_queue_close_racing_its_timer_queues_close_loses_no_call():
+    """HandlerQueue.close() racing the close() of a TimerQueue posting into it:
+    the TimerQueue's close() in the other thread makes this one's tq.close()
+    return at once, so the HandlerQueue used to free its C queue while that
+    TimerQueue's worker still posted the aborted calls into it (about one in
+    twenty lost).  The C queue now goes with the last of the two."""
+    run_race("""
+import collections, threading, parataxis
+calls = collections.Counter()
+ROUNDS = 300
+for r in range(ROUNDS):
+    hq = parataxis.HandlerQueue()
+    q = parataxis.TimerQueue(executor=hq)
+    for k in range(20):
+        q.add(60, lambda aborted, k=(r, k): calls.update([(k, aborted)]))
+    start = threading.Barrier(2)
+    def closer():
+        start.wait()
+        q.close()
+    t = threading.Thread(target=closer)
+    t.start()
+    start.wait()
+    hq.close()
+    t.join()
+assert sorted(calls) == [((r, k), True) for r in range(ROUNDS) for k in range(20)], len(calls)
+assert set(calls.values()) == {1}, calls.most_common(3)
+print("ok")
+""")
+
+def test_cancellation_token_is_alive_for_finalizers_in_its_cycle():
+    """A finalizer of an object in the same reference cycle as a
+    CancellationToken may still use the token: its C memory is freed when the
+    token is deallocated, after every finalizer of the cycle ran.  It was an
+    ffi.gc object, whose destructor the collector may run first: cancel() and
+    cancelled then read freed memory (here filled with junk: a new token
+    looked cancelled and cancel() returned False)."""
+    run_race("""
+import gc, parataxis as px
+seen = []
+class Holder:
+    def __del__(self):
+        seen.append((self.t.cancelled, self.t.cancel(), self.t.cancelled))
+for _ in range(20):
+    t = px.CancellationToken()      # made before its holder: first in the list
+    h = Holder()
+    h.t = t
+    h.me = h                        # a cycle: only the collector frees it
+    del t, h
+    gc.collect()
+assert seen == [(False, True, True)] * 20, seen
+print("ok")
+""")
+
+
 # -- item 12: timer handles -------------------------------------------------------
 
 def test_handles_of_another_queue_do_not_cancel_this_queues_timers():
