@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
 
@@ -82,6 +83,7 @@ typedef struct periodic {
 
 #define BATCH       256                            /* handlers per lock round */
 #define RING        1024                           /* cancelled records awaiting their unlink */
+#define LINE        64                             /* a cache line: see struct px_timerq */
 #define AWAKE       INT64_MIN                      /* q->wake_at while the worker needs no wake */
 #define ABORT_LINGER PX_USEC(50)                   /* default of q->abort_linger */
 
@@ -105,13 +107,16 @@ struct px_timerq {
     pthread_t worker;
     atomic_size_t refs;          /* the owner's, plus one per handler posted to an executor */
     unsigned fork_gen;
-    _Atomic int deaf;            /* the worker sleeps and will not look at `ring` by itself */
     /* Records a cancel without the lock made ABORTED and left in the set (see
-    ** cancel_armed): the cancels claim slots at `tail`, the worker (or a cancel
-    ** finding the ring full) takes them from `head` under the lock. */
-    _Atomic size_t ring_tail, ring_head;
+    ** ring_put): the cancels claim slots at `ring_tail`, the worker (or a cancel
+    ** finding the ring full) takes them from `ring_head` under the lock.  What
+    ** the cancels write and what the worker writes are on cache lines of their
+    ** own, so that neither side takes the other's lines away at every call. */
+    _Alignas(LINE) _Atomic size_t ring_tail;
+    _Alignas(LINE) _Atomic size_t ring_head;
     size_t ring_gone;            /* records in the ring that are out of the set already */
-    _Atomic(px__trec *) ring[RING];
+    _Alignas(LINE) _Atomic int deaf;   /* the worker sleeps and will not look at the ring */
+    _Alignas(LINE) _Atomic(px__trec *) ring[RING];
 };
 
 _Static_assert(sizeof(px__trec) == PX__ARENA_REC_BYTES, "a timer record fills its arena slot");
@@ -708,9 +713,10 @@ static void *worker_main(void *arg)
 
 px_timerq *px_timerq_new(const px_timerq_opts *opts)
 {
-    px_timerq *q = calloc(1, sizeof *q);
+    px_timerq *q = aligned_alloc(LINE, sizeof *q);   /* sizeof is a multiple of LINE */
     if (q == NULL)
         return NULL;
+    memset(q, 0, sizeof *q);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
