@@ -252,6 +252,18 @@ static void queue_unlock(px_timerq *q)
     pthread_mutex_unlock(&q->lock);
 }
 
+/* Takes a record a cancel made ABORTED out of the set, unless expiry or
+** cancel_all took it out first (ring_owns counted it), and queues its call
+** (lock held). */
+static void ring_unlink(px_timerq *q, px__trec *r)
+{
+    if (px__tset_contains(&r->node))
+        px__tset_remove(&q->set, &r->node);
+    else
+        q->ring_gone--;
+    px__list_push(&q->aborted, &r->node.link);
+}
+
 /*
 ** Takes the records the cancels put in the ring out of the set and queues their
 ** calls (lock held), up to the first slot claimed but not filled yet: its cancel
@@ -260,8 +272,6 @@ static void queue_unlock(px_timerq *q)
 ** their cache misses overlap: unlinked one at a time by each cancel, they were
 ** two misses more per cancel in random order.
 */
-static void ring_unlink(px_timerq *q, px__trec *r);
-
 static void ring_take(px_timerq *q)
 {
     size_t head = atomic_load_explicit(&q->ring_head, memory_order_relaxed);
@@ -276,18 +286,6 @@ static void ring_take(px_timerq *q)
     for (; head != end; head++)
         ring_unlink(q, atomic_exchange_explicit(&q->ring[head % RING], NULL, memory_order_relaxed));
     atomic_store_explicit(&q->ring_head, head, memory_order_release);
-}
-
-/* Takes a record a cancel made ABORTED out of the set, unless expiry or
-** cancel_all took it out first (ring_owns counted it), and queues its call
-** (lock held). */
-static void ring_unlink(px_timerq *q, px__trec *r)
-{
-    if (px__tset_contains(&r->node))
-        px__tset_remove(&q->set, &r->node);
-    else
-        q->ring_gone--;
-    px__list_push(&q->aborted, &r->node.link);
 }
 
 /* Records in the ring whose cancel has claimed a slot (lock held). */
