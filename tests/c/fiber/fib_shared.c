@@ -358,7 +358,7 @@ static px_barrier *bar;
 static px_sem *sem;
 static px_event *ev;
 static px_once *once;
-static long counter, sum, readers_seen, once_runs;
+static long counter, sum, readers_seen, once_runs, at_event;
 
 static int once_action(void *arg)
 {
@@ -398,6 +398,7 @@ static void *family_member(void *arg)
     px_yield();
     CHECK_EQ(px_sem_release(sem), 0);
     CHECK(px_barrier_arrive_and_wait(bar) >= 0);
+    at_event++;   /* and parks at once, with no switch between */
     CHECK_EQ(px_event_wait(ev), 0);
     CHECK_EQ(px_once_do(once, once_action, NULL), 0);
     CHECK_EQ(px_waitgroup_done(wg), 0);
@@ -420,7 +421,8 @@ static void *family_main(void *arg)
         CHECK_EQ(px_chan_send(bch, v), 0);
     }
     CHECK_EQ(got, MEMBERS * (MEMBERS + 1) / 2);
-    px_sleep(PX_MSEC(1));
+    while (at_event < MEMBERS)   /* every member parked in px_event_wait */
+        CHECK_EQ(px_yield(), 0);
     CHECK_EQ(px_event_set(ev), MEMBERS);
     CHECK_EQ(px_waitgroup_wait(wg), 0);
     return NULL;
@@ -437,7 +439,7 @@ static void test_sync_family(void)
     CHECK((sem = px_sem_new(2)) != NULL);
     CHECK((ev = px_event_new()) != NULL);
     CHECK((once = px_once_new()) != NULL);
-    counter = sum = readers_seen = once_runs = 0;
+    counter = sum = readers_seen = once_runs = at_event = 0;
     CHECK_EQ(run_shared(2, family_main, NULL), 0);
     CHECK_EQ(counter, 20 * MEMBERS);
     CHECK_EQ(sum, MEMBERS * (MEMBERS + 1) / 2);
