@@ -128,9 +128,11 @@ static void test_timerq_executor(void)
     px_timerq *q = px_timerq_new(&o);
     CHECK(q != NULL);
     CHECK_EQ(px_sched_hold(S), 0);
-    CHECK(px_timerq_add(q, PX_MSEC(30), on_timer, (void *)3) != 0);
+    /* 150 ms apart: each handler sleeps 1 ms before it records its turn, and
+    ** under qemu on a busy machine a fiber's 1 ms has taken more than 10. */
+    CHECK(px_timerq_add(q, PX_MSEC(310), on_timer, (void *)3) != 0);
     CHECK(px_timerq_add(q, PX_MSEC(10), on_timer, (void *)1) != 0);
-    CHECK(px_timerq_add(q, PX_MSEC(20), on_timer, (void *)2) != 0);
+    CHECK(px_timerq_add(q, PX_MSEC(160), on_timer, (void *)2) != 0);
     CHECK_EQ(px_sched_run(S), 0);
     CHECK_EQ(atomic_load(&fired), 3);
     CHECK_EQ(order[0], 1);
