@@ -135,25 +135,11 @@ static inline uint32_t px__arena_index(const void *rec)
     return h->first_index + (uint32_t)((const px__arena_slot *)rec - (const px__arena_slot *)(const void *)h);
 }
 
-/* The record of index `index`, or NULL when no record of that index was ever
-** handed out.  (A record handed out and taken back is returned: telling a free
-** record from a live one is the owner's.) */
-static inline void *px__arena_at(const px__arena *a, uint32_t index)
-{
-    uint32_t chunk = index >> PX__ARENA_CHUNK_SHIFT, slot = index & ((1u << PX__ARENA_CHUNK_SHIFT) - 1);
-    if (chunk >= a->nchunks || slot == 0)
-        return NULL;
-    if (chunk == a->nchunks - 1 && slot >= a->bump)
-        return NULL;
-    if (slot >= PX__ARENA_CHUNK_RECS)
-        return NULL;
-    return &a->chunks[chunk][slot];
-}
-
-/* The record of index `index` as px__arena_at, but callable without the owner's
-** lock, from any thread: NULL when its chunk is not there (yet).  A record of a
-** chunk that was never handed out is zeroed memory.  It returns no record
-** px__arena_at would not, except those: telling them apart is the owner's. */
+/* The record of index `index`, or NULL when its chunk is not there (yet).
+** Any thread may call it at any time, without the owner's lock.  A record of
+** the chunk that was never handed out is zeroed memory, and a record handed
+** out and taken back is returned too: telling them from a live one is the
+** owner's. */
 static inline void *px__arena_find(px__arena *a, uint32_t index)
 {
     uint32_t chunk = index >> PX__ARENA_CHUNK_SHIFT, slot = index & ((1u << PX__ARENA_CHUNK_SHIFT) - 1);
