@@ -603,14 +603,19 @@ typedef struct px_sched_opts {
     ** previous slack is restored when px_sched_run returns. */
     int64_t timer_slack_ns;
     /* Where a deadlock report goes (see px_sched_run).  NULL: written to stderr.
-    ** Called on the scheduler's thread, from px_sched_run, with on_deadlock_ctx.
-    ** `report` is one NUL-terminated text of several lines, valid during the call. */
+    ** Called on the scheduler's thread, from px_sched_run (or px_sched_next),
+    ** with on_deadlock_ctx.  `report` is one NUL-terminated text of several
+    ** lines, valid during the call.  It may not run the scheduler: px_run,
+    ** px_sched_run and px_sched_next return PX_EBUSY there. */
     void (*on_deadlock)(void *ctx, const char *report);
     void *on_deadlock_ctx;
     /* Called on the scheduler's thread just before it waits in the kernel
     ** (entering 1: nothing can run until a deadline or a post) and just after
     ** (entering 0), with on_wait_ctx.  NULL: nothing.  A host with a global
-    ** lock (Python's GIL) releases it there and holds it the rest of the time. */
+    ** lock (Python's GIL) releases it there and holds it the rest of the time.
+    ** It may post (px_sched_post, px_wake: a host's interrupt handling), but
+    ** not run the scheduler: px_run, px_sched_run and px_sched_next return
+    ** PX_EBUSY there. */
     void (*on_wait)(void *ctx, int entering);
     void *on_wait_ctx;
     /* Nonzero: an open cancel scope counts as a hold, as in px_run -- a fiber
@@ -784,7 +789,9 @@ PX_API px_executor px_sched_executor(px_sched *s);
 ** signal and call again.  Refusals, which change nothing: PX_EINVAL for NULL s
 ** or host_ctx, the px_sched_run errors for a run that cannot start (PX_EBUSY:
 ** the thread runs another scheduler), PX_ETHREAD from another thread while a
-** pulled run is under way, PX_EBUSY from a C fiber or a resumed hosted one.
+** pulled run is under way, PX_EBUSY from a C fiber or a resumed hosted one,
+** and from opts.on_wait or opts.on_deadlock (the loop is in the middle of its
+** wait or its report).
 ** Thread: the scheduler's (any before its first run).  Parks: blocks the thread
 ** while no fiber can run (its GIL, if any, should be released).
 */

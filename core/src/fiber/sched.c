@@ -479,12 +479,14 @@ static int wait_kernel(px_sched *s, int64_t until)
         ts = px__deadline_timespec(until, px_now());
         tsp = &ts;
     }
+    s->in_hook = 1;
     if (s->opts.on_wait)
         s->opts.on_wait(s->opts.on_wait_ctx, 1);
     int n = ppoll(&pfd, 1, tsp, NULL);
     int err = errno;
     if (s->opts.on_wait)
         s->opts.on_wait(s->opts.on_wait_ctx, 0);
+    s->in_hook = 0;
     errno = err;
     int r = n < 0 && errno == EINTR ? PX_EINTR : 0;
     if (n > 0) {
@@ -696,6 +698,8 @@ int px_sched_next(px_sched *s, int status, void **host_ctx)
         run_enter(s);
     } else if (px__sched_tl != s) {
         return PX_ETHREAD;   /* pulled on its thread only */
+    } else if (s->in_hook) {
+        return PX_EBUSY;     /* from on_wait or on_deadlock: the loop is mid-wait */
     } else if (s->cur != NULL && (!s->cur->hosted || s->cur->ops.resume != NULL)) {
         return PX_EBUSY;     /* a C fiber's or a resumed host's turn: not the puller's */
     } else if (s->cur != NULL) {

@@ -349,6 +349,70 @@ static void refusals_change_nothing(void)
     px_sched_free(s);
 }
 
+/* -- the hooks may not pull: no nested turn from on_wait or on_deadlock ----- */
+
+static int hook_pulls[2], hook_posts, hook_calls;
+
+static void *posted_from_hook(void *arg)
+{
+    (void)arg;
+    mark('p');
+    return NULL;
+}
+
+static void pulling_on_wait(void *ctx, int entering)
+{
+    (void)ctx;
+    void *hc = (void *)1;
+    hook_pulls[hook_calls++ & 1] = px_sched_next(S, 0, &hc);
+    CHECK(hc == NULL || hc == (void *)1);
+    if (entering && hook_posts++ == 0)   /* a post stays allowed (Lua's Ctrl-C) */
+        CHECK_EQ(px_sched_post(S, posted_from_hook, NULL), 0);
+}
+
+static void naps(task *me)
+{
+    CHECK_EQ(PARKED(me, px_sleep(PX_MSEC(20))), 0);
+    mark('n');
+}
+
+static void pulling_on_deadlock(void *ctx, const char *text)
+{
+    (void)ctx;
+    (void)text;
+    void *hc;
+    hook_pulls[0] = px_sched_next(S, 0, &hc);
+}
+
+static void hooks_may_not_pull(void)
+{
+    px_sched_opts o = { .on_wait = pulling_on_wait };
+    S = px_sched_new(&o);
+    CHECK(S != NULL);
+    ntasks = trail_len = 0;
+    trail[0] = 0;
+    hook_calls = hook_posts = 0;
+    hook_pulls[0] = hook_pulls[1] = 99;
+    spawn(naps);
+    CHECK_EQ(pass(NULL, 0), 0);              /* the run ends, no false deadlock */
+    CHECK_GE(hook_calls, 2);
+    CHECK_EQ(hook_pulls[0], PX_EBUSY);       /* entering */
+    CHECK_EQ(hook_pulls[1], PX_EBUSY);       /* leaving */
+    CHECK(strcmp(trail, "pn") == 0);         /* the post ran, then the sleeper */
+    CHECK(tasks[0].done);
+    px_sched_free(S);
+
+    px_sched_opts d = { .on_deadlock = pulling_on_deadlock };
+    S = px_sched_new(&d);
+    CHECK(S != NULL);
+    ntasks = 0;
+    hook_pulls[0] = 99;
+    spawn(stuck);
+    CHECK_EQ(pass(NULL, 0), PX_EDEADLK);
+    CHECK_EQ(hook_pulls[0], PX_EBUSY);
+    px_sched_free(S);                        /* the stuck fiber is discarded */
+}
+
 /* -- a run given up between two pulls --------------------------------------- */
 
 static void parks_forever(task *me)
@@ -388,6 +452,7 @@ int main(void)
     a_deadlock_ends_the_run_and_a_cancel_unwinds_the_fibers();
     a_signal_while_it_waits_returns_eintr_and_the_run_goes_on();
     refusals_change_nothing();
+    hooks_may_not_pull();
     a_free_between_pulls_gives_the_run_up();
     free(G.waiters);
     for (size_t i = 0; i < MAX_TASKS; i++)
