@@ -729,9 +729,11 @@ PX_API int px_sched_run(px_sched *s);
 ** released without waking anyone, and a hosted fiber's release(host_ctx) is
 ** called.  Every px_fiber handle of `s` becomes invalid, those of ended fibers
 ** never released included.  Functions posted with px_sched_post that never
-** started are dropped (their `arg` is not freed); handler calls posted through
-** px_sched_executor that `s` had not taken in are called before the free
-** returns, on the calling thread and off any fiber, with their posted status (a
+** started are dropped (their `arg` is not freed); every handler call posted
+** through px_sched_executor that had not started -- taken in as a fiber that
+** never ran (a pulled run given up between two pulls), or not taken in yet --
+** is called before the free returns, with PX_ECANCELED (aborted: it never
+** ran), on the calling thread and off any fiber, in the order it was posted (a
 ** handler is owed its one call).  From the start of the call, a px_wake of one
 ** of its fibers from another thread returns 0.  NULL does nothing.  `s` must not
 ** be running, and no thread may post to it any more -- except between two

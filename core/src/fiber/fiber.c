@@ -33,7 +33,9 @@ static PX_NOINLINE void fiber_finish(px_fiber *f)
 void px__fiber_main(void *arg)
 {
     px_fiber *f = arg;
-    f->result = f->fn(f->arg);
+    px_fiber_fn fn = f->fn;
+    f->fn = NULL;   /* it started: px__fiber_discard owes it nothing */
+    f->result = fn(f->arg);
     fiber_finish(f);
 }
 
@@ -110,6 +112,44 @@ void px__fiber_free(px_sched *s, px_fiber *f)
 }
 
 /*
+** A fiber that ends may still be in the middle of a park or a yield: a hosted
+** one whose body ended in the very turn it recorded one (the park returned
+** PX_EYIELD, then resume said PX_HOST_DONE), or one discarded by px_sched_free.
+** Undo it, or the record would be freed while still linked: its deadline in
+** the set, its outside park counted (no deadlock report ever again), its
+** place in a queue of waiters or of joiners, or in the ready queue.  The dereg
+** runs as for an interrupted park -- except when discarding, where it must
+** not hand anything on to fibers that are being discarded too.
+*/
+static void leave_turn(px_sched *s, px_fiber *f, int discarding)
+{
+    if (f->state == PX_F_PARKED) {
+        if (px__tset_contains(&f->timer))
+            px__tset_remove(&s->tset, &f->timer);
+        if (f->park.flags & PX_PARK_OUTSIDE)
+            s->outside--;
+        f->dereg_due = 1;
+    } else if (f->state == PX_F_READY && !discarding) {
+        px__sched_ready_remove(s, f);   /* a yield, or woken in its own turn */
+    }
+    f->sleep_until = INT64_MAX;
+    if (discarding)
+        f->dereg_due = 0;
+    else
+        px__fiber_park_finish(f);
+}
+
+/* Every way a fiber ends goes through here: its body returned, its host said
+** it ended, or px_sched_free discards it (`discarding`). */
+static void fiber_ending(px_sched *s, px_fiber *f, int discarding)
+{
+    if (!PX_LIKELY(f->state == PX_F_RUNNING))
+        leave_turn(s, f, discarding);
+    px__scope_close_all(f);
+    px__waitq_fiber_ended(f, discarding);
+}
+
+/*
 ** The body returned (or the host said so): end the joins, forget the id.
 ** Ending a join is the hand-over (joining cleared, the result stored); only
 ** a joiner still parked is woken.  One that is ready already -- a stray wake,
@@ -118,8 +158,7 @@ void px__fiber_free(px_sched *s, px_fiber *f)
 */
 void px__fiber_end(px_sched *s, px_fiber *f)
 {
-    px__scope_close_all(f);
-    px__waitq_fiber_ended(f, 0);
+    fiber_ending(s, f, 0);
     f->state = PX_F_DONE;
     s->live--;
     px__sched_id_remove(s, f->id);
@@ -164,10 +203,9 @@ void px__fiber_reap(px_sched *s, px_fiber *f)
 void px__fiber_discard(px_sched *s, px_fiber *f)
 {
     if (f->state != PX_F_DONE) {
-        px__scope_close_all(f);
-        px__waitq_fiber_ended(f, 1);
-        if (px__tset_contains(&f->timer))
-            px__tset_remove(&s->tset, &f->timer);
+        fiber_ending(s, f, 1);
+        if (!f->hosted && f->fn != NULL)   /* never started */
+            px__sched_unstarted(s, f->fn, f->arg);
         release_running(s, f);
     }
     px__list_unlink(&f->all_link);

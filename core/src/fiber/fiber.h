@@ -224,6 +224,12 @@ static inline px_fiber *px__fiber_here(void)
 void px__sched_ready_push(px_sched *s, px_fiber *f);
 /* Takes f, the last fiber pushed, back out of the ready queue. */
 void px__sched_ready_unpush(px_sched *s, px_fiber *f);
+/* Takes ready fiber f out of the ready queue or the batch under way, wherever
+** it is (a walk: for a fiber that ends while queued, a host's rare case). */
+void px__sched_ready_remove(px_sched *s, px_fiber *f);
+/* px_sched_free discards fiber (fn, arg) that never started: a handler call
+** taken in gets its one call, aborted. */
+void px__sched_unstarted(px_sched *s, px_fiber_fn fn, void *arg);
 px_fiber *px__sched_lookup(px_sched *s, uint64_t id);
 int px__sched_id_add(px_sched *s, px_fiber *f);
 void px__sched_id_remove(px_sched *s, uint64_t id);

@@ -253,6 +253,29 @@ void px__sched_ready_unpush(px_sched *s, px_fiber *f)
     s->ready_tail = p;
 }
 
+/* Takes f out of the singly linked list at *head (tail *tail, if any). */
+static int list_take(px_fiber **head, px_fiber **tail, px_fiber *f)
+{
+    px_fiber *p = NULL;
+    for (px_fiber *q = *head; q; p = q, q = q->next)
+        if (q == f) {
+            if (p)
+                p->next = f->next;
+            else
+                *head = f->next;
+            if (tail && *tail == f)
+                *tail = p;
+            return 1;
+        }
+    return 0;
+}
+
+void px__sched_ready_remove(px_sched *s, px_fiber *f)
+{
+    if (!list_take(&s->ready, &s->ready_tail, f))
+        list_take(&s->batch, NULL, f);
+}
+
 void px__sched_switch_to(px_fiber *f)
 {
     px__context_switch(&f->ctx, &f->s->ctx);
@@ -309,6 +332,23 @@ static void *handler_fiber(void *arg)
     free(it);
     fn(harg, status);
     return NULL;
+}
+
+/* A handler call px_sched_free found not started (a fiber that never ran, or
+** an item never taken in): its one call, aborted -- not in the child of a fork
+** made in one of the run's fibers, where the call belongs to the parent. */
+static void abort_call(px_sched *s, px__item *it)
+{
+    if (!s->forked)
+        it->hfn(it->arg, PX_ECANCELED);
+    free(it);
+}
+
+void px__sched_unstarted(px_sched *s, px_fiber_fn fn, void *arg)
+{
+    if (fn == handler_fiber)
+        abort_call(s, arg);
+    /* a posted function is dropped, its arg untouched (see px_sched_free) */
 }
 
 static int exec_post(void *ctx, px_handler_fn fn, void *arg, int status)
@@ -760,11 +800,17 @@ void px_sched_free(px_sched *s)
         s->free_recs = f->next;
         free(f);
     }
-    for (px__item *it = s->inbox, *next; it; it = next) {
-        next = it->next;
-        if (it->kind == PX_I_HANDLER && !s->forked)
-            it->hfn(it->arg, it->status);   /* a handler is owed its one call */
-        free(it);                           /* (in the parent, in a fork's child) */
+    /* Each call may post again (to any scheduler): take the inbox until empty. */
+    while (s->inbox) {
+        px__item *it = s->inbox;
+        s->inbox = s->inbox_tail = NULL;
+        for (px__item *next; it; it = next) {
+            next = it->next;
+            if (it->kind == PX_I_HANDLER)
+                abort_call(s, it);   /* a handler is owed its one call */
+            else
+                free(it);
+        }
     }
     px__tset_destroy(&s->tset);
     px__shared_free(s);
