@@ -21,12 +21,14 @@
 
 /* -- records -------------------------------------------------------------- */
 
+static inline void fiber_end(px_sched *s, px_fiber *f);
+
 /* The end of a C fiber, out of line: px__fiber_main's frame lies under the
 ** body's for the fiber's whole life, and on a shared stack it is copied with
 ** every parked fiber's bytes, so it keeps only what the call needs. */
 static PX_NOINLINE void fiber_finish(px_fiber *f)
 {
-    px__fiber_end(f->s, f);
+    fiber_end(f->s, f);
     px__context_switch_final(&f->ctx, &f->s->ctx);
 }
 
@@ -121,7 +123,7 @@ void px__fiber_free(px_sched *s, px_fiber *f)
 ** runs as for an interrupted park -- except when discarding, where it must
 ** not hand anything on to fibers that are being discarded too.
 */
-static void leave_turn(px_sched *s, px_fiber *f, int discarding)
+static PX_NOINLINE void leave_turn(px_sched *s, px_fiber *f, int discarding)
 {
     if (f->state == PX_F_PARKED) {
         if (px__tset_contains(&f->timer))
@@ -154,25 +156,37 @@ static void fiber_ending(px_sched *s, px_fiber *f, int discarding)
 ** Ending a join is the hand-over (joining cleared, the result stored); only
 ** a joiner still parked is woken.  One that is ready already -- a stray wake,
 ** or an interrupt -- is queued and looks again when it runs: queuing it a
-** second time would run it twice.
+** second time would run it twice.  The joiners are a ring in join order,
+** f->joiners its last: the ring's next of the last is the first.
 */
-void px__fiber_end(px_sched *s, px_fiber *f)
+static inline void fiber_end(px_sched *s, px_fiber *f)
 {
     fiber_ending(s, f, 0);
     f->state = PX_F_DONE;
     s->live--;
     px__sched_id_remove(s, f->id);
     PX_TRACE(f->id, "exit", NULL);
-    px_fiber *j = f->joiners;
+    px_fiber *last = f->joiners;
     f->joiners = NULL;
-    while (j) {
+    if (last == NULL)
+        return;
+    px_fiber *j = last->join_next;
+    for (;;) {
         px_fiber *next = j->join_next;
         j->joining = NULL;
         j->joined = f->result;
         if (j->state == PX_F_PARKED)
             px__fiber_unpark(s, j, 0);
+        if (j == last)
+            break;
         j = next;
     }
+}
+
+/* The host said so (sched.c); a C fiber's end is fiber_finish's, inlined. */
+void px__fiber_end(px_sched *s, px_fiber *f)
+{
+    fiber_end(s, f);
 }
 
 /* Lets go of what a fiber has only while it can run: its context and stack,
@@ -249,17 +263,38 @@ px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host_ctx)
     return f;
 }
 
+/* Leaves the ring of f's joiners.  A walk from the first: interrupted
+** joins under one timeout leave in join order, each the first at its turn. */
 static void join_dereg(void *ctx)
 {
     px_fiber *me = ctx, *f = me->joining;
     if (f == NULL)
         return;
-    for (px_fiber **p = &f->joiners; *p; p = &(*p)->join_next)
-        if (*p == me) {
-            *p = me->join_next;
-            break;
-        }
     me->joining = NULL;
+    px_fiber *last = f->joiners, *p = last;
+    while (p->join_next != me)
+        p = p->join_next;
+    if (p == me)
+        f->joiners = NULL;             /* it was the only one */
+    else {
+        p->join_next = me->join_next;
+        if (last == me)
+            f->joiners = p;
+    }
+}
+
+/* Joins the ring of f's joiners as its last: O(1) whatever their number. */
+static void join_append(px_fiber *f, px_fiber *me)
+{
+    px_fiber *last = f->joiners;
+    if (last == NULL) {
+        me->join_next = me;
+    } else {
+        me->join_next = last->join_next;
+        last->join_next = me;
+    }
+    f->joiners = me;
+    me->joining = f;
 }
 
 static size_t join_holders(const void *object, uint64_t *out, size_t max)
@@ -287,14 +322,8 @@ int px_join(px_fiber *f, void **result)
             *result = f->result;
         return 0;
     }
-    if (me->joining != f) {   /* not registered yet (a hosted retry is) */
-        px_fiber **p = &f->joiners;
-        while (*p)
-            p = &(*p)->join_next;
-        me->join_next = NULL;
-        *p = me;
-        me->joining = f;
-    }
+    if (me->joining != f)   /* not registered yet (a hosted retry is) */
+        join_append(f, me);
     /* In the record, not in this frame, which lies under the parked fiber. */
     me->park = (px_park_info){ .reason = "fiber join", .dereg = join_dereg, .ctx = me,
                                .object = f, .kind = "fiber", .holders = join_holders };

@@ -99,7 +99,8 @@ struct px_fiber {
     px_sched *s;
     px_fiber *next;                  /* ready queue, or the record free list */
     px__list all_link;               /* in s->all */
-    px_fiber *joiners;               /* fibers parked in px_join on this one */
+    px_fiber *joiners;               /* fibers in px_join on this one: the last
+                                     ** of a ring in join order */
     px_fiber *join_next;             /* link in the joined fiber's joiners */
     px_fiber *joining;               /* the fiber this one joins, while it does */
     px__tnode timer;                  /* in s->tset while a park has a deadline */

@@ -1,0 +1,157 @@
+/*
+** fib_join_many.c -- px_join is O(1) whatever the number of joiners, and the
+** joiners are woken in the order they joined.  A million hosted joiners (no
+** stacks: a record each) join one fiber and must all be done in seconds, in
+** join order (a join that walked the list to append took about half an hour).
+** Then C fibers, some of them joining under a timeout that fires first: each
+** interrupted join leaves the joiners, the others keep their order.
+** PX_JOIN_MANY=n in the environment sets the number of hosted joiners (the
+** build asks for fewer under the sanitizers and qemu).
+*/
+#include <unistd.h>
+
+#include "../check.h"
+
+/* -- a million hosted joiners ------------------------------------------------ */
+
+static px_fiber *T;           /* the joined fiber */
+static size_t njoiners, nwoken, out_of_order;
+
+typedef struct joiner {
+    size_t idx;
+    int joined;               /* its join was recorded (PX_EYIELD) */
+} joiner;
+
+static int joiner_resume(void *ctx)
+{
+    joiner *j = ctx;
+    int r = px_join(T, NULL);
+    if (r == PX_EYIELD) {
+        CHECK(!j->joined);
+        j->joined = 1;
+        return 0;
+    }
+    CHECK_EQ(r, 0);
+    CHECK(j->joined);          /* it waited, then found T ended */
+    if (j->idx != nwoken)
+        out_of_order++;
+    nwoken++;
+    return PX_HOST_DONE;
+}
+
+static int target_turns;
+
+/* The target: its first turn is a yield (every joiner joins meanwhile), its
+** second its end. */
+static int target_resume(void *ctx)
+{
+    (void)ctx;
+    if (target_turns++ == 0)
+        return 0;
+    CHECK_EQ(nwoken, 0);
+    return PX_HOST_DONE;
+}
+
+static void a_million_joiners_finish_in_join_order(size_t n)
+{
+    px_sched *s = px_sched_new(NULL);
+    CHECK(s != NULL);
+    px_host_ops tops = { target_resume, NULL, NULL };
+    px_host_ops jops = { joiner_resume, NULL, NULL };
+    T = px_spawn_hosted(s, &tops, NULL);
+    CHECK(T != NULL);
+    joiner *js = calloc(n, sizeof *js);
+    CHECK(js != NULL);
+    for (size_t i = 0; i < n; i++) {
+        js[i].idx = i;
+        px_fiber *f = px_spawn_hosted(s, &jops, &js[i]);
+        CHECK(f != NULL);
+        px_fiber_release(f);
+    }
+    njoiners = n;
+    int64_t t0 = px_now();
+    CHECK_EQ(px_sched_run(s), 0);
+    double secs = (double)(px_now() - t0) / 1e9;
+    CHECK_EQ(nwoken, n);
+    CHECK_EQ(out_of_order, 0);
+    printf("%zu joiners of one fiber: %.2f s\n", n, secs);
+    CHECK(secs < 60);   /* quadratic: about half an hour at a million */
+    px_fiber_release(T);
+    px_sched_free(s);
+    free(js);
+}
+
+/* -- C joiners, some interrupted: the rest keep their order ----------------- */
+
+/* Every third joiner times out: the first, some in the middle, the last. */
+enum { CJOINERS = 301, CTIMED = (CJOINERS + 2) / 3 };
+
+static px_fiber *CT;
+static int c_order[CJOINERS], c_n, c_timed_out;
+
+static void *c_joiner(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    if (i % 3 == 0) {                 /* leaves the front, the middle, the back */
+        CHECK_EQ(px_scope_push_timeout(PX_MSEC(1)), 0);
+        CHECK_EQ(px_join(CT, NULL), PX_ETIMEDOUT);
+        CHECK_EQ(px_scope_pop(), PX_ETIMEDOUT);
+        c_timed_out++;
+        return NULL;
+    }
+    void *r = NULL;
+    CHECK_EQ(px_join(CT, &r), 0);
+    CHECK(r == (void *)&CT);
+    c_order[c_n++] = i;
+    return NULL;
+}
+
+static void *c_target(void *arg)
+{
+    (void)arg;
+    while (c_timed_out < CTIMED)   /* until every timed join left */
+        CHECK_EQ(px_sleep(PX_MSEC(1)), 0);
+    return &CT;
+}
+
+static void *c_main(void *arg)
+{
+    (void)arg;
+    CT = px_spawn(c_target, NULL);
+    CHECK(CT != NULL);
+    px_fiber *f[CJOINERS];
+    for (int i = 0; i < CJOINERS; i++)
+        CHECK((f[i] = px_spawn(c_joiner, (void *)(intptr_t)i)) != NULL);
+    for (int i = 0; i < CJOINERS; i++) {
+        CHECK_EQ(px_join(f[i], NULL), 0);
+        px_fiber_release(f[i]);
+    }
+    CHECK_EQ(px_join(CT, NULL), 0);   /* a late join returns at once */
+    px_fiber_release(CT);
+    return NULL;
+}
+
+static void interrupted_joins_leave_and_the_rest_keep_their_order(void)
+{
+    px_sched_opts o = { .shared_stacks = 2 };
+    px_sched *s = px_sched_new(&o);
+    CHECK(s != NULL);
+    CHECK_EQ(px_sched_post(s, c_main, NULL), 0);
+    CHECK_EQ(px_sched_run(s), 0);
+    CHECK_EQ(c_timed_out, CTIMED);
+    CHECK_EQ(c_n, CJOINERS - CTIMED);
+    for (int k = 1; k < c_n; k++)
+        CHECK(c_order[k - 1] < c_order[k]);
+    px_sched_free(s);
+}
+
+int main(void)
+{
+    const char *env = getenv("PX_JOIN_MANY");
+    size_t n = env ? strtoul(env, NULL, 10) : 1000000;
+    CHECK(n > 0);
+    interrupted_joins_leave_and_the_rest_keep_their_order();
+    a_million_joiners_finish_in_join_order(n);
+    printf("fib_join_many: ok\n");
+    return 0;
+}
