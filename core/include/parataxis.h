@@ -792,8 +792,8 @@ PX_API px_executor px_sched_executor(px_sched *s);
 ** or host_ctx, the px_sched_run errors for a run that cannot start (PX_EBUSY:
 ** the thread runs another scheduler), PX_ETHREAD from another thread while a
 ** pulled run is under way, PX_EBUSY from a C fiber or a resumed hosted one,
-** and from opts.on_wait or opts.on_deadlock (the loop is in the middle of its
-** wait or its report).
+** and from opts.on_wait, opts.on_deadlock or a hosted fiber's release (the
+** loop is in the middle of its wait, its report or a fiber's end).
 ** Thread: the scheduler's (any before its first run).  Parks: blocks the thread
 ** while no fiber can run (its GIL, if any, should be released).
 */
@@ -1146,6 +1146,10 @@ PX_API void px_token_free(px_token *token);
 **     PX_HOST_DONE once the fiber's body has ended, anything else while it
 **     lives (returning without a park or yield counts as a yield).  When the
 **     last park was interrupted, its dereg has run before resume is called.
+**     The body may end in the very turn it recorded a park or a yield (got
+**     PX_EYIELD, then ended instead of yielding: an error, a kill): the park
+**     is undone with the fiber -- its deadline dropped, its dereg run as for
+**     an interrupted park -- and the fiber gets no further turn.
 **   - suspend(ctx), for a host that can switch inside C (a greenlet): called
 **     from inside px_park, px_park_with, px_yield, px_sleep*, px_join and the
 **     waiting sync calls on the fiber, to switch back to the scheduler (making
@@ -1157,7 +1161,8 @@ PX_API void px_token_free(px_token *token);
 **     the outcome at once), or just goes on (px_yield).
 **   - release(ctx), may be NULL: called once, on the scheduler's thread, when
 **     the scheduler drops the fiber (it ended, or px_sched_free discarded it):
-**     the place to free host_ctx.
+**     the place to free host_ctx.  It may not run the scheduler (px_sched_next
+**     returns PX_EBUSY there).
 **
 ** Only the push/pop scope form may be used in a hosted fiber without suspend.
 */

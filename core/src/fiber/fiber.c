@@ -194,8 +194,12 @@ void px__fiber_end(px_sched *s, px_fiber *f)
 static void release_running(px_sched *s, px_fiber *f)
 {
     if (f->hosted) {
-        if (f->ops.release)
+        if (f->ops.release) {
+            int was = s->in_hook;
+            s->in_hook = 1;   /* host code amid a turn of the loop: no pull */
             f->ops.release(f->host_ctx);
+            s->in_hook = was;
+        }
     } else if (f->sh != NULL) {
         px__context_destroy(&f->ctx);
         px__shared_release(f);

@@ -187,7 +187,8 @@ struct px_sched {
     int pulling;             /* a run of px_sched_next is under way */
     int pulled;              /* has fibers without resume: px_sched_next runs it */
     int cancelled;           /* px_sched_cancel: every park ends with PX_ECANCELED */
-    int in_hook;             /* in opts.on_wait or opts.on_deadlock: no pull */
+    int in_hook;             /* in opts.on_wait, opts.on_deadlock or a host's
+                             ** release: px_sched_next refuses to pull */
     int old_slack;           /* the thread's timer slack before the run */
     int bound;               /* ran once: thread is its thread */
     pthread_t thread;

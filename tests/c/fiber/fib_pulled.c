@@ -90,9 +90,16 @@ static void trampoline(unsigned lo, unsigned hi)
     CHECK(0);
 }
 
+static int pull_in_release = 0, release_pulls[MAX_TASKS];
+
 static void release(void *ctx)
 {
-    ((task *)ctx)->released++;
+    task *t = ctx;
+    if (pull_in_release) {   /* a host's release may not pull either */
+        void *hc;
+        release_pulls[t->released] = px_sched_next(S, 0, &hc);
+    }
+    t->released++;
 }
 
 static const px_host_ops pulled = { NULL, NULL, release };
@@ -400,6 +407,16 @@ static void hooks_may_not_pull(void)
     CHECK_EQ(hook_pulls[1], PX_EBUSY);       /* leaving */
     CHECK(strcmp(trail, "pn") == 0);         /* the post ran, then the sleeper */
     CHECK(tasks[0].done);
+    px_sched_free(S);
+
+    fresh();
+    pull_in_release = 1;
+    release_pulls[0] = 99;
+    spawn(naps);
+    CHECK_EQ(pass(NULL, 0), 0);
+    pull_in_release = 0;
+    CHECK_EQ(tasks[0].released, 1);
+    CHECK_EQ(release_pulls[0], PX_EBUSY);
     px_sched_free(S);
 
     px_sched_opts d = { .on_deadlock = pulling_on_deadlock };
