@@ -902,6 +902,8 @@ static int waitgroup_add(lua_State *L)
     if (!lua_isnoneornil(L, 2) && !lua_isinteger(L, 2))
         return arg_error(L, "waitgroup:add", 2, "n", "an integer");
     int rc = px_waitgroup_add(wg, (int64_t)luaL_optinteger(L, 2, 1));
+    if (rc == PX_ETHREAD)
+        return raise_code(L, rc, "waitgroup:add");
     if (rc != 0) {
         lua_pushstring(L, "waitgroup:add: the count would go below zero or past its maximum");
         push_error_msg(L, rc);
@@ -912,6 +914,8 @@ static int waitgroup_add(lua_State *L)
 static int waitgroup_done(lua_State *L)
 {
     int rc = px_waitgroup_done(SELF(px_waitgroup, WAITGROUP_MT, "waitgroup:done"));
+    if (rc == PX_ETHREAD)
+        return raise_code(L, rc, "waitgroup:done");
     if (rc != 0) {
         lua_pushstring(L, "waitgroup:done: the count is zero already");
         push_error_msg(L, rc);
@@ -1034,7 +1038,10 @@ static int event_free(void *p) { return px_event_free(p); }
 static int l_event(lua_State *L) { new_sync(L, px_event_new(), EVENT_MT, "px.event", 0); return 1; }
 static int event_set(lua_State *L)
 {
-    lua_pushinteger(L, px_event_set(SELF(px_event, EVENT_MT, "event:set")));
+    int n = px_event_set(SELF(px_event, EVENT_MT, "event:set"));
+    if (n < 0)
+        return raise_code(L, n, "event:set");   /* ETHREAD */
+    lua_pushinteger(L, n);
     return 1;
 }
 static int event_clear(lua_State *L)
@@ -1209,7 +1216,10 @@ static int chan_tryrecv(lua_State *L)
 static int chan_close(lua_State *L)
 {
     lchan *c = check_ud(L, 1, CHAN_MT, "channel:close");
-    lua_pushboolean(L, px_chan_close(c->ch) == 0);
+    int rc = px_chan_close(c->ch);
+    if (rc != 0 && rc != PX_ECLOSED)
+        return raise_code(L, rc, "channel:close");   /* ETHREAD */
+    lua_pushboolean(L, rc == 0);
     return 1;
 }
 

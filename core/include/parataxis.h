@@ -1197,9 +1197,19 @@ PX_API px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host
 ** on px_park / px_wake alone.  They park the fiber, never the thread.  Rules
 ** common to all of them:
 **
-**   - An object is used by the fibers of one scheduler (and off-fiber by its
-**     thread); it is not thread-safe.  From several schedulers, use a channel
-**     per scheduler and px_sched_post between them.
+**   - One scheduler at a time.  An object is not thread-safe: use it from
+**     the fibers of one scheduler (and off-fiber from its thread); between
+**     schedulers, use a channel per scheduler and px_sched_post.  While
+**     fibers of one scheduler wait on an object or hold it, a call from
+**     anywhere else -- a fiber or an off-fiber call of another run, or a
+**     thread that runs none and is not that scheduler's -- that would park
+**     on it, take a hold beside them or hand something over to them (a
+**     release, a set, a send, a close, the count reaching zero) returns
+**     PX_ETHREAD and changes nothing.  Calls that would do none of these
+**     answer as they would (a try form that fails anyway: PX_EBUSY), so the
+**     uncontended paths pay nothing, and two threads using an object nobody
+**     waits on or holds at the same moment is not detected: still the
+**     caller's error.  PX_ETHREAD is one of the common wait codes below.
 **   - px_<kind>_new returns the object, or NULL with errno set to EINVAL (a bad
 **     argument) or ENOMEM.  Thread: any.  Parks: no.
 **   - px_<kind>_free returns 0, or PX_EBUSY when the object is held or fibers
@@ -1213,7 +1223,8 @@ PX_API px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host
 **     shared stack (px_sched_opts.shared_stacks) it returns PX_ENOMEM when the
 **     memory to keep the fiber's stack while it waits cannot be had: it did
 **     not wait, and as after an interrupt nothing is left queued and nothing
-**     was acquired.  These, with PX_EYIELD below, are the common wait codes.
+**     was acquired.  These, with PX_ETHREAD above and PX_EYIELD below, are
+**     the common wait codes.
 **   - Only a hand-over (or a scope) ends a wait.  A px_wake that no release
 **     sent, from any thread, makes the waiter look and park again, keeping its
 **     place in the queue; a release made before it ran still hands over to it.
@@ -1244,9 +1255,8 @@ PX_API px_fiber *px_spawn_hosted(px_sched *s, const px_host_ops *ops, void *host
 ** protects may be half-updated; only the first owner after the death is
 ** told, so it is the one to repair it); PX_EDEADLK when the caller owns m
 ** already; PX_ETHREAD, without parking, when m is held by a fiber of another
-** scheduler (using one mutex from two schedulers is the caller's error, and
-** is caught only when the lock would wait); and the common wait codes.  Wait
-** reason "Mutex lock".
+** scheduler (one scheduler at a time, above); and the common wait codes.
+** Wait reason "Mutex lock".
 ** px_mutex_trylock takes m only if it is free and nobody waits: 0 or
 ** PX_EOWNERDEAD as lock, PX_EBUSY when it is held or waited for, PX_EDEADLK
 ** when the caller owns it, PX_ENOFIBER, PX_EINVAL.  Parks: no.
@@ -1282,7 +1292,9 @@ PX_API int px_mutex_free(px_mutex *m);
 ** a writer ended holding the lock and no writer has taken it since (readers
 ** cannot repair the state, but must know it may be torn); PX_ENOMEM when the
 ** caller's first read hold needs memory there is none of; PX_ETHREAD as
-** px_mutex_lock; the common wait codes.  Wait reason "RwLock read lock".
+** px_mutex_lock, and also beside read holds of another scheduler's fibers
+** (its writer would then wait for this one's reader); the common wait codes.
+** Wait reason "RwLock read lock".
 ** px_rwlock_wrlock parks until the caller holds the write lock.  Returns 0;
 ** PX_EOWNERDEAD when a writer ended holding it and no writer took it since
 ** (the caller is the one to repair the state); PX_EDEADLK at once,
@@ -1291,7 +1303,8 @@ PX_API int px_mutex_free(px_mutex *m);
 ** wait codes.  Wait reason "RwLock write lock".
 ** px_rwlock_tryrdlock / px_rwlock_trywrlock never park and never pass a
 ** queued waiter: 0, PX_EOWNERDEAD, PX_ENOMEM (read) or PX_EDEADLK as their
-** parking forms, or PX_EBUSY where those would park.
+** parking forms (PX_ETHREAD too, where the read hold would be taken beside
+** another scheduler's readers), or PX_EBUSY where those would park.
 ** px_rwlock_rdunlock releases one read hold of the caller; px_rwlock_wrunlock
 ** releases its write lock (read holds it took while writing stay: that is a
 ** downgrade).  Both return 0, or PX_EPERM when the caller holds no such hold.
@@ -1322,8 +1335,9 @@ PX_API int px_rwlock_free(px_rwlock *l);
 ** A counter of outstanding jobs.  px_waitgroup_add(wg, n) adds n (which may be
 ** negative) and px_waitgroup_done subtracts one; both are plain arithmetic,
 ** need no fiber, and return 0, or PX_EINVAL when the count would go below
-** zero or past INT64_MAX (it is left unchanged).  When the count reaches
-** zero every waiter is woken.  px_waitgroup_wait returns 0 at once at zero,
+** zero or past INT64_MAX (it is left unchanged), PX_ETHREAD (unchanged)
+** when it would reach zero with fibers of another scheduler waiting.  When
+** the count reaches zero every waiter is woken.  px_waitgroup_wait returns 0 at once at zero,
 ** else parks until zero; a waiter woken at zero returns 0 even if the count
 ** rose again before it ran.  The common wait codes.  Wait reason "WaitGroup
 ** wait".  px_waitgroup_count returns the count (0 for NULL).
@@ -1399,8 +1413,9 @@ PX_API int px_once_free(px_once *o);
 ** handed to it (FIFO); 0 or the common wait codes; wait reason "Semaphore
 ** acquire".  px_sem_tryacquire: 0, or PX_EBUSY when no unit is free (units
 ** are never free while fibers wait: tryacquire cannot take one from them).
-** px_sem_release gives one unit back (to the first waiter, if any): 0, or
-** PX_EINVAL when the count would overflow.  Any fiber may release; neither
+** px_sem_release gives one unit back (to the first waiter, if any): 0,
+** PX_EINVAL when the count would overflow, PX_ETHREAD when the waiters are
+** another scheduler's fibers.  Any fiber may release; neither
 ** release nor tryacquire needs a fiber.  px_sem_value returns the free
 ** units, px_sem_waiters the waiting fibers.
 */
@@ -1419,8 +1434,9 @@ PX_API int px_sem_free(px_sem *sem);
 /*
 ** A level, like trio's and asyncio's Event: px_event_wait returns 0 at once
 ** while it is set, else parks until px_event_set (wait reason "Event wait").
-** px_event_set sets it and wakes every waiter, returning how many it woke;
-** a woken waiter returns 0 even if the event was cleared before it ran.
+** px_event_set sets it and wakes every waiter, returning how many it woke
+** (PX_ETHREAD, not set, when the waiters are another scheduler's fibers); a
+** woken waiter returns 0 even if the event was cleared before it ran.
 ** px_event_clear unsets it (0).  Neither needs a fiber.  px_event_is_set
 ** returns 1 or 0.
 */
@@ -1452,9 +1468,13 @@ PX_API int px_event_free(px_event *e);
 ** the receiver ran while the scheduler was not running: an off-fiber
 ** px_chan_tryrecv), the value cannot be taken back and send returns 0.
 ** px_chan_trysend / px_chan_tryrecv never park: PX_EBUSY when they would;
-** PX_ECLOSED as their parking forms.  Neither needs a fiber.
+** PX_ECLOSED and PX_ETHREAD as their parking forms.  Neither needs a fiber.
+** Every one of them returns PX_ETHREAD (nothing sent, nothing taken) when
+** the fibers it would hand to, take from or wait beside are another
+** scheduler's.
 ** px_chan_close: receivers get what is buffered, then PX_ECLOSED; waiting
-** senders get PX_ECLOSED.  Returns 0, or PX_ECLOSED when already closed.
+** senders get PX_ECLOSED.  Returns 0, PX_ECLOSED when already closed, or
+** PX_ETHREAD (not closed) when the waiters are another scheduler's fibers.
 ** Needs no fiber.  px_chan_len returns the buffered values, px_chan_cap the
 ** capacity; new: EINVAL for a capacity no ring can hold.
 */

@@ -89,7 +89,10 @@ class BusyError(Error, RuntimeError):
 
 
 class WrongSchedulerError(Error, RuntimeError):
-    """The object belongs to another run (another thread's scheduler)."""
+    """PX_ETHREAD: called from the wrong thread -- a sync object that fibers
+    of another run wait on or hold (the call would wait beside them, take a
+    hold beside them or hand over to them; nothing changed), or a fiber or
+    scheduler of another thread's run."""
 
     code = lib.PX_ETHREAD
 

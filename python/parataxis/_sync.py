@@ -10,9 +10,12 @@ The rules common to all of them are the C ones:
   left queued and nothing was acquired.
 - Holders are fibers: a fiber that ends holding a Mutex, an RwLock hold or a
   running Once releases it as it ends (the next locker gets OwnerDiedError).
-- An object belongs to the run that first uses it: WrongSchedulerError from
-  a fiber of another run, NoFiberError outside any run (WaitGroup add/done
-  excepted).
+- One scheduler at a time (C's rule, PX_ETHREAD): while fibers of one run
+  wait on an object or hold it, a call from another run (or another thread)
+  that would wait beside them, take a hold beside them or hand something
+  over to them raises WrongSchedulerError and changes nothing.  An object
+  nobody waits on or holds may be used from any run.  NoFiberError outside
+  any run (WaitGroup add/done excepted).
 - The engine names every wait ("Mutex lock", ...): deadlock reports and
   traces show who waits on whom.
 """
@@ -22,7 +25,7 @@ import itertools
 from typing import Any, Callable, Dict, Generic, Iterator, Optional, Tuple, TypeVar
 
 from . import _host
-from ._errors import Closed, NoFiberError, NoMemory, WrongSchedulerError
+from ._errors import Closed, NoFiberError, NoMemory
 from ._fibers import _raise_wait
 from ._parataxis import ffi, lib
 
@@ -66,25 +69,22 @@ class _Primitive:
         self._run: Any = None
 
     def _bind(self) -> None:
-        """Checks that the caller is a fiber of this object's run."""
+        """Checks that the caller is a fiber, and keeps the run that uses the
+        object (the first one still alive: its thread frees it).  Whether
+        another run may make the call is C's to say (PX_ETHREAD)."""
         r = _host.current()
         if r is self._run and r is not None:
             return
         if r is None:               # also for an object no run has used yet
             raise NoFiberError(f"{self._what} outside px.run")
-        if self._run is not None and self._run.alive:
-            raise WrongSchedulerError(f"{self._what}: the object belongs to another run")
-        self._run = r
+        if self._run is None or not self._run.alive:
+            self._run = r
 
     def _bind_off_fiber(self) -> None:
-        """Like _bind, but a call outside any run is allowed while no run on
-        another thread has the object."""
+        """Like _bind, but a call outside any run is allowed (C refuses it
+        with PX_ETHREAD while fibers of a run on another thread wait)."""
         r = _host.current()
-        if r is None:
-            if self._run is not None and self._run.alive:
-                raise WrongSchedulerError(f"{self._what}: the object belongs to a running run")
-            return
-        if r is not self._run:
+        if r is not None and r is not self._run:
             self._bind()
 
     def _check(self, rc: int) -> int:

@@ -46,6 +46,15 @@ class Kind:
         """The calls that need a fiber."""
         return [lambda: self.block(h)]
 
+    def foreign(self, h):
+        """While a fiber of another run waits on h (armed, one waiter): the
+        calls that would wait or hand over, WrongSchedulerError in this run."""
+        return [lambda: self.block(h)]
+
+    def foreign_off(self, h):
+        """Those of them that need no fiber, off-fiber on a third thread."""
+        return []
+
     def __repr__(self):
         return self.name
 
@@ -85,6 +94,9 @@ class MutexKind(ExclusiveKind):
     def off_fiber(self, m):
         return [m.lock, m.try_lock, m.unlock, m.__enter__]
 
+    def foreign(self, m):
+        return [m.lock, m.__enter__]
+
 
 class RwWriteKind(ExclusiveKind):
     name, reason = "rwlock_write", "RwLock write lock"
@@ -93,6 +105,9 @@ class RwWriteKind(ExclusiveKind):
     def off_fiber(self, lk):
         return [lk.rdlock, lk.wrlock, lk.try_rdlock, lk.try_wrlock, lk.rdunlock,
                 lk.wrunlock, lk.read().__enter__, lk.write().__enter__]
+
+    def foreign(self, lk):
+        return [lk.rdlock, lk.wrlock, lk.read().__enter__, lk.write().__enter__]
 
 
 class RwReadKind(RwWriteKind):
@@ -122,6 +137,12 @@ class WaitGroupKind(Kind):
 
     def release(self, wg):
         wg.done()
+
+    def foreign(self, wg):
+        return [wg.wait, wg.done]
+
+    def foreign_off(self, wg):
+        return [wg.done]
 
 
 class BarrierKind(Kind):
@@ -174,6 +195,9 @@ class OnceKind(Kind):
     def off_fiber(self, h):
         return [lambda: h[0].do(pytest.fail)]
 
+    def foreign(self, h):
+        return [lambda: h[0].do(pytest.fail)]
+
 
 class SemKind(Kind):
     name, reason = "sem", "Semaphore acquire"
@@ -197,6 +221,9 @@ class SemKind(Kind):
     def off_fiber(self, s):
         return [s.acquire, s.try_acquire, s.release, s.__enter__]
 
+    def foreign(self, s):
+        return [s.acquire, s.release, s.__enter__]
+
 
 class EventKind(Kind):
     name, reason, wakes_all = "event", "Event wait", True
@@ -213,6 +240,9 @@ class EventKind(Kind):
 
     def off_fiber(self, e):
         return [e.wait, e.set, e.clear]
+
+    def foreign(self, e):
+        return [e.wait, e.set]
 
 
 class RecvKind(Kind):
@@ -234,6 +264,9 @@ class RecvKind(Kind):
     def off_fiber(self, ch):
         return [ch.recv, lambda: ch.send(1), lambda: ch.try_send(1), ch.try_recv, ch.close]
 
+    def foreign(self, ch):
+        return [ch.recv, lambda: ch.send(1), lambda: ch.try_send(1), ch.close]
+
 
 class SendKind(Kind):
     """Each waiter sends its own fiber id; release receives one."""
@@ -253,6 +286,9 @@ class SendKind(Kind):
 
     def off_fiber(self, ch):
         return [ch.recv, lambda: ch.send(1)]
+
+    def foreign(self, ch):
+        return [ch.recv, lambda: ch.send(1), ch.try_recv, ch.close]
 
 
 released = []
@@ -620,41 +656,109 @@ def test_deadlock_report_names_the_wait_and_the_primitive(k):
 
 # -- another run's object -----------------------------------------------------------------
 
-@params
-def test_a_primitive_of_another_threads_run_is_wrong_scheduler(k):
-    h = k.make()
-    bound = threading.Event()
-    stop = threading.Event()
-    errors = []
+def in_a_run_on_another_thread(before, after):
+    """Runs before() in px.run on a thread of its own, whose run then stays
+    alive (its thread blocked in its main fiber) until the returned stop()
+    is called; then after() runs in it, and stop() returns once the run
+    ended.  An error on that thread fails the test."""
+    ready, go, errors = threading.Event(), threading.Event(), []
 
     def main():
-        def bind():                     # binds it to this run, without waiting
-            with pytest.raises(px.Timeout):
-                with px.timeout(0):
-                    k.block(h)
         try:
-            k.arm(h)
-            px.spawn(bind).join()
+            before()
         except BaseException as e:
             errors.append(e)
-        bound.set()
-        stop.wait(TIMEOUT)              # blocks this run's thread: it stays alive
-        if isinstance(k, OnceKind):
-            k.release(h)
-    t = threading.Thread(target=px.run, args=(main,))
+        ready.set()
+        assert go.wait(TIMEOUT)         # blocks this run's thread: it stays alive
+        after()
+    def thread():
+        try:
+            run(main)
+        except BaseException as e:
+            errors.append(e)
+    t = threading.Thread(target=thread)
     t.start()
-    try:
-        assert bound.wait(TIMEOUT)
+    assert ready.wait(TIMEOUT)
+    assert not errors, errors
+
+    def stop():
+        go.set()
+        t.join(TIMEOUT)
+        assert not t.is_alive()
         assert not errors, errors
+    return stop
+
+
+@params
+def test_two_schedulers_at_once_is_ethread_and_changes_nothing(k):
+    """C's rule: while a fiber of one run waits on it (or holds it), a call
+    from another run that would wait or hand over is WrongSchedulerError
+    (PX_ETHREAD), and leaves it as it was; then the home run goes on."""
+    h = k.make()
+    home = {}
+
+    def arm_and_park():
+        k.arm(h)
+        home["w"] = spawn_waiting(k, h, waiter(k, h))
+
+    def let_through():
+        k.release(h)
+        home["w"].join()
+    stop = in_a_run_on_another_thread(arm_and_park, let_through)
+    try:
+        state = repr(h)
+        for call in k.foreign_off(h):   # this thread runs no scheduler
+            with pytest.raises(px.WrongSchedulerError):
+                call()
+            assert repr(h) == state
 
         def body():
-            with pytest.raises(px.WrongSchedulerError):
-                k.block(h)
+            for call in k.foreign(h):
+                with pytest.raises(px.WrongSchedulerError):
+                    call()
+                assert repr(h) == state
         run(body)
     finally:
-        stop.set()
-        t.join(TIMEOUT)
-    assert not t.is_alive()
+        stop()
+
+
+def test_a_read_hold_beside_another_runs_readers_is_ethread():
+    lk = px.RwLock()
+    stop = in_a_run_on_another_thread(lk.rdlock, lk.rdunlock)
+    try:
+        def body():
+            for call in (lk.rdlock, lk.try_rdlock, lk.wrlock, lk.read().__enter__):
+                with pytest.raises(px.WrongSchedulerError):
+                    call()
+            assert lk.try_wrlock() is False
+            assert lk.readers == 1 and lk.waiters == 0
+        run(body)
+    finally:
+        stop()
+
+
+@params
+def test_an_object_no_fiber_waits_on_or_holds_works_in_any_run(k):
+    """The same rule seen from the other side: another run on another
+    thread that used the object and is still alive, but has no fiber waiting
+    on it or holding it, does not keep this run from using it."""
+    h = k.make()
+
+    def cycle():
+        if isinstance(k, OnceKind):
+            assert h[0].do(int) is None or h[0].done
+            return
+        if isinstance(k, EventKind):
+            h.clear()                   # the other run's set left it set
+        k.arm(h)
+        w = spawn_waiting(k, h, waiter(k, h))
+        k.release(h)
+        w.join()
+    stop = in_a_run_on_another_thread(cycle, lambda: None)
+    try:
+        run(cycle)
+    finally:
+        stop()
 
 
 # -- repr ----------------------------------------------------------------------------------

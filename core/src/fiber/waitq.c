@@ -24,9 +24,26 @@ px__waiter *px__waitq_begin(px_fiber *f, const void *obj, int op,
     return w;
 }
 
-int px__waitq_foreign(const px_fiber *a, const px_fiber *b)
+/* The caller is not on the run of s: a fiber or an off-fiber call of another
+** run, or a thread that runs none and is not the one s is bound to (s has
+** parked fibers, so it ran: it is bound). */
+static int caller_elsewhere(px_sched *s)
 {
-    return a->s != b->s;
+    px_sched *here = px__sched_here();
+    if (here != NULL)
+        return here != s;
+    pthread_mutex_lock(&s->lock);   /* s->thread is written under it */
+    int other = !s->bound || !pthread_equal(s->thread, pthread_self());
+    pthread_mutex_unlock(&s->lock);
+    return other;
+}
+
+/* Every waiter of q is of one scheduler (the rule keeps it so): the first
+** one's says whose. */
+int px__waitq_elsewhere_slow(const px__waitq *q)
+{
+    px__waiter *w = PX__CONTAINER_OF(q->list.next, px__waiter, link);
+    return caller_elsewhere(px__waitq_fiber(w)->s);
 }
 
 uint64_t px__waitq_hold_id(const px__hold *h)
@@ -100,6 +117,10 @@ static int outcome(px__waiter *w, int park_result)
 int px__waitq_wait(px__waitq *q, px__waiter *w, const px_park_info *info)
 {
     px_fiber *f = px__waitq_fiber(w);   /* the caller */
+    if (px__waitq_elsewhere(q)) {
+        w->obj = NULL;                  /* no wait under way: no re-call to collect */
+        return PX_ETHREAD;
+    }
     f->park = *info;                    /* in the record, not in a frame */
     f->park.object = w->obj;
     f->park.dereg = waiter_dereg;

@@ -37,8 +37,9 @@
 ** in it (w->value, w->n) is still there at the re-call.
 **
 ** Step 3 returns w->result once granted, PX_ETIMEDOUT / PX_ECANCELED when a
-** scope interrupted the wait (w is then off its queue by itself), or
-** PX_EYIELD in a hosted fiber.  An operation with work to do after the wait
+** scope interrupted the wait (w is then off its queue by itself), PX_ETHREAD
+** (not queued) when fibers of another scheduler wait on the queue (see "One
+** scheduler at a time"), or PX_EYIELD in a hosted fiber.  An operation with work to do after the wait
 ** (give back what it reserved, take its value) does it on both the return of
 ** px__waitq_wait and the collected re-call.
 **
@@ -120,9 +121,11 @@ px__waiter *px__waitq_begin(px_fiber *f, const void *obj, int op,
 ** Step 3: appends w to q and parks with `info` (its object, dereg and ctx are
 ** replaced: the object is w's).  `info` is best a static const: it is copied
 ** into the fiber's record, and an info in the caller's frame would stay under
-** the parked fiber (memory on a shared stack, px_sched_opts.shared_stacks).  Returns w->result once granted; PX_ETIMEDOUT / PX_ECANCELED when
-** a scope interrupted the wait (w is off q, a raced grant passed on); PX_EYIELD
-** in a hosted fiber that must yield.
+** the parked fiber (memory on a shared stack, px_sched_opts.shared_stacks).
+** Returns w->result once granted; PX_ETIMEDOUT / PX_ECANCELED when a scope
+** interrupted the wait (w is off q, a raced grant passed on); PX_ETHREAD,
+** without queueing, when fibers of another scheduler wait on q; PX_EYIELD in
+** a hosted fiber that must yield.
 */
 int px__waitq_wait(px__waitq *q, px__waiter *w, const px_park_info *info);
 
@@ -130,9 +133,33 @@ int px__waitq_wait(px__waitq *q, px__waiter *w, const px_park_info *info);
 ** wakes it. */
 void px__waitq_grant(px__waiter *w, int result);
 
-/* 1 when fibers a and b belong to different schedulers (a misuse that a
-** primitive reports as PX_ETHREAD before it parks). */
-int px__waitq_foreign(const px_fiber *a, const px_fiber *b);
+/*
+** One scheduler at a time.  An object is not thread-safe, and its waiters
+** and holders are fibers of one scheduler: a grant writes into the waiter's
+** record and wakes it on its scheduler's thread.  So while fibers of one
+** scheduler wait on an object or hold it, a call from anywhere else (a fiber
+** or an off-fiber call of another run, or a thread that runs none and is not
+** that scheduler's) that would park on it, take a hold beside them or hand
+** something over to them returns PX_ETHREAD and changes nothing.  A call
+** that would do none of these (a try form that fails anyway, an unlock by a
+** non-holder) answers as it would: the uncontended paths pay nothing.
+**
+** px__waitq_foreign(a, b): fibers a and b belong to different schedulers (a
+** holder and the caller).  px__waitq_elsewhere(q): q has waiters and the
+** caller is not of their scheduler's run (px__waitq_wait asks it before it
+** queues; a releasing side before it hands over).
+*/
+static inline int px__waitq_foreign(const px_fiber *a, const px_fiber *b)
+{
+    return a->s != b->s;
+}
+
+int px__waitq_elsewhere_slow(const px__waitq *q);
+
+static inline int px__waitq_elsewhere(const px__waitq *q)
+{
+    return !PX_LIKELY(q->len == 0) && px__waitq_elsewhere_slow(q);
+}
 
 /*
 ** Interrupted waiters, and what a releasing side does about them (the one

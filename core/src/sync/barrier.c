@@ -47,7 +47,8 @@ px_barrier *px_barrier_new(size_t parties)
 static int lead(px_barrier *b)
 {
     b->phase++;
-    px__sync_grant_all(&b->waiters, 0);
+    if (b->waiters.len != 0)
+        px__sync_grant_all(&b->waiters, 0);
     return 1;
 }
 
@@ -57,9 +58,12 @@ int px_barrier_arrive_and_wait(px_barrier *b)
     int r;
     if (px__sync_enter(b, BARRIER_ARRIVE, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
         return r;
-    if (b->waiters.len + 1 >= b->parties
-        && px__waitq_waiting(&b->waiters) + 1 >= b->parties)   /* O(parties), once a phase */
-        return lead(b);
+    if (b->waiters.len + 1 >= b->parties) {
+        if (px__waitq_elsewhere(&b->waiters))
+            return PX_ETHREAD;                   /* would lead them (joining: px__waitq_wait) */
+        if (px__waitq_waiting(&b->waiters) + 1 >= b->parties)   /* O(parties), once a phase */
+            return lead(b);
+    }
     static const px_park_info pi = { .reason = "Barrier arrive", .kind = "barrier" };
     return px__waitq_wait(&b->waiters, px__waitq_begin(f, b, BARRIER_ARRIVE, NULL), &pi);
 }

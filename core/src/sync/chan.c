@@ -90,14 +90,19 @@ static void push_front(px_chan *ch, void *v)
 /* -- moving values without waiting ------------------------------------------ */
 
 /* Puts v in the channel: into the hands of the first receiver, or into the
-** buffer.  1 done, 0 full. */
+** buffer.  1 done, 0 full, PX_ETHREAD when the receivers are another
+** scheduler's (see px__waitq_elsewhere). */
 static int offer(px_chan *ch, void *v)
 {
-    px__waiter *r = px__waitq_first(&ch->receivers);
-    if (r) {
-        r->value = v;                            /* hand over ... */
-        px__waitq_grant(r, 0);                         /* ... then wake */
-        return 1;
+    if (ch->receivers.len != 0) {                /* the ring is empty */
+        if (px__waitq_elsewhere_slow(&ch->receivers))
+            return PX_ETHREAD;
+        px__waiter *r = px__waitq_first(&ch->receivers);
+        if (r) {
+            r->value = v;                        /* hand over ... */
+            px__waitq_grant(r, 0);               /* ... then wake */
+            return 1;
+        }
     }
     if (ch->len < ch->cap) {
         push_back(ch, v);
@@ -107,19 +112,23 @@ static int offer(px_chan *ch, void *v)
 }
 
 /* Takes the next value: the oldest buffered one (and the slot it frees goes
-** to the first sender), else a parked sender's.  1 done, 0 empty. */
+** to the first sender), else a parked sender's.  1 done, 0 empty,
+** PX_ETHREAD when the senders are another scheduler's. */
 static int take(px_chan *ch, void **v)
 {
+    if (ch->senders.len != 0 && px__waitq_elsewhere_slow(&ch->senders))
+        return PX_ETHREAD;
     px__waiter *s;
     if (ch->len > 0) {
         *v = pop_front(ch);
-        if (ch->len < ch->cap && (s = px__waitq_first(&ch->senders)) != NULL) {
+        if (ch->senders.len != 0 && ch->len < ch->cap
+            && (s = px__waitq_first(&ch->senders)) != NULL) {
             push_back(ch, s->value);
             px__waitq_grant(s, 0);
         }
         return 1;
     }
-    if ((s = px__waitq_first(&ch->senders)) == NULL)
+    if (ch->senders.len == 0 || (s = px__waitq_first(&ch->senders)) == NULL)
         return 0;
     *v = s->value;
     px__waitq_grant(s, 0);
@@ -157,6 +166,7 @@ static int send_outcome(const px__waiter *w, int r)
 
 /* -- the operations ------------------------------------------------------------ */
 
+
 px_chan *px_chan_new(size_t capacity)
 {
     if (capacity >= SIZE_MAX / sizeof(void *)) {
@@ -187,8 +197,8 @@ int px_chan_send(px_chan *ch, void *v)
         return f ? send_outcome(px__waitq_own(f), r) : r;
     if (ch->closed)
         return PX_ECLOSED;
-    if (offer(ch, v))
-        return 0;
+    if ((r = offer(ch, v)) != 0)
+        return r == 1 ? 0 : r;                   /* else full: wait (or PX_ETHREAD) */
     px__waiter *w = px__waitq_begin(f, ch, CHAN_SEND, send_pass_on);
     w->value = v;                                /* for the receiver to take */
     static const px_park_info pi = { .reason = "Channel send", .kind = "channel" };
@@ -206,8 +216,8 @@ int px_chan_recv(px_chan *ch, void **v)
             *v = px__waitq_own(f)->value;
         return r;
     }
-    if (take(ch, v))
-        return 0;
+    if ((r = take(ch, v)) != 0)
+        return r == 1 ? 0 : r;
     if (ch->closed)
         return PX_ECLOSED;
     px__waiter *w = px__waitq_begin(f, ch, CHAN_RECV, recv_pass_on);
@@ -224,15 +234,17 @@ int px_chan_trysend(px_chan *ch, void *v)
         return PX_EINVAL;
     if (ch->closed)
         return PX_ECLOSED;
-    return offer(ch, v) ? 0 : PX_EBUSY;
+    int r = offer(ch, v);
+    return r == 1 ? 0 : r == 0 ? PX_EBUSY : r;
 }
 
 int px_chan_tryrecv(px_chan *ch, void **v)
 {
     if (ch == NULL || v == NULL)
         return PX_EINVAL;
-    if (take(ch, v))
-        return 0;
+    int r = take(ch, v);
+    if (r != 0)
+        return r == 1 ? 0 : r;
     return ch->closed ? PX_ECLOSED : PX_EBUSY;
 }
 
@@ -242,6 +254,8 @@ int px_chan_close(px_chan *ch)
         return PX_EINVAL;
     if (ch->closed)
         return PX_ECLOSED;
+    if (px__waitq_elsewhere(&ch->senders) || px__waitq_elsewhere(&ch->receivers))
+        return PX_ETHREAD;                       /* would hand PX_ECLOSED over */
     ch->closed = 1;
     px__waiter *w;
     while ((w = px__waitq_first(&ch->receivers)) != NULL)

@@ -26,6 +26,8 @@ int px_event_set(px_event *e)
 {
     if (e == NULL)
         return PX_EINVAL;
+    if (px__waitq_elsewhere(&e->waiters))        /* would wake them */
+        return PX_ETHREAD;
     e->set = 1;
     /* Interrupted waiters are leaving on their own: not counted as woken. */
     return px__sync_grant_all(&e->waiters, 0);

@@ -211,7 +211,8 @@ static size_t rwlock_holders(const void *object, uint64_t *out, size_t max)
     return n;
 }
 
-/* The lock is held by fibers of another scheduler than f's (a misuse). */
+/* The lock is held by fibers of another scheduler than f's (a misuse):
+** every holder is of one scheduler (the rule keeps it so), so one says whose. */
 static int foreign(const px_rwlock *l, const px_fiber *f)
 {
     px_fiber *writer = px__waitq_holder(&l->wr_hold);
@@ -266,6 +267,12 @@ static int read_now(px_rwlock *l, px_fiber *f, int *code)
     }
     if (!px__waitq_held_by(&l->wr_hold, f) && (has_writer(l) || l->waiters.len != 0))
         return 0;
+    /* No writer but f: the newest reader says whose readers they are. */
+    if (l->nreaders != 0
+        && px__waitq_foreign(px__waitq_holder(&rd_of_link(l->readers.prev)->hold), f)) {
+        *code = PX_ETHREAD;
+        return 1;
+    }
     if ((r = record_get(l)) == NULL) {
         *code = PX_ENOMEM;
         return 1;

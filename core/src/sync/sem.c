@@ -78,7 +78,12 @@ int px_sem_release(px_sem *sem)
         return PX_EINVAL;
     if (sem->value == SIZE_MAX)
         return PX_EINVAL;
-    give(sem);
+    if (sem->waiters.len == 0)
+        sem->value++;
+    else if (px__waitq_elsewhere_slow(&sem->waiters))
+        return PX_ETHREAD;                       /* the unit would be handed over */
+    else
+        give(sem);
     return 0;
 }
 

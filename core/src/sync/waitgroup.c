@@ -24,6 +24,17 @@ px_waitgroup *px_waitgroup_new(void)
     return PX__SYNC_NEW(px_waitgroup, waiters);
 }
 
+/* Out of line, so the plain arithmetic needs no stack frame. */
+static int PX_NOINLINE reach_zero(px_waitgroup *wg)
+{
+    if (px__waitq_elsewhere(&wg->waiters))
+        return PX_ETHREAD;                     /* zero would end their wait */
+    wg->count = 0;
+    if (wg->waiters.len != 0)
+        px__sync_grant_all(&wg->waiters, 0);   /* every waiter leaves with 0 */
+    return 0;
+}
+
 int px_waitgroup_add(px_waitgroup *wg, int64_t n)
 {
     if (wg == NULL)
@@ -31,9 +42,10 @@ int px_waitgroup_add(px_waitgroup *wg, int64_t n)
     /* Refuse before touching the count: below zero, or past INT64_MAX. */
     if (n < 0 ? wg->count + n < 0 : wg->count > INT64_MAX - n)
         return PX_EINVAL;
-    wg->count += n;
-    if (wg->count == 0)
-        px__sync_grant_all(&wg->waiters, 0);   /* zero reached: every waiter leaves with 0 */
+    int64_t count = wg->count + n;
+    if (count == 0)
+        return reach_zero(wg);
+    wg->count = count;
     return 0;
 }
 

@@ -56,6 +56,11 @@ typedef struct kind {
     step off[5];             /* calls that need no fiber, in order (the waits stay refused) */
     step wake_all;           /* one call that lets every waiter through (or none) */
     call_fn tries[3], untries[3];    /* the try forms of a lock, and what undoes each */
+    /* While a fiber of another scheduler waits (the row armed, one waiter
+    ** parked): the calls that would park or hand over, PX_ETHREAD from a
+    ** fiber of another run; and those of them that need no fiber, PX_ETHREAD
+    ** off-fiber from another thread. */
+    call_fn foreign[5], foreign_off[3];
 } kind;
 
 /* -- the rows ------------------------------------------------------------------- */
@@ -176,52 +181,58 @@ static const kind kinds[] = {
       { mutex_lock_, mutex_trylock_, mutex_unlock_ }, { NULL },
       { mutex_owner_, mutex_waiters_ }, mutex_waiters_, mutex_owner_, NULL, 1,
       { 2, PX_EOWNERDEAD, 0, mutex_trylock_, mutex_owner_, 0 }, { { 0 } }, { 0 },
-      { mutex_trylock_ }, { mutex_unlock_ } },
+      { mutex_trylock_ }, { mutex_unlock_ },
+      { mutex_lock_ }, { NULL } },
     { "rwlock", "rwlock", "RwLock read lock", rwlock_make, rwlock_arm, rwlock_rdlock_,
       rwlock_leave, rwlock_release, rwlock_free_,
       { rwlock_rdlock_, rwlock_wrlock_, rwlock_tryrdlock_, rwlock_trywrlock_,
         rwlock_rdunlock_, rwlock_wrunlock_ }, { NULL },
       { rwlock_readers_, rwlock_writer_, rwlock_waiters_ }, rwlock_waiters_, NULL, NULL, 1,
       { 1, PX_EOWNERDEAD, PX_EOWNERDEAD, rwlock_tryrdlock_, rwlock_writer_, 0 }, { { 0 } }, { 0 },
-      { rwlock_tryrdlock_, rwlock_trywrlock_ }, { rwlock_rdunlock_, rwlock_wrunlock_ } },
+      { rwlock_tryrdlock_, rwlock_trywrlock_ }, { rwlock_rdunlock_, rwlock_wrunlock_ },
+      { rwlock_rdlock_, rwlock_wrlock_ }, { NULL } },
     { "waitgroup", "waitgroup", "WaitGroup wait", waitgroup_make, waitgroup_arm,
       waitgroup_wait_, NULL, waitgroup_release, waitgroup_free_,
       { waitgroup_wait_ }, { waitgroup_add_, waitgroup_done_ },
       { waitgroup_count_ }, NULL, NULL, NULL, 0, { 0 },
       { { waitgroup_add2_, 0, 2 }, { waitgroup_done_, 0, 1 }, { waitgroup_add0_, 0, 1 },
-        { waitgroup_done_, 0, 0 } }, { waitgroup_done_, 0, 0 }, { NULL }, { NULL } },
+        { waitgroup_done_, 0, 0 } }, { waitgroup_done_, 0, 0 }, { NULL }, { NULL },
+      { waitgroup_wait_, waitgroup_done_ }, { waitgroup_done_ } },
     { "barrier", "barrier", "Barrier arrive", barrier_make, NULL, barrier_arrive_and_wait_,
       NULL, barrier_release, barrier_free_,
       { barrier_arrive_and_wait_ }, { NULL },
       { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check, 0,
-      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL } },
+      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL }, { barrier_arrive_and_wait_ }, { NULL } },
     { "once", "once", "Once init", once_make, once_arm, once_begin_, NULL, once_release,
       once_free_,
       { once_do_, once_begin_, once_end_ }, { NULL },
       { once_done_ }, NULL, NULL, NULL, 1,
-      { 2, 0, 0, NULL, once_done_, 1 }, { { 0 } }, { 0 }, { NULL }, { NULL } },
+      { 2, 0, 0, NULL, once_done_, 1 }, { { 0 } }, { 0 }, { NULL }, { NULL },
+      { once_do_, once_begin_ }, { NULL } },
     { "sem", "semaphore", "Semaphore acquire", sem_make, NULL, sem_acquire_, NULL,
       sem_release, sem_free_,
       { sem_acquire_ }, { sem_tryacquire_, sem_release_ },
       { sem_value_, sem_waiters_ }, sem_waiters_, NULL, sem_hosted_check, 0, { 0 },
       { { sem_tryacquire_, PX_EBUSY, 0 }, { sem_release_, 0, 1 }, { sem_tryacquire_, 0, 0 } },
-      { 0 }, { NULL }, { NULL } },
+      { 0 }, { NULL }, { NULL }, { sem_acquire_, sem_release_ }, { sem_release_ } },
     { "event", "event", "Event wait", event_make, NULL, event_wait_, NULL, event_release,
       event_free_,
       { event_wait_ }, { event_set_, event_clear_ },
       { event_is_set_ }, NULL, NULL, NULL, 0, { 0 },
       { { event_set_, 0, 1 }, { event_clear_, 0, 0 } },
-      { event_set_, 8, 1 }, { NULL }, { NULL } },
+      { event_set_, 8, 1 }, { NULL }, { NULL }, { event_wait_, event_set_ }, { event_set_ } },
     { "chan", "channel", "Channel recv", chan1_make, NULL, chan_recv_, chan_recv_leave,
       chan_send_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
       { chan_len_ }, NULL, NULL, chan_hosted_check, 0,
-      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL } },
+      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL },
+      { chan_send_, chan_recv_, chan_trysend_, chan_close_ }, { chan_trysend_, chan_close_ } },
     { "chan", "channel", "Channel send", chan_make, NULL, chan_send_, NULL,
       chan_recv_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
       { chan_len_, chan_cap_ }, NULL, NULL, NULL, 0,
-      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL } },
+      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL },
+      { chan_send_, chan_recv_, chan_tryrecv_, chan_close_ }, { chan_tryrecv_, chan_close_ } },
 };
 
 /* -- the harness ------------------------------------------------------------------ */
@@ -820,6 +831,80 @@ SPEC(hosted_fiber_waits_through_eyield_and_a_recall)
     each_kind(hosted);
 }
 
+/* -- two schedulers at once -------------------------------------------------------- */
+
+static px_latch home_parked, stranger_done;
+
+/* Another thread's run: arms H, parks a waiter on it, then blocks its own
+** thread (the run stays in this fiber, the waiter parked) until the
+** stranger is done; then lets the waiter through as usual. */
+static void *home_main(void *arg)
+{
+    (void)arg;
+    px_fiber *w = arm_then_spawn(waiter, NULL);
+    YIELD_UNTIL(entered == 1);                   /* it ran up to its park */
+    ev_set(&home_parked);
+    EV_WAIT(&stranger_done, 1);
+    release_to(w);
+    return NULL;
+}
+
+static void *home_thread(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_run(home_main, NULL, NULL), 0);
+    return NULL;
+}
+
+/* What the queries read: the state a refused call must leave as it was. */
+static void snapshot(long long *out)
+{
+    for (int i = 0; i < 4; i++)
+        out[i] = K->queries[i] ? K->queries[i](H) : 0;
+    out[4] = K->queued ? K->queued(H) : 0;
+}
+
+static void refused(const call_fn *calls)
+{
+    long long before[5], after[5];
+    snapshot(before);
+    for (const call_fn *c = calls; *c; c++) {
+        CHECK_EQ((*c)(H), PX_ETHREAD);
+        snapshot(after);
+        CHECK(memcmp(before, after, sizeof before) == 0);
+    }
+}
+
+static void *stranger_main(void *arg)
+{
+    (void)arg;
+    refused(K->foreign);
+    return NULL;
+}
+
+static void two_schedulers(void)
+{
+    make();
+    ev_init(&home_parked);
+    ev_init(&stranger_done);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, home_thread, NULL) == 0);
+    EV_WAIT(&home_parked, 1);
+    refused(K->foreign_off);                     /* this thread runs no scheduler */
+    CHECK_EQ(px_run(stranger_main, NULL, NULL), 0);
+    ev_set(&stranger_done);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK_EQ(result, 0);                         /* the waiter got what it waited for */
+    CHECK_EQ(K->free(H), 0);
+    ev_destroy(&home_parked);
+    ev_destroy(&stranger_done);
+}
+
+SPEC(two_schedulers_at_once_is_ethread_and_changes_nothing)
+{
+    each_kind(two_schedulers);
+}
+
 SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
       try_forms_take_a_free_one_and_refuse_a_held_one_without_parking,
       release_right_after_an_interrupt_goes_past_it_to_the_next_waiter,
@@ -830,4 +915,5 @@ SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
       wait_cancelled_by_another_thread_leaves_nothing_queued,
       deadlock_report_names_the_wait_and_the_primitive,
       hosted_fiber_waits_through_eyield_and_a_recall,
-      owner_death_hands_it_over_with_eownerdead_and_tells_later_waits)
+      owner_death_hands_it_over_with_eownerdead_and_tells_later_waits,
+      two_schedulers_at_once_is_ethread_and_changes_nothing)

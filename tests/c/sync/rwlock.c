@@ -795,6 +795,61 @@ SPEC(random_locking_under_random_timeouts_keeps_exclusion_and_leaves_nothing_que
     CHECK_EQ(px_mutex_free(SM), 0);
 }
 
+/* -- two schedulers -------------------------------------------------------- */
+
+static px_latch read_held, stranger_done;
+
+/* Another thread's run holds a read hold and blocks its thread meanwhile. */
+static void *home_reader(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_rdlock(L), 0);
+    ev_set(&read_held);
+    EV_WAIT(&stranger_done, 1);
+    CHECK_EQ(px_rwlock_rdunlock(L), 0);
+    return NULL;
+}
+
+static void *home_thread(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_run(home_reader, NULL, NULL), 0);
+    return NULL;
+}
+
+/* A read hold beside another scheduler's readers would let that scheduler's
+** writer wait for this one's reader: refused, like every lock that would
+** wait; the try forms that would fail anyway stay PX_EBUSY. */
+static void *stranger(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_rdlock(L), PX_ETHREAD);
+    CHECK_EQ(px_rwlock_tryrdlock(L), PX_ETHREAD);
+    CHECK_EQ(px_rwlock_wrlock(L), PX_ETHREAD);
+    CHECK_EQ(px_rwlock_trywrlock(L), PX_EBUSY);
+    CHECK_EQ(px_rwlock_rdunlock(L), PX_EPERM);
+    CHECK_EQ(px_rwlock_readers(L), 1);           /* the home reader alone */
+    CHECK_EQ(px_rwlock_waiters(L), 0);
+    return NULL;
+}
+
+SPEC(read_hold_beside_another_schedulers_readers_is_ethread)
+{
+    L = px_rwlock_new();
+    ev_init(&read_held);
+    ev_init(&stranger_done);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, home_thread, NULL) == 0);
+    EV_WAIT(&read_held, 1);
+    CHECK_EQ(px_run(stranger, NULL, NULL), 0);
+    ev_set(&stranger_done);
+    CHECK(pthread_join(t, NULL) == 0);
+    check_rwlock_unheld(L);
+    CHECK_EQ(px_rwlock_free(L), 0);
+    ev_destroy(&read_held);
+    ev_destroy(&stranger_done);
+}
+
 SPEC(the_documented_example_runs)
 {
     CHECK_EQ(sync_rwlock_example(), 0);
@@ -821,4 +876,5 @@ SPECS(any_number_of_readers_hold_it_together,
       deadlock_report_names_readers_and_writer_and_prints_the_cycle,
       free_refuses_a_held_or_waited_on_rwlock_with_ebusy,
       the_documented_example_runs,
+      read_hold_beside_another_schedulers_readers_is_ethread,
       random_locking_under_random_timeouts_keeps_exclusion_and_leaves_nothing_queued)

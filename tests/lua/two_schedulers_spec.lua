@@ -1,0 +1,110 @@
+-- One scheduler at a time (docs/sync.md): while fibers of another run wait
+-- on a sync object or hold it, a call that would wait beside them, take a
+-- hold beside them or hand something over to them is the ETHREAD error and
+-- changes nothing.  A Lua state runs one scheduler, so the other run comes
+-- from px_foreign (tests/lua/foreign.c), a test-only C module that runs one
+-- on a thread of its own, on the same object, as tests/c/sync/family.c does.
+
+-- px_foreign links no copy of the library: the copy in parataxis_core.so,
+-- loaded with its symbols global first, is the one its calls reach.
+local core = package.searchpath("parataxis_core", package.cpath)
+local foreign = core and package.loadlib(core, "*") and select(2, pcall(require, "px_foreign"))
+if type(foreign) ~= "table" then foreign = nil end
+local px = require "parataxis"
+
+local function ethread(fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert.is_false(ok, "expected the ETHREAD error")
+  assert.equal("ETHREAD", type(err) == "table" and err.code or err)
+end
+
+-- Each row: a fresh object, what px_foreign parks on it, the state a refused
+-- call must leave as it was, the calls (on a fiber of the Lua run) that would
+-- wait or hand over, and those that need no fiber (made off-fiber).
+local rows = {
+  { "mutex", px.mutex, "mutex",
+    function(m) return m:owner(), m:waiters() end,
+    { function(m) return m:lock() end,
+      function(m) local g <close> = m:guard() end }, {} },
+  { "rwlock", px.rwlock, "rwlock",
+    function(l) return l:readers(), l:writer(), l:waiters() end,
+    { function(l) return l:rdlock() end, function(l) return l:wrlock() end }, {} },
+  { "waitgroup", px.waitgroup, "waitgroup",
+    function(wg) return wg:count() end,
+    { function(wg) return wg:wait() end, function(wg) return wg:done() end },
+    { function(wg) return wg:done() end } },
+  { "barrier", function() return px.barrier(2) end, "barrier",
+    function(b) return b:phase(), b:waiting() end,
+    { function(b) return b:arrive_and_wait() end }, {} },
+  { "once", px.once, "once",
+    function(o) return o:done() end,
+    { function(o) return o:call(error, "the action ran twice") end }, {} },
+  { "sem", function() return px.semaphore(0) end, "sem",
+    function(s) return s:value(), s:waiters() end,
+    { function(s) return s:acquire() end, function(s) return s:release() end },
+    { function(s) return s:release() end } },
+  { "event", px.event, "event",
+    function(e) return e:is_set() end,
+    { function(e) return e:wait() end, function(e) return e:set() end },
+    { function(e) return e:set() end } },
+  { "chan", function() return px.channel(1) end, "chan_recv",
+    function(c) return c:len() end,
+    { function(c) return c:send(1) end, function(c) return c:recv() end,
+      function(c) return c:trysend(1) end, function(c) return c:close() end },
+    { function(c) return c:trysend(1) end, function(c) return c:close() end } },
+  { "chan", function() return px.channel(0) end, "chan_send",
+    function(c) return c:len() end,
+    { function(c) return c:send(1) end, function(c) return c:recv() end,
+      function(c) return c:tryrecv() end, function(c) return c:close() end },
+    { function(c) return c:tryrecv() end, function(c) return c:close() end } },
+}
+
+local function state(row, obj) return table.pack(row[4](obj)) end
+
+local function refused(row, obj, calls)
+  local before = state(row, obj)
+  for _, call in ipairs(calls) do
+    ethread(call, obj)
+    assert.same(before, state(row, obj))
+  end
+end
+
+for _, row in ipairs(rows) do
+  local area, make, parks, _, on_fiber, off_fiber = table.unpack(row)
+  describe(area, function()
+    it("two_schedulers_at_once_is_ethread_and_changes_nothing", function()
+      if not foreign then pending("px_foreign is built only with the C tests") return end
+      local obj = make()
+      local h = foreign.park(parks, obj)
+      local ok, err = pcall(function()
+        refused(row, obj, off_fiber)              -- this thread runs no scheduler now
+        px.run(function() refused(row, obj, on_fiber) end)
+      end)
+      local wait_rc, run_rc = foreign.finish(h)   -- the other run goes on
+      assert(ok, err)
+      assert.equal(0, wait_rc)
+      assert.equal(0, run_rc)
+    end)
+  end)
+end
+
+describe("rwlock", function()
+  it("read_hold_beside_another_schedulers_readers_is_ethread", function()
+    if not foreign then pending("px_foreign is built only with the C tests") return end
+    local l = px.rwlock()
+    local h = foreign.park("rwlock_read", l)
+    local ok, err = pcall(px.run, function()
+      ethread(l.rdlock, l)
+      ethread(l.tryrdlock, l)
+      ethread(l.wrlock, l)
+      local got, busy = l:trywrlock()
+      assert.is_nil(got); assert.equal("EBUSY", busy.code)
+      assert.equal(1, l:readers()); assert.equal(0, l:waiters())
+    end)
+    local wait_rc, run_rc = foreign.finish(h)
+    assert(ok, err)
+    assert.equal(1, wait_rc)                      -- no waiter: nothing waited
+    assert.equal(0, run_rc)
+    assert.equal(0, l:readers())
+  end)
+end)
