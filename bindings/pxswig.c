@@ -46,20 +46,35 @@ static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
 ** At exit(), or when the module is unloaded: stops the worker of every queue
 ** still open, and reports on stderr each one that owed calls, which no Lua code
 ** can run any more.  The calls stay in hq, not run: its handlers only record.
+**
+** Whether a queue owed calls is decided once its worker is stopped, not from a
+** snapshot of the running queue: a timer the worker has taken out of the set
+** but not yet posted to hq is in neither px_timerq_pending nor hq's size, so a
+** snapshot taken then saw nothing owed and the queue went unreported.  Once
+** px_timerq_free returns, every call the queue owed is in hq (or recorded); the
+** snapshot of pending taken before only splits that total for the message.
+** The hook runs on the Lua thread, which drains no hq meanwhile.
 */
+static void report_unclosed(TimerQueue *t)
+{
+    size_t pending = px_timerq_pending(t->tq);
+    px_timerq_free(t->tq);
+    t->tq = NULL;
+    size_t owed = px_queue_size(t->hq) + (t->len - t->head);
+    if (owed == 0 || t->pid != getpid())
+        return;
+    if (pending > owed)
+        pending = owed;
+    fprintf(stderr, "parataxis: exit with a TimerQueue not closed: %zu timers "
+            "pending and %zu calls queued are not delivered (close it, or "
+            "exit with os.exit(code, true))\n", pending, owed - pending);
+}
+
 static void exit_hook(void)
 {
     pthread_mutex_lock(&open_lock);
-    for (TimerQueue *t = open_queues.next; t != &open_queues; t = t->next) {
-        size_t pending = px_timerq_pending(t->tq);
-        size_t queued = px_queue_size(t->hq) + (t->len - t->head);
-        if ((pending > 0 || queued > 0) && t->pid == getpid())
-            fprintf(stderr, "parataxis: exit with a TimerQueue not closed: %zu timers "
-                    "pending and %zu calls queued are not delivered (close it, or "
-                    "exit with os.exit(code, true))\n", pending, queued);
-        px_timerq_free(t->tq);
-        t->tq = NULL;
-    }
+    for (TimerQueue *t = open_queues.next; t != &open_queues; t = t->next)
+        report_unclosed(t);
     pthread_mutex_unlock(&open_lock);
 }
 
