@@ -145,20 +145,20 @@ static pending_arg *new_arg(TimerQueue *t, long long key)
 }
 
 /*
-** Seconds to the C API's nanoseconds, or -1 when s is negative, NaN or too long.
-** The largest duration is the same in the Python binding (_core.py): its
-** nanoseconds, s * 1e9, must fit int64_t, so s * 1e9 < 2^63 (about
-** 9223372036.85 s, 292 years).  Within it, a deadline past the clock's range
-** saturates to "never" in the C core.
+** Seconds to the C API's nanoseconds, or -1 when s is negative or NaN.  C's
+** rule, as in pxlua_fiber.c and the Python binding: a duration of 2^63 ns or
+** more (about 9223372036.85 s, 292 years; inf too) does not fit int64_t and
+** saturates to INT64_MAX, "never": such a timer never fires and is cancelled
+** like any other.
 */
 #define NS_LIMIT 0x1p63
 
 static int64_t to_ns(double s)
 {
     double ns = s * 1e9;
-    if (!(ns >= 0 && ns < NS_LIMIT))
+    if (!(ns >= 0))
         return -1;
-    return (int64_t)ns;
+    return ns >= NS_LIMIT ? INT64_MAX : (int64_t)ns;
 }
 
 /* Posted only to keep the descriptor readable while recorded calls wait. */
@@ -355,9 +355,9 @@ int TimerQueue_wait(TimerQueue *t, double timeout_s)
 {
     if (t->hq == NULL)
         return 0;
-    if (timeout_s < 0 || timeout_s * 1e9 >= NS_LIMIT)
-        return wait_unbounded(t->hq);
     int64_t ns = to_ns(timeout_s);
+    if (timeout_s < 0 || ns == INT64_MAX)
+        return wait_unbounded(t->hq);
     return px_queue_wait(t->hq, ns < 0 ? 0 : ns);
 }
 
