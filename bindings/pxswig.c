@@ -46,20 +46,35 @@ static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
 ** At exit(), or when the module is unloaded: stops the worker of every queue
 ** still open, and reports on stderr each one that owed calls, which no Lua code
 ** can run any more.  The calls stay in hq, not run: its handlers only record.
+**
+** Whether a queue owed calls is decided once its worker is stopped, not from a
+** snapshot of the running queue: a timer the worker has taken out of the set
+** but not yet posted to hq is in neither px_timerq_pending nor hq's size, so a
+** snapshot taken then saw nothing owed and the queue went unreported.  Once
+** px_timerq_free returns, every call the queue owed is in hq (or recorded); the
+** snapshot of pending taken before only splits that total for the message.
+** The hook runs on the Lua thread, which drains no hq meanwhile.
 */
+static void report_unclosed(TimerQueue *t)
+{
+    size_t pending = px_timerq_pending(t->tq);
+    px_timerq_free(t->tq);
+    t->tq = NULL;
+    size_t owed = px_queue_size(t->hq) + (t->len - t->head);
+    if (owed == 0 || t->pid != getpid())
+        return;
+    if (pending > owed)
+        pending = owed;
+    fprintf(stderr, "parataxis: exit with a TimerQueue not closed: %zu timers "
+            "pending and %zu calls queued are not delivered (close it, or "
+            "exit with os.exit(code, true))\n", pending, owed - pending);
+}
+
 static void exit_hook(void)
 {
     pthread_mutex_lock(&open_lock);
-    for (TimerQueue *t = open_queues.next; t != &open_queues; t = t->next) {
-        size_t pending = px_timerq_pending(t->tq);
-        size_t queued = px_queue_size(t->hq) + (t->len - t->head);
-        if ((pending > 0 || queued > 0) && t->pid == getpid())
-            fprintf(stderr, "parataxis: exit with a TimerQueue not closed: %zu timers "
-                    "pending and %zu calls queued are not delivered (close it, or "
-                    "exit with os.exit(code, true))\n", pending, queued);
-        px_timerq_free(t->tq);
-        t->tq = NULL;
-    }
+    for (TimerQueue *t = open_queues.next; t != &open_queues; t = t->next)
+        report_unclosed(t);
     pthread_mutex_unlock(&open_lock);
 }
 
@@ -130,20 +145,20 @@ static pending_arg *new_arg(TimerQueue *t, long long key)
 }
 
 /*
-** Seconds to the C API's nanoseconds, or -1 when s is negative, NaN or too long.
-** The largest duration is the same in the Python binding (_core.py): its
-** nanoseconds, s * 1e9, must fit int64_t, so s * 1e9 < 2^63 (about
-** 9223372036.85 s, 292 years).  Within it, a deadline past the clock's range
-** saturates to "never" in the C core.
+** Seconds to the C API's nanoseconds, or -1 when s is negative or NaN.  C's
+** rule, as in pxlua_fiber.c and the Python binding: a duration of 2^63 ns or
+** more (about 9223372036.85 s, 292 years; inf too) does not fit int64_t and
+** saturates to INT64_MAX, "never": such a timer never fires and is cancelled
+** like any other.
 */
 #define NS_LIMIT 0x1p63
 
 static int64_t to_ns(double s)
 {
     double ns = s * 1e9;
-    if (!(ns >= 0 && ns < NS_LIMIT))
+    if (!(ns >= 0))
         return -1;
-    return (int64_t)ns;
+    return ns >= NS_LIMIT ? INT64_MAX : (int64_t)ns;
 }
 
 /* Posted only to keep the descriptor readable while recorded calls wait. */
@@ -340,9 +355,9 @@ int TimerQueue_wait(TimerQueue *t, double timeout_s)
 {
     if (t->hq == NULL)
         return 0;
-    if (timeout_s < 0 || timeout_s * 1e9 >= NS_LIMIT)
-        return wait_unbounded(t->hq);
     int64_t ns = to_ns(timeout_s);
+    if (timeout_s < 0 || ns == INT64_MAX)
+        return wait_unbounded(t->hq);
     return px_queue_wait(t->hq, ns < 0 ? 0 : ns);
 }
 

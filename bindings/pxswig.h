@@ -40,11 +40,12 @@ int pxswig_deliver(TimerQueue *t, px_handler_fn fn, void *arg, int status,
 void pxswig_give_back(TimerQueue *t, px_handler_fn fn, void *arg);
 
 /* A one-shot timer: its one call records `key` (>= 0).  Returns the id, or
-** 0 for a bad delay (negative, NaN, 2^63 ns or more), a closed queue or no
-** memory. */
+** 0 for a bad delay (negative, NaN), a closed queue or no memory.  A delay of
+** 2^63 ns or more (inf too) is "never", as in C: the timer never fires. */
 long long TimerQueue_add(TimerQueue *t, double delay_s, long long key);
 
-/* A periodic timer: its calls record -1 - key, the final aborted one too. */
+/* A periodic timer: its calls record -1 - key, the final aborted one too.
+** Durations as for TimerQueue_add; a period of "never" ticks once. */
 long long TimerQueue_add_periodic(TimerQueue *t, double first_s, double period_s,
                                   long long key);
 

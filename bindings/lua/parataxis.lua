@@ -96,7 +96,7 @@ function TimerQueue:add(delay, fn)
   check_open(self); check_delay(delay, "delay"); check_fn(fn)
   local key = register(self, fn)
   local id = self.core:add(delay, key)
-  if id == 0 then unregister(self, key); error("parataxis: delay out of range", 2) end
+  if id == 0 then unregister(self, key); error("parataxis: cannot add the timer: out of memory", 2) end
   return id
 end
 
@@ -107,7 +107,7 @@ function TimerQueue:add_periodic(first, period, fn)
   if period == 0 then error("parataxis: period must be > 0", 2) end
   local key = register(self, fn)
   local id = self.core:add_periodic(first, period, key)
-  if id == 0 then unregister(self, key); error("parataxis: delay out of range", 2) end
+  if id == 0 then unregister(self, key); error("parataxis: cannot add the timer: out of memory", 2) end
   return id
 end
 
@@ -161,9 +161,10 @@ function TimerQueue:drain()
   return ran
 end
 
--- A duration (in seconds) fits the C side's int64 nanoseconds while s * 1e9 is
--- below 2^63 (about 9223372036.85 s, 292 years), in both bindings: adds past it
--- fail, a timeout past it waits without a bound.
+-- C's rule, in every binding: a duration of 2^63 ns or more (about
+-- 9223372036.85 s, 292 years; math.huge too) does not fit the C side's int64
+-- nanoseconds and means "never": a timer that never fires (pxswig.c, to_ns), a
+-- wait without a bound.
 local NS_LIMIT = 2.0 ^ 63
 
 --- Waits up to `timeout` seconds for handler calls, then runs them; returns how

@@ -2,7 +2,8 @@
 # The Lua module as users install it, two ways, each into a scratch directory:
 #   1. `luarocks make` of the rockspec into a scratch tree (--tree), then the
 #      smoke script and every busted spec with that tree's paths only
-#      (`luarocks path`), run outside the checkout;
+#      (`luarocks path`), run outside the checkout; the build must print no
+#      CMake warning;
 #   2. `cmake --install` (component lua) of the build tree $1 into a scratch
 #      prefix, then the smoke script with Lua's default layout under it.
 # It also checks that this layout under /usr/local is in the interpreter's
@@ -20,6 +21,13 @@ unset LUA_PATH LUA_CPATH LUA_PATH_5_4 LUA_CPATH_5_4
 echo "== luarocks make into $work/tree"
 (cd "$src" && luarocks --lua-version 5.4 --tree="$work/tree" make >"$work/rock.log" 2>&1) ||
     { cat "$work/rock.log"; exit 1; }
+# A warning of CMake's (an unused -D of the rockspec, a deprecated call) is a
+# defect a user would see on every install: the build must be clean.
+if grep -q "CMake Warning\|CMake Deprecation Warning" "$work/rock.log"; then
+    cat "$work/rock.log"
+    echo "lua install test: luarocks make printed a CMake warning" >&2
+    exit 1
+fi
 (
     eval "$(luarocks --lua-version 5.4 --tree="$work/tree" path --no-bin)"
     # As Lua 5.4's own variables: busted starts under the system's `lua`

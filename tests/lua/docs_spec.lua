@@ -1,61 +1,81 @@
--- The fiber examples of docs/lua.md run as they stand; so does the luv one,
--- where luv is installed.
+-- The examples of docs/lua.md stand alone and print what the page shows: each
+-- ```lua block runs, as it is, in a fresh lua5.4 (only the module paths of this
+-- run are given to it), exits 0 with nothing on stderr, and prints exactly the
+-- ```text block that follows it -- the same lines in the same order, every run
+-- (tests/python/test_docs.py does the same for docs/python.md).  The luv
+-- example runs where luv is installed.
 local function doc_path()
   local here = debug.getinfo(1, "S").source:match("^@(.*)/tests/lua/") or "."
   return here .. "/docs/lua.md"
 end
 
-describe("docs/lua.md", function()
-  local f = assert(io.open(doc_path()))
-  local text = f:read("a")
-  f:close()
-  local n, luv_blocks = 0, {}
-  for block in text:gmatch("```lua\n(.-)```") do
-    if block:find('require "luv"', 1, true) then
-      luv_blocks[#luv_blocks + 1] = block
-    elseif block:find("px%.run") then
-      n = n + 1
-      it("the_documented_example_runs #" .. n, function()
-        local chunk = assert(load('local px = require "parataxis"\n' ..
-          block:gsub('^local px = require "parataxis"\n', ''), "=docs/lua.md"))
-        chunk()
-      end)
-    end
+-- Every fenced block of `text` in order: { lang = ..., body = ... }.
+local function fences(text)
+  local out = {}
+  for lang, body in text:gmatch("```(%w*)\n(.-)```") do
+    out[#out + 1] = { lang = lang, body = body }
   end
-  it("has_fiber_examples", function() assert.is_true(n >= 4) end)
-  it("has_a_luv_example", function() assert.equal(1, #luv_blocks) end)
+  return out
+end
 
-  local has_luv, uv = pcall(require, "luv")
-  for i, block in ipairs(luv_blocks) do
-    if not has_luv then
-      pending("the_luv_example_runs #" .. i .. " (luv is not installed: apt-get install lua-luv)")
-    else
-      it("the_luv_example_runs #" .. i, function()
-        -- A guard that does not keep the loop alive: should the example never
-        -- close its handle, the loop is stopped and the test fails, not hangs.
-        local stuck = false
-        local guard = uv.new_timer()
-        guard:start(10000, 0, function() stuck = true; uv.stop() end)
-        guard:unref()
-        local chunk = assert(load(block, "=docs/lua.md (luv)"))
-        local ok, err = pcall(chunk)
-        guard:close()
-        uv.run("nowait")                    -- lets the guard's close complete
-        assert(ok, err)
-        assert.is_false(stuck, "the luv example's loop never ended")
-      end)
+local function slurp(path)
+  local f = assert(io.open(path))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- Runs `code` in a child lua5.4 with this run's module paths; its stdout,
+-- stderr and exit status.  `timeout` kills a child that hangs.
+local function run_child(code)
+  local src, err = os.tmpname(), os.tmpname()
+  local f = assert(io.open(src, "w"))
+  f:write(code)
+  f:close()
+  local paths = string.format("package.path = %q package.cpath = %q", package.path, package.cpath)
+  local p = assert(io.popen(string.format("timeout 60 lua5.4 -e %q %q 2>%q", paths, src, err)))
+  local out = p:read("a")
+  local _, _, status = p:close()
+  local stderr = slurp(err)
+  os.remove(src)
+  os.remove(err)
+  return out, stderr, status
+end
+
+describe("docs/lua.md", function()
+  local blocks = fences(slurp(doc_path()))
+  local has_luv = pcall(require, "luv")
+  local n, luv_blocks = 0, 0
+  for i, block in ipairs(blocks) do
+    if block.lang == "lua" then
+      n = n + 1
+      local output = blocks[i + 1] and blocks[i + 1].lang == "text" and blocks[i + 1].body
+      local name = "example #" .. n .. " prints what the page shows"
+      local needs_luv = block.body:find('require "luv"', 1, true) ~= nil
+      if needs_luv then luv_blocks = luv_blocks + 1 end
+      if needs_luv and not has_luv then
+        pending(name .. " (luv is not installed: apt-get install lua-luv)")
+      else
+        it(name, function()
+          for _ = 1, 2 do                       -- the same every run
+            local out, stderr, status = run_child(block.body)
+            assert.equal(0, status, stderr)
+            assert.equal("", stderr)
+            assert.is_truthy(output, "the example is not followed by its output (a ```text block)")
+            assert.equal(output, out)
+          end
+        end)
+      end
     end
   end
+  it("has_examples", function() assert.is_true(n >= 8) end)
+  it("has_a_luv_example", function() assert.equal(1, luv_blocks) end)
 
   it("the_fiber_demo_runs_and_reports_its_deadlock", function()
     -- docs/examples/fiber_demo.lua, as make demo runs it, with this module
-    local demo = doc_path():gsub("lua%.md$", "examples/fiber_demo.lua")
-    local code = string.format("package.cpath = %q package.path = %q dofile(%q)",
-                               package.cpath, package.path, demo)
-    local p = io.popen(string.format("lua5.4 -e %q 2>&1; echo \"status=$?\"", code))
-    local out = p:read("a")
-    p:close()
-    assert.truthy(out:find("status=0", 1, true), out)
+    local out, stderr, status = run_child(slurp(doc_path():gsub("lua%.md$", "examples/fiber_demo.lua")))
+    out = out .. stderr
+    assert.equal(0, status, out)
     assert.truthy(out:find("pipeline total = 10", 1, true), out)
     assert.truthy(out:find("timer handler fired in a fiber", 1, true), out)
     assert.truthy(out:find("wait-for cycle", 1, true), out)

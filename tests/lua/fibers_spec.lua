@@ -198,6 +198,24 @@ describe("fibers", function()
     end)
   end)
 
+  it("durations_of_2^63_ns_or_more_mean_never", function()
+    -- C's rule: a sleep or a scope of 2^63 ns or more (math.huge too) is
+    -- "never", not an error; such a sleep ends only by a scope.
+    px.run(function()
+      for _, s in ipairs({ 9223372037.0, 1e300, math.huge }) do
+        local r, err = px.timeout(0.01, px.sleep, s)
+        assert.is_nil(r)
+        assert.equal("ETIMEDOUT", err.code)
+        local tok = px.token()
+        px.spawn(function() tok:cancel() end)
+        r, err = px.with_cancel(tok, px.sleep, s)
+        assert.is_nil(r)
+        assert.equal("ECANCELED", err.code)
+        assert.same({ "done" }, { px.timeout(s, function() px.sleep(0.001); return "done" end) })
+      end
+    end)
+  end)
+
   it("an_error_in_main_propagates_out_of_run_after_the_other_fibers_were_cancelled", function()
     local cleaned, seen = false, nil
     local err = raised(px.run, function()
@@ -379,6 +397,24 @@ describe("timer handlers as fibers", function()
       return order
     end)
     assert.same({ 1, 2, 3 }, order)
+  end)
+
+  it("a_timer_of_2^63_ns_or_more_never_fires_and_is_cancellable", function()
+    -- On the scheduler as on a plain queue (timers_spec.lua): the timer holds
+    -- the run until its cancel's aborted call, a fiber, has started.
+    local seen = {}
+    px.run(function()
+      local q = px.TimerQueue{ executor = px.scheduler() }
+      local ids = {}
+      for _, s in ipairs({ 9223372037.0, 1e300, math.huge }) do
+        ids[#ids + 1] = q:add(s, function(aborted) seen[#seen + 1] = aborted end)
+      end
+      px.sleep(0.05)
+      assert.same({}, seen)
+      assert.equal(3, q:pending())
+      for _, id in ipairs(ids) do assert.is_true(q:cancel(id)) end
+    end)
+    assert.same({ true, true, true }, seen)
   end)
 
   it("timerq_executor_holds_the_run", function()

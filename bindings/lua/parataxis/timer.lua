@@ -17,18 +17,15 @@
 -- that call has started; a handler that has started is not affected.
 local core = require "parataxis_core"
 
-local NS_LIMIT = 2.0 ^ 63   -- as in parataxis.lua: a duration's ns fit int64
-
 local Timer = {}
 Timer.__index = Timer
 
+-- A duration of 2^63 ns or more (math.huge too) is "never", as in C: the
+-- queue's timer for it never fires (parataxis.lua, NS_LIMIT).
 local function check_seconds(s, fname, what)
   if type(s) ~= "number" or s ~= s or s < 0 then
     error("parataxis: timer:" .. fname .. ": " .. what .. " must be a number >= 0, got "
           .. tostring(s), 3)
-  end
-  if s * 1e9 >= NS_LIMIT then
-    error("parataxis: timer:" .. fname .. ": " .. what .. " out of range", 3)
   end
 end
 
