@@ -35,29 +35,27 @@ def worker_thread_demo() -> None:
     def tick(aborted: bool) -> None:
         ms = (time.monotonic() - start) * 1e3
         if aborted:
-            print(f"{ms:7.1f} ms  periodic timer ends")
-            done.release()
+            say("periodic, final call")(aborted)
         else:
             ticks.append(ms)
-            print(f"{ms:7.1f} ms  periodic tick {len(ticks)}")
+            print(f"{ms:7.1f} ms  periodic, tick {len(ticks)}")
             if len(ticks) == 3:
                 three_ticks.set()
 
     with parataxis.TimerQueue() as q:
-        q.add(0.030, say("one-shot 30 ms"))
-        q.add(0.010, say("one-shot 10 ms"))
-        doomed = q.add(0.020, say("one-shot 20 ms (cancelled)"))
-        print("cancel 20 ms timer:", q.cancel(doomed))
+        q.add(0.030, say("one-shot, 30 ms"))
+        q.add(0.010, say("one-shot, 10 ms"))
+        doomed = q.add(0.020, say("one-shot, 20 ms, cancelled"))
+        print(f"{(time.monotonic() - start) * 1e3:7.1f} ms  cancel the 20 ms timer: {q.cancel(doomed)}")
         pid = q.add_periodic(0.005, 0.015, tick)
         t = parataxis.Timer(q)
         t.expires_after(0.040)
-        t.async_wait(say("deadline waiter A"))
-        t.async_wait(say("deadline waiter B"))
-        for _ in range(5):                    # 10, 30, cancelled, A, B
-            done.acquire(timeout=5)
+        t.async_wait(say("deadline timer, waiter A"))
+        t.async_wait(say("deadline timer, waiter B"))
         three_ticks.wait(5)
-        q.cancel(pid)
-        done.acquire(timeout=5)               # the periodic timer's final call
+        q.cancel(pid)                         # its final call follows
+        for _ in range(6):                    # 10, 30, cancelled, final, A, B
+            done.acquire(timeout=5)
 
 
 async def asyncio_demo() -> None:
@@ -75,7 +73,7 @@ async def asyncio_demo() -> None:
 
 
 main_thread = threading.get_ident()
-print("parataxis", parataxis.version())
+print(f"parataxis {parataxis.version()} from Python")
 worker_thread_demo()
 asyncio.run(asyncio_demo())
-print("done")
+print(f"{(time.monotonic() - start) * 1e3:7.1f} ms  every handler ran exactly once; done")
