@@ -119,7 +119,7 @@ test-lua-install: build
 bench-deps:
 	@sh .ci/deps bench
 
-bench: bench-deps
+bench: bench-deps python-install
 	@$(CONFIGURE) -B build-bench -DCMAKE_BUILD_TYPE=Release -DPARATAXIS_BENCH=ON >/dev/null
 	@cmake --build build-bench
 	PYTHON="$(PYTHON)" sh tests/bench/run.sh build-bench
