@@ -10,17 +10,23 @@ with aborted=True).
 import asyncio
 import threading
 import time
-from typing import Callable, List
+from typing import Callable
 
 import parataxis
 
 start = time.monotonic()
+# Lines come from two threads (this one and the worker): one at a time.
+out_lock = threading.RLock()
+
+
+def out(text: str) -> None:
+    with out_lock:
+        print(f"{(time.monotonic() - start) * 1e3:7.1f} ms  {text}")
 
 
 def say(what: str) -> Callable[[bool], None]:
     def handler(aborted: bool) -> None:
-        ms = (time.monotonic() - start) * 1e3
-        print(f"{ms:7.1f} ms  {what:28s} {'aborted' if aborted else 'expired'}")
+        out(f"{what:28s} {'aborted' if aborted else 'expired'}")
         done.release()
     return handler
 
@@ -30,23 +36,24 @@ done = threading.Semaphore(0)
 
 def worker_thread_demo() -> None:
     three_ticks = threading.Event()
-    ticks: List[float] = []
+    ticks = 0
 
     def tick(aborted: bool) -> None:
-        ms = (time.monotonic() - start) * 1e3
+        nonlocal ticks
         if aborted:
             say("periodic, final call")(aborted)
         else:
-            ticks.append(ms)
-            print(f"{ms:7.1f} ms  periodic, tick {len(ticks)}")
-            if len(ticks) == 3:
+            ticks += 1
+            out(f"periodic, tick {ticks}")
+            if ticks == 3:
                 three_ticks.set()
 
     with parataxis.TimerQueue() as q:
         q.add(0.030, say("one-shot, 30 ms"))
         q.add(0.010, say("one-shot, 10 ms"))
         doomed = q.add(0.020, say("one-shot, 20 ms, cancelled"))
-        print(f"{(time.monotonic() - start) * 1e3:7.1f} ms  cancel the 20 ms timer: {q.cancel(doomed)}")
+        with out_lock:                        # the aborted call's line waits for this one
+            out(f"cancel the 20 ms timer: {q.cancel(doomed)}")
         pid = q.add_periodic(0.005, 0.015, tick)
         t = parataxis.Timer(q)
         t.expires_after(0.040)
@@ -63,8 +70,7 @@ async def asyncio_demo() -> None:
     fut: asyncio.Future[None] = loop.create_future()
 
     def on_loop(aborted: bool) -> None:
-        print(f"{(time.monotonic() - start) * 1e3:7.1f} ms  handler on the asyncio loop, "
-              f"same thread: {threading.get_ident() == main_thread}")
+        out(f"handler on the asyncio loop, same thread: {threading.get_ident() == main_thread}")
         fut.set_result(None)
 
     with parataxis.TimerQueue(executor=loop) as q:
@@ -76,4 +82,4 @@ main_thread = threading.get_ident()
 print(f"parataxis {parataxis.version()} from Python")
 worker_thread_demo()
 asyncio.run(asyncio_demo())
-print(f"{(time.monotonic() - start) * 1e3:7.1f} ms  every handler ran exactly once; done")
+out("every handler ran exactly once; done")

@@ -29,6 +29,8 @@ for l in "cancel the 20 ms timer: 1" "one-shot, 20 ms, cancelled   aborted" \
 done
 [ "$(line_of 'periodic, tick 3')" -lt "$(line_of 'periodic, final call')" ] ||
     fail "the periodic timer's final call came before its third tick"
+[ "$(line_of 'cancel the 20 ms timer')" -lt "$(line_of 'one-shot, 20 ms, cancelled')" ] ||
+    fail "the cancelled timer's call came before the line of its cancel"
 
 # `cmd | cat` keeps the exit status of cat: keep the demo's in a file.
 { "$build/fiber_demo"; echo "status=$?"; } 2>&1 | cat >"$work/out"

@@ -36,6 +36,7 @@ describe("make demo, Lua", function()
       line_of(lines, want)
     end
     assert.is_true(line_of(lines, "periodic, tick 3") < line_of(lines, "periodic, final call         aborted"))
+    assert.is_true(line_of(lines, "cancel the 20 ms timer") < line_of(lines, "one-shot, 20 ms, cancelled"))
   end)
 
   it("the_fiber_demo_prints_what_the_other_languages_print_in_order", function()

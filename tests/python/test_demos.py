@@ -33,6 +33,7 @@ def test_timer_demo_prints_what_the_other_languages_print():
                  "periodic, final call         aborted"]:
         assert want in body, lines
     assert body.index("periodic, tick 3") < body.index("periodic, final call         aborted")
+    assert body.index("cancel the 20 ms timer: True") < body.index("one-shot, 20 ms, cancelled   aborted")
     assert body[-1].startswith("every handler ran exactly once")
 
 
