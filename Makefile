@@ -7,34 +7,49 @@
 #                 fuzz), install tree, Python, Lua (also as luarocks and cmake
 #                 --install put it)
 #
-# Both install missing Debian and PyPI packages first (.ci/deps).  Other targets:
-# make build, make bench (benchmarks, not tests; bench-deps adds gevent, trio, lua-copas and golang-go), make clean.
+# Each installs the Debian packages it needs and this machine lacks first (.ci/deps
+# demo or check), and keeps Python packages in a virtual environment of the
+# project, .venv/ (made on first use; PYTHON=... picks another interpreter).
+# Other targets: make build, make bench (benchmarks, not tests; .ci/deps bench adds
+# their peers), make clean (make distclean also removes .venv/).
 
-PYTHON   ?= python3
+PYTHON   ?= $(CURDIR)/.venv/bin/python
+export PYTHON
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CONFIGURE = cmake -S . $(GENERATOR) -DPARATAXIS_WERROR=ON
 CTEST     = ctest --output-on-failure --no-tests=ignore
 
-.PHONY: all deps bench-deps build demo check test-layers test-docs test-c test-asan test-tsan test-ucontext test-fuzz \
-        test-aarch64 test-python test-lua test-lua-install python-install bench clean
+.PHONY: all deps demo-deps bench-deps build demo-build check test-layers test-docs test-c test-asan test-tsan test-ucontext test-fuzz \
+        test-aarch64 test-python test-lua test-lua-install python-install demo-python-install bench clean distclean
 
 all: build
 
 deps:
-	@sh .ci/deps
+	@sh .ci/deps check
+
+demo-deps:
+	@sh .ci/deps demo
 
 build: deps
 	@$(CONFIGURE) -B build >/dev/null
 	@cmake --build build
 
+# The library, the C demos and the Lua module: what make demo needs of the build.
+demo-build: demo-deps
+	@$(CONFIGURE) -B build >/dev/null
+	@cmake --build build --target demos
+
 # -Werror on the library and the binding's own C (_pxpy.c), as in `make build`.
 python-install: deps
 	$(PYTHON) -m pip install -q -C cmake.define.PARATAXIS_WERROR=ON .
 
-demo: build python-install
+demo-python-install: demo-deps
+	@$(PYTHON) -m pip install -q -C cmake.define.PARATAXIS_WERROR=ON .
+
+demo: demo-build demo-python-install
 	@echo "== C: timers =="
 	@./build/timer_demo
-	@echo "== C: fibers (spawn, join, scopes, and a deadlock report) =="
+	@echo "== C: fibers and the sync family =="
 	@./build/fiber_demo
 	@echo "== Python: timers =="
 	@$(PYTHON) docs/examples/timer_demo.py
@@ -104,10 +119,13 @@ test-lua-install: build
 bench-deps:
 	@sh .ci/deps bench
 
-bench: bench-deps
+bench: bench-deps python-install
 	@$(CONFIGURE) -B build-bench -DCMAKE_BUILD_TYPE=Release -DPARATAXIS_BENCH=ON >/dev/null
 	@cmake --build build-bench
 	PYTHON="$(PYTHON)" sh tests/bench/run.sh build-bench
 
 clean:
 	rm -rf build build-asan build-tsan build-ucontext build-aarch64 build-fuzz build-bench
+
+distclean: clean
+	rm -rf .venv

@@ -41,24 +41,24 @@ def pipeline() -> int:
 
 def hand_off() -> None:
     m = px.Mutex()
-    order = []
+    order: list[int] = []
 
     def worker(i: int) -> None:
         with m:
             order.append(i)
             px.sleep(0.001)
 
-    for f in [px.spawn(worker, i) for i in range(4)]:
+    for f in [px.spawn(worker, i) for i in range(1, 5)]:
         f.join()
-    say(f"the mutex went to the fibers in the order they asked: {order}")
+    say(f"the mutex went to the fibers in the order they asked: {', '.join(map(str, order))}")
 
 
 def timeouts_and_timers() -> None:
     try:
         with px.timeout(0.02):
             px.Event().wait()               # nobody sets it
-    except px.Timeout:
-        say("px.timeout(0.02) fired at the interrupted wait")
+    except px.Timeout as e:
+        say(f"px.timeout(0.02) fired at the interrupted wait: {type(e).__name__}")
     with px.move_on_after(0.01) as scope:
         px.sleep(10)
     say(f"move_on_after: expired={scope.expired}, and the fiber went on")

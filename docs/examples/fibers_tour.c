@@ -69,7 +69,10 @@ int main(void)
 {
     if (px_run(tour, NULL, NULL) != 0)
         return 1;
-    /* Nothing can ever wake this fiber: px_run reports it and says PX_EDEADLK. */
+    /* Nothing can ever wake this fiber: px_run reports it and says PX_EDEADLK.
+    ** The report goes to stderr: flush what stdout holds first, or a pipe shows
+    ** the report before the lines printed ahead of it. */
+    fflush(stdout);
     int r = px_run(stuck, NULL, NULL);
     printf("px_run: %s\n", px_strerror(r));
     return r == PX_EDEADLK ? 0 : 1;

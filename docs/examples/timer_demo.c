@@ -19,25 +19,26 @@ static double ms(void)
     return (double)(px_now() - start) / 1e6;
 }
 
+/* status is 0 when the timer expired, PX_ECANCELED when it was aborted first. */
 static void say(void *arg, int status)
 {
     printf("%7.1f ms  %-28s %s\n", ms(), (const char *)arg,
-           status == 0 ? "expired" : px_strerror(status));
+           status == 0 ? "expired" : "aborted");
 }
 
 static void tick(void *arg, int status)
 {
     int *ticks = arg;
     if (status == 0)
-        printf("%7.1f ms  periodic tick %d\n", ms(), ++*ticks);
+        printf("%7.1f ms  periodic, tick %d\n", ms(), ++*ticks);
     else
-        printf("%7.1f ms  periodic timer ends: %s\n", ms(), px_strerror(status));
+        say("periodic, final call", status);
 }
 
 int main(void)
 {
     start = px_now();
-    printf("parataxis %s\n", px_version());
+    printf("parataxis %s from C\n", px_version());
 
     /* Handlers run on the main thread, inside px_queue_drain. */
     px_queue *inbox = px_queue_new();
@@ -47,10 +48,10 @@ int main(void)
     if (q == NULL || inbox == NULL)
         return 1;
 
-    px_timerq_add(q, PX_MSEC(30), say, "one-shot after 30 ms");
-    px_timerq_add(q, PX_MSEC(10), say, "one-shot after 10 ms");
-    uint64_t doomed = px_timerq_add(q, PX_MSEC(20), say, "one-shot after 20 ms");
-    printf("%7.1f ms  cancel(20 ms timer) -> %d\n", ms(), px_timerq_cancel(q, doomed));
+    px_timerq_add(q, PX_MSEC(30), say, "one-shot, 30 ms");
+    px_timerq_add(q, PX_MSEC(10), say, "one-shot, 10 ms");
+    uint64_t doomed = px_timerq_add(q, PX_MSEC(20), say, "one-shot, 20 ms, cancelled");
+    printf("%7.1f ms  cancel the 20 ms timer: %d\n", ms(), px_timerq_cancel(q, doomed));
 
     int ticks = 0;
     uint64_t periodic = px_timerq_add_periodic(q, PX_MSEC(5), PX_MSEC(15), tick, &ticks);
@@ -69,7 +70,8 @@ int main(void)
             periodic = 0;
         }
     }
-    printf("%7.1f ms  pending: %zu\n", ms(), px_timerq_pending(q));
+    printf("%7.1f ms  every handler ran exactly once; %zu pending\n", ms(),
+           px_timerq_pending(q));
 
     px_timer_free(t);
     px_timerq_free(q);

@@ -24,16 +24,18 @@ local q <close> = parataxis.TimerQueue()
 q:add(0.030, say("one-shot, 30 ms"))
 q:add(0.010, say("one-shot, 10 ms"))
 local doomed = q:add(0.020, say("one-shot, 20 ms, cancelled"))
-print("cancel the 20 ms timer: " .. tostring(q:cancel(doomed)))
+print(string.format("%7.1f ms  cancel the 20 ms timer: %s", (clock() - t0) * 1e3,
+                    tostring(q:cancel(doomed))))
 
 local ticks = 0
 local periodic
-periodic = q:add_periodic(0.005, 0.005, function(aborted)
+periodic = q:add_periodic(0.005, 0.015, function(aborted)
   if aborted then return say("periodic, final call")(true) end
   ticks = ticks + 1
-  print(string.format("%24s tick %d", "", ticks))
+  print(string.format("%7.1f ms  periodic, tick %d", (clock() - t0) * 1e3, ticks))
   if ticks == 3 then q:cancel(periodic) end
 end)
 
 while done < 4 do q:run() end           -- sleeps until the next call is due
-print("every handler ran exactly once; " .. q:pending() .. " pending")
+print(string.format("%7.1f ms  every handler ran exactly once; %d pending",
+                    (clock() - t0) * 1e3, q:pending()))

@@ -10,17 +10,23 @@ with aborted=True).
 import asyncio
 import threading
 import time
-from typing import Callable, List
+from typing import Callable
 
 import parataxis
 
 start = time.monotonic()
+# Lines come from two threads (this one and the worker): one at a time.
+out_lock = threading.RLock()
+
+
+def out(text: str) -> None:
+    with out_lock:
+        print(f"{(time.monotonic() - start) * 1e3:7.1f} ms  {text}")
 
 
 def say(what: str) -> Callable[[bool], None]:
     def handler(aborted: bool) -> None:
-        ms = (time.monotonic() - start) * 1e3
-        print(f"{ms:7.1f} ms  {what:28s} {'aborted' if aborted else 'expired'}")
+        out(f"{what:28s} {'aborted' if aborted else 'expired'}")
         done.release()
     return handler
 
@@ -30,34 +36,33 @@ done = threading.Semaphore(0)
 
 def worker_thread_demo() -> None:
     three_ticks = threading.Event()
-    ticks: List[float] = []
+    ticks = 0
 
     def tick(aborted: bool) -> None:
-        ms = (time.monotonic() - start) * 1e3
+        nonlocal ticks
         if aborted:
-            print(f"{ms:7.1f} ms  periodic timer ends")
-            done.release()
+            say("periodic, final call")(aborted)
         else:
-            ticks.append(ms)
-            print(f"{ms:7.1f} ms  periodic tick {len(ticks)}")
-            if len(ticks) == 3:
+            ticks += 1
+            out(f"periodic, tick {ticks}")
+            if ticks == 3:
                 three_ticks.set()
 
     with parataxis.TimerQueue() as q:
-        q.add(0.030, say("one-shot 30 ms"))
-        q.add(0.010, say("one-shot 10 ms"))
-        doomed = q.add(0.020, say("one-shot 20 ms (cancelled)"))
-        print("cancel 20 ms timer:", q.cancel(doomed))
+        q.add(0.030, say("one-shot, 30 ms"))
+        q.add(0.010, say("one-shot, 10 ms"))
+        doomed = q.add(0.020, say("one-shot, 20 ms, cancelled"))
+        with out_lock:                        # the aborted call's line waits for this one
+            out(f"cancel the 20 ms timer: {q.cancel(doomed)}")
         pid = q.add_periodic(0.005, 0.015, tick)
         t = parataxis.Timer(q)
         t.expires_after(0.040)
-        t.async_wait(say("deadline waiter A"))
-        t.async_wait(say("deadline waiter B"))
-        for _ in range(5):                    # 10, 30, cancelled, A, B
-            done.acquire(timeout=5)
+        t.async_wait(say("deadline timer, waiter A"))
+        t.async_wait(say("deadline timer, waiter B"))
         three_ticks.wait(5)
-        q.cancel(pid)
-        done.acquire(timeout=5)               # the periodic timer's final call
+        q.cancel(pid)                         # its final call follows
+        for _ in range(6):                    # 10, 30, cancelled, final, A, B
+            done.acquire(timeout=5)
 
 
 async def asyncio_demo() -> None:
@@ -65,8 +70,7 @@ async def asyncio_demo() -> None:
     fut: asyncio.Future[None] = loop.create_future()
 
     def on_loop(aborted: bool) -> None:
-        print(f"{(time.monotonic() - start) * 1e3:7.1f} ms  handler on the asyncio loop, "
-              f"same thread: {threading.get_ident() == main_thread}")
+        out(f"handler on the asyncio loop, same thread: {threading.get_ident() == main_thread}")
         fut.set_result(None)
 
     with parataxis.TimerQueue(executor=loop) as q:
@@ -75,7 +79,7 @@ async def asyncio_demo() -> None:
 
 
 main_thread = threading.get_ident()
-print("parataxis", parataxis.version())
+print(f"parataxis {parataxis.version()} from Python")
 worker_thread_demo()
 asyncio.run(asyncio_demo())
-print("done")
+out("every handler ran exactly once; done")

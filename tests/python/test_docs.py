@@ -49,4 +49,4 @@ def test_there_are_examples():
 
 def test_demo_runs():
     out = run([str(ROOT / "docs" / "examples" / "timer_demo.py")])
-    assert "periodic timer ends" in out and out.rstrip().endswith("done")
+    assert "periodic, final call" in out and out.rstrip().endswith("done")
