@@ -68,7 +68,7 @@ check: test-layers test-docs test-c test-asan test-tsan test-ucontext test-aarch
 test-layers:
 	sh tests/layers.sh
 
-test-docs:
+test-docs: deps
 	$(PYTHON) docs/gen_capi.py --check
 
 test-c: build
