@@ -6,8 +6,13 @@
 -- on a thread of its own, on the same object, as tests/c/sync/family.c does.
 
 -- px_foreign links no copy of the library: the copy in parataxis_core.so,
--- loaded with its symbols global first, is the one its calls reach.
+-- its symbols made global first, is the one its calls reach.  An earlier spec
+-- of the same busted run has loaded that file already, with local symbols,
+-- and package.loadlib keeps the handle it got under the path it was given:
+-- given the same file under another path ("dir/./name"), it calls dlopen
+-- again, which promotes the loaded copy to global symbols (dlopen(3)).
 local core = package.searchpath("parataxis_core", package.cpath)
+core = core and core:gsub("([^/]*)$", "./%1")
 local foreign = core and package.loadlib(core, "*") and select(2, pcall(require, "px_foreign"))
 if type(foreign) ~= "table" then foreign = nil end
 local px = require "parataxis"
