@@ -258,8 +258,9 @@ static int host_resume(void *ctx)
         f->nres = nres;
         pool_put(r, f, nres);
     } else {
-        /* Close its pending to-be-closed variables (guards unlock) while it
-        ** is still the current fiber; the error object stays on top. */
+        /* body() closed its to-be-closed variables already, unless a
+        ** __close raised: those under it are closed here, while it is still
+        ** the current fiber (the error object stays on top). */
 #if LUA_VERSION_RELEASE_NUM >= 50406
         (void)lua_closethread(f->co, r->L);
 #else
@@ -308,6 +309,27 @@ static void host_release(void *ctx)
 static const px_host_ops HOST_OPS = { host_resume, NULL, host_release };
 
 /*
+** Every fiber's coroutine starts here, with the fiber's function and its
+** arguments: it calls them under lua_pcallk, so that an error ending the body
+** closes its to-be-closed variables inside the coroutine, where their
+** __close may wait (Lua closes them yieldably while it recovers a pcallk, as
+** under a Lua pcall), and then raises on, unchanged.  Closed by host_resume
+** instead, once lua_resume returned, they could not yield.
+*/
+static int body_k(lua_State *L, int status, lua_KContext ctx)
+{
+    (void)ctx;
+    if (status != LUA_OK && status != LUA_YIELD)
+        return lua_error(L);                 /* the error object is on top */
+    return lua_gettop(L);                    /* the results */
+}
+
+static int body(lua_State *L)
+{
+    return body_k(L, lua_pcallk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, 0, body_k), 0);
+}
+
+/*
 ** Replaces fn and its arguments, at base..top, by a new fiber's userdata at
 ** base, and spawns it on r.  NULL when the engine cannot (no memory).
 */
@@ -331,11 +353,12 @@ static lfiber *spawn_at(lua_State *L, lrun *r, int base)
     }
     lua_setiuservalue(L, -3, 1);
     lua_rotate(L, base, 2);                  /* fiber keep fn args... */
-    if (!lua_checkstack(co, nargs + 1 + LUA_MINSTACK))
+    if (!lua_checkstack(co, nargs + 2 + LUA_MINSTACK))
         return NULL;
+    lua_pushcfunction(co, body);             /* body(fn, args...) */
     lua_xmove(L, co, nargs + 1);
     f->co = co;
-    f->nargs = nargs;
+    f->nargs = nargs + 1;
     f->run = r;
     f->h = px_spawn_hosted(r->s, &HOST_OPS, f);
     if (f->h == NULL) {
