@@ -35,6 +35,7 @@
 #include "parataxis.h"
 #include "pxlua_exec.h"
 #include "pxlua_fiber.h"
+#include "pxlua_sigint.h"
 
 #define ERROR_MT "parataxis.Error"
 #define FIBER_MT "parataxis.Fiber"
@@ -175,6 +176,8 @@ struct lrun {
     lfiber *mainf;           /* px.run's main */
     lfiber fibers;           /* list head */
     char *report;            /* the deadlock report, if any */
+    int sigint;              /* it has SIGINT (pxlua_sigint.c) */
+    int interrupted;         /* a SIGINT cancelled it */
     grave *graves;
     size_t ngraves, capgraves;
     int keep;                /* registry ref to the keep table: the idle
@@ -239,6 +242,32 @@ static void pool_put(lrun *r, lfiber *f, int nres)
     f->co = NULL;
 }
 
+/* Ctrl-C: every fiber of the run is cancelled, as after an error in main;
+** px.run then raises "interrupted!". */
+static void interrupt(lrun *r)
+{
+    if (r->interrupted)
+        return;
+    r->interrupted = 1;
+    (void)px_sched_cancel(r->s);
+    pxlua_exec_cancelled();
+}
+
+/* Posted by the on_wait hook once a SIGINT ended a wait in the kernel. */
+static void *interrupt_fiber(void *arg)
+{
+    interrupt(arg);
+    return NULL;
+}
+
+static void on_wait(void *ctx, int entering)
+{
+    lrun *r = ctx;
+    (void)entering;
+    if (r->sigint)
+        pxlua_sigint_on_wait(r->s, interrupt_fiber, r);
+}
+
 static int host_resume(void *ctx)
 {
     lfiber *f = ctx;
@@ -246,7 +275,17 @@ static int host_resume(void *ctx)
     int nres = 0, nargs = f->nargs;
     f->nargs = 0;
     r->current = f;
+    if (r->sigint)
+        pxlua_sigint_running = f->co;
     int st = lua_resume(f->co, r->L, nargs, &nres);
+    if (r->sigint) {
+        pxlua_sigint_running = NULL;
+        /* after the store: a signal before it hooked f->co and set the flag */
+        if (pxlua_sigint_came) {
+            pxlua_sigint_unhook(f->co);
+            interrupt(r);
+        }
+    }
     if (st == LUA_YIELD) {
         /* ours yield no values; a plain coroutine.yield's are dropped */
         lua_pop(f->co, nres);
@@ -457,6 +496,8 @@ static int l_run(lua_State *L)
     memset(&o, 0, sizeof o);
     o.on_deadlock = on_deadlock;
     o.on_deadlock_ctx = &r;
+    o.on_wait = on_wait;
+    o.on_wait_ctx = &r;
     r.s = px_sched_new(&o);
     if (r.s == NULL)
         return raise_code(L, PX_ENOMEM, "px.run");
@@ -469,6 +510,7 @@ static int l_run(lua_State *L)
         return raise_code(L, PX_ENOMEM, "px.run");
     }
     cur_run = &r;
+    r.sigint = pxlua_sigint_begin(L);
     int rc = px_sched_run(r.s);
     if (rc == PX_EDEADLK) {
         /* Unwind: every parked fiber gets ECANCELED and cleans up. */
@@ -481,8 +523,13 @@ static int l_run(lua_State *L)
     while (!pxlua_exec_close(L, 0))
         if (px_sched_run(r.s) != 0)
             (void)pxlua_exec_close(L, 1);
+    int interrupted = r.sigint && pxlua_sigint_end();
     char *report = r.report;
     end_run(&r);
+    if (interrupted) {
+        free(report);
+        return luaL_error(L, "interrupted!");   /* as the interpreter says it */
+    }
     if (rc == PX_EDEADLK) {
         lua_pushstring(L, report != NULL ? report : "deadlock");
         free(report);
