@@ -760,7 +760,7 @@ static int fiber_done(lua_State *L)
 
 static int fiber_tostring(lua_State *L)
 {
-    lfiber *f = lua_touserdata(L, 1);
+    lfiber *f = check_fiber(L, "fiber:__tostring");   /* called by hand, on anything */
     lua_pushfstring(L, "parataxis.Fiber %I (%s)", (lua_Integer)f->id,
                     f->state == F_LIVE ? "live" : f->state == F_OK ? "ended" : "failed");
     return 1;
@@ -830,8 +830,8 @@ static int free_token(void *p) { px_token_free(p); return 0; }
 
 static int token_gc(lua_State *L)
 {
-    ltoken *t = lua_touserdata(L, 1);
-    if (t->t == NULL)
+    ltoken *t = luaL_testudata(L, 1, TOKEN_MT);   /* see sync_gc */
+    if (t == NULL || t->t == NULL)
         return 0;
     /* a scope of the run may still use it: free it once the run is over */
     if (cur_run != NULL)
@@ -859,10 +859,12 @@ static void *new_sync(lua_State *L, void *p, const char *mt, const char *where, 
 }
 
 /* A collected object still held or waited on is freed once the run is over. */
-static int sync_gc(lua_State *L, int (*freefn)(void *))
+/* A finalizer may be called by hand (getmetatable(m).__gc(v)): one given
+** anything but its own kind of object does nothing. */
+static int sync_gc(lua_State *L, const char *mt, int (*freefn)(void *))
 {
-    lsync *u = lua_touserdata(L, 1);
-    if (u->p == NULL)
+    lsync *u = luaL_testudata(L, 1, mt);
+    if (u == NULL || u->p == NULL)
         return 0;
     if (freefn(u->p) == PX_EBUSY && cur_run != NULL)
         bury(cur_run, freefn, u->p);
@@ -903,7 +905,7 @@ static int mutex_waiters(lua_State *L)
     lua_pushinteger(L, (lua_Integer)px_mutex_waiters(SELF(px_mutex, MUTEX_MT, "mutex:waiters")));
     return 1;
 }
-static int mutex_gc(lua_State *L) { return sync_gc(L, mutex_free); }
+static int mutex_gc(lua_State *L) { return sync_gc(L, MUTEX_MT, mutex_free); }
 
 /* RwLock */
 static int rwlock_free(void *p) { return px_rwlock_free(p); }
@@ -957,7 +959,7 @@ static int rwlock_waiters(lua_State *L)
     lua_pushinteger(L, (lua_Integer)px_rwlock_waiters(SELF(px_rwlock, RWLOCK_MT, "rwlock:waiters")));
     return 1;
 }
-static int rwlock_gc(lua_State *L) { return sync_gc(L, rwlock_free); }
+static int rwlock_gc(lua_State *L) { return sync_gc(L, RWLOCK_MT, rwlock_free); }
 
 /* WaitGroup */
 static int waitgroup_free(void *p) { return px_waitgroup_free(p); }
@@ -1002,7 +1004,7 @@ static int waitgroup_count(lua_State *L)
                                                             "waitgroup:count")));
     return 1;
 }
-static int waitgroup_gc(lua_State *L) { return sync_gc(L, waitgroup_free); }
+static int waitgroup_gc(lua_State *L) { return sync_gc(L, WAITGROUP_MT, waitgroup_free); }
 
 /* Barrier */
 static int barrier_free(void *p) { return px_barrier_free(p); }
@@ -1038,7 +1040,7 @@ static int barrier_waiting(lua_State *L)
                                                             "barrier:waiting")));
     return 1;
 }
-static int barrier_gc(lua_State *L) { return sync_gc(L, barrier_free); }
+static int barrier_gc(lua_State *L) { return sync_gc(L, BARRIER_MT, barrier_free); }
 
 /* Once: the action runs in Lua, between begin and finish (fibers.lua). */
 static int once_free(void *p) { return px_once_free(p); }
@@ -1059,7 +1061,7 @@ static int once_done(lua_State *L)
     lua_pushboolean(L, px_once_done(SELF(px_once, ONCE_MT, "once:done")));
     return 1;
 }
-static int once_gc(lua_State *L) { return sync_gc(L, once_free); }
+static int once_gc(lua_State *L) { return sync_gc(L, ONCE_MT, once_free); }
 
 /* Semaphore */
 static int sem_free(void *p) { return px_sem_free(p); }
@@ -1097,7 +1099,7 @@ static int sem_waiters(lua_State *L)
     lua_pushinteger(L, (lua_Integer)px_sem_waiters(SELF(px_sem, SEM_MT, "semaphore:waiters")));
     return 1;
 }
-static int sem_gc(lua_State *L) { return sync_gc(L, sem_free); }
+static int sem_gc(lua_State *L) { return sync_gc(L, SEM_MT, sem_free); }
 
 /* Event */
 static int event_free(void *p) { return px_event_free(p); }
@@ -1124,7 +1126,7 @@ static int event_wait(lua_State *L)
     (void)SELF(px_event, EVENT_MT, "event:wait");
     return wait_run(L, &EV_WAIT);
 }
-static int event_gc(lua_State *L) { return sync_gc(L, event_free); }
+static int event_gc(lua_State *L) { return sync_gc(L, EVENT_MT, event_free); }
 
 /*
 ** Channel: the C channel carries integer keys; the values wait in the
@@ -1295,7 +1297,7 @@ static int chan_cap(lua_State *L)
     return 1;
 }
 
-static int chan_gc(lua_State *L) { return sync_gc(L, chan_free); }
+static int chan_gc(lua_State *L) { return sync_gc(L, CHAN_MT, chan_free); }
 
 /* -- The module table ------------------------------------------------------ */
 

@@ -133,6 +133,66 @@ end)]])
   end)
 end)
 
+describe("the fiber module's metamethods given foreign values", function()
+  -- getmetatable(m).__gc(io.stdout) is plain Lua: a finalizer or __tostring
+  -- called by hand reads only its own kind of object.
+  it("each refuses or ignores a value of another kind", function()
+    local out = child([==[
+local objects = {
+  mutex = px.mutex(), rwlock = px.rwlock(), waitgroup = px.waitgroup(),
+  barrier = px.barrier(2), once = px.once(), semaphore = px.semaphore(), event = px.event(),
+  channel = px.channel(), token = px.token(), fiber = foreign.fiber,
+  scheduler = foreign.scheduler,
+}
+for kind, obj in pairs(objects) do
+  local mt = getmetatable(obj)
+  if type(mt) == "table" then
+    for name, f in pairs(mt) do
+      if type(f) == "function" then
+        each_foreign(function(k, v)
+          if k ~= kind and getmetatable(v) ~= mt then
+            local ok = pcall(f, v)
+            print("ok " .. kind .. "." .. name .. "(" .. k .. ")")
+          end
+        end)
+      end
+    end
+  end
+end
+-- the objects still work
+px.run(function()
+  local g <close> = objects.mutex:guard()
+  objects.channel:close()
+  print("still", objects.token:cancel(), objects.event:set())
+end)]==])
+    assert.truthy(out:find("\ndone\nstatus=0\n", 1, true), out)
+    assert.truthy(out:find("ok mutex.__gc(stdout)", 1, true), out)
+    assert.truthy(out:find("ok token.__gc(mutex)", 1, true), out)
+    assert.truthy(out:find("ok scheduler.__gc(stdout)", 1, true), out)
+    assert.truthy(out:find("still\ttrue", 1, true), out)
+  end)
+end)
+
+describe("an object whose finalizer ran", function()
+  -- as one resurrected by another finalizer sees it, or after __gc by hand
+  it("answers each method with a value or an error, never a crash", function()
+    local out = child([==[
+local objs = { px.mutex(), px.rwlock(), px.waitgroup(), px.barrier(2), px.once(),
+               px.semaphore(), px.event(), px.channel(1), px.token(), foreign.scheduler }
+for _, o in ipairs(objs) do getmetatable(o).__gc(o) end
+px.run(function()
+  for _, o in ipairs(objs) do
+    for name, f in pairs(getmetatable(o).__index) do
+      if type(f) == "function" and name ~= "values" then probe(name, function() f(o, 1); error("x") end) end
+    end
+  end
+end)
+print("queue_on", pcall(px.TimerQueue, { executor = foreign.scheduler }))]==])
+    assert.truthy(out:find("\ndone\nstatus=0\n", 1, true), out)
+    assert.same({}, not_ok(out))
+  end)
+end)
+
 describe("TimerQueue methods called on something else", function()
   local q
   before_each(function() q = px.TimerQueue() end)
