@@ -219,6 +219,24 @@ describe("TimerQueue methods called on something else", function()
     assert.equal(0, q:pending())
   end)
 
+  it("the Lua-side sync methods (guards, Once:call, Channel:values) raise EINVAL too", function()
+    local calls = {
+      { px.mutex().guard }, { px.rwlock().read_guard }, { px.rwlock().write_guard },
+      { px.semaphore().guard }, { px.once().call, print }, { px.channel().values },
+    }
+    px.run(function()
+      for i, c in ipairs(calls) do
+        for _, other in ipairs({ io.stdout, {}, px.token() }) do
+          local ok, err = pcall(function()
+            for _ in c[1](other, c[2]) do end       -- values' iterator: its first recv
+          end)
+          assert.is_false(ok, i)
+          assert.is_true(px.is_error(err, "EINVAL"), i .. ": " .. tostring(err))
+        end
+      end
+    end)
+  end)
+
   it("a luv timer's methods on something else raise EINVAL too", function()
     local t = px.timer(q)
     for _, name in ipairs({ "start", "stop", "again", "close", "get_repeat" }) do
