@@ -28,8 +28,23 @@
 %{
 #include "parataxis.h"
 #include "pxswig.h"
+#include "pxswig_check.h"
 #include "pxlua_fiber.h"
 #include "pxlua_exec.h"
+
+/* SWIG names a bad argument's type by reading any userdata as its own
+** object: pxswig_check.c names it without reading it. */
+#undef SWIG_fail_arg
+#define SWIG_fail_arg(func_name, argnum, type) \
+    { pxswig_check_refuse(L, func_name, argnum, type); goto fail; }
+%}
+
+
+/* The module table is on top: guard what SWIG's runtime left open. */
+%init %{
+  SWIG_Lua_get_class_metatable(L, "TimerQueue");
+  pxswig_check_init(L, -1, -2);
+  lua_pop(L, 1);
 %}
 
 /* The fibers and the sync family: hand-written lua_CFunctions (pxlua_fiber.c),
@@ -57,6 +72,17 @@ const char *px_strerror(int code);
 /* The functions below are pxswig.c's; pxswig.h says what each one does. */
 %rename(now) pxswig_now;
 double pxswig_now(void);
+
+/* Every TimerQueue argument (a method's self included) is this module's
+** TimerQueue object: SWIG's own check takes any userdata, nil and a light
+** userdata (pxswig_check.c).  Given before the struct is declared, or
+** SWIG does not use it for self. */
+%typemap(in) struct TimerQueue * %{
+  if (!pxswig_check_queue(L, $input))
+    return pxswig_check_refuse(L, "$symname", $argnum, "TimerQueue");
+  if (!SWIG_IsOK(SWIG_ConvertPtr(L, $input, (void **)&$1, $descriptor, 0)) || $1 == NULL)
+    SWIG_fail_ptr("$symname", $argnum, $descriptor);
+%}
 
 typedef struct TimerQueue {} TimerQueue;
 

@@ -94,7 +94,7 @@ void pxlua_exec_unref(pxlua_exec *x)
 pxlua_exec *pxlua_exec_arg(lua_State *L, int idx)
 {
     lsched *u = luaL_testudata(L, idx, SCHED_MT);
-    if (u == NULL) {
+    if (u == NULL || u->x == NULL) {      /* x: NULL once finalized (sched_gc) */
         lua_pushfstring(L, "TimerQueue: bad executor: px.scheduler() expected, got %s",
                         luaL_typename(L, idx));
         raise_code(L, PX_EINVAL, lua_tostring(L, -1));
@@ -281,9 +281,14 @@ static int l_set_dispatch(lua_State *L)
     return 0;
 }
 
+/* The executor of the Scheduler at 1; EINVAL once it was finalized (its
+** __gc called by hand, or from another finalizer that kept it). */
 static pxlua_exec *self_exec(lua_State *L)
 {
-    return ((lsched *)luaL_checkudata(L, 1, SCHED_MT))->x;
+    pxlua_exec *x = ((lsched *)luaL_checkudata(L, 1, SCHED_MT))->x;
+    if (x == NULL)
+        raise_code(L, PX_EINVAL, "Scheduler: finalized already");
+    return x;
 }
 
 /* s:hold() -> true when the run is held for a call owed to it (false once it
@@ -332,7 +337,9 @@ static int sched_alive(lua_State *L)
 
 static int sched_gc(lua_State *L)
 {
-    lsched *u = lua_touserdata(L, 1);
+    lsched *u = luaL_testudata(L, 1, SCHED_MT);   /* called by hand, on anything */
+    if (u == NULL)
+        return 0;
     pxlua_exec_unref(u->x);
     u->x = NULL;
     return 0;

@@ -35,6 +35,7 @@
 #include "parataxis.h"
 #include "pxlua_exec.h"
 #include "pxlua_fiber.h"
+#include "pxlua_sigint.h"
 
 #define ERROR_MT "parataxis.Error"
 #define FIBER_MT "parataxis.Fiber"
@@ -175,6 +176,8 @@ struct lrun {
     lfiber *mainf;           /* px.run's main */
     lfiber fibers;           /* list head */
     char *report;            /* the deadlock report, if any */
+    int sigint;              /* it has SIGINT (pxlua_sigint.c) */
+    int interrupted;         /* a SIGINT cancelled it */
     grave *graves;
     size_t ngraves, capgraves;
     int keep;                /* registry ref to the keep table: the idle
@@ -239,6 +242,32 @@ static void pool_put(lrun *r, lfiber *f, int nres)
     f->co = NULL;
 }
 
+/* Ctrl-C: every fiber of the run is cancelled, as after an error in main;
+** px.run then raises "interrupted!". */
+static void interrupt(lrun *r)
+{
+    if (r->interrupted)
+        return;
+    r->interrupted = 1;
+    (void)px_sched_cancel(r->s);
+    pxlua_exec_cancelled();
+}
+
+/* Posted by the on_wait hook once a SIGINT ended a wait in the kernel. */
+static void *interrupt_fiber(void *arg)
+{
+    interrupt(arg);
+    return NULL;
+}
+
+static void on_wait(void *ctx, int entering)
+{
+    lrun *r = ctx;
+    (void)entering;
+    if (r->sigint)
+        pxlua_sigint_on_wait(r->s, interrupt_fiber, r);
+}
+
 static int host_resume(void *ctx)
 {
     lfiber *f = ctx;
@@ -246,7 +275,17 @@ static int host_resume(void *ctx)
     int nres = 0, nargs = f->nargs;
     f->nargs = 0;
     r->current = f;
+    if (r->sigint)
+        pxlua_sigint_running = f->co;
     int st = lua_resume(f->co, r->L, nargs, &nres);
+    if (r->sigint) {
+        pxlua_sigint_running = NULL;
+        /* after the store: a signal before it hooked f->co and set the flag */
+        if (pxlua_sigint_came) {
+            pxlua_sigint_unhook(f->co);
+            interrupt(r);
+        }
+    }
     if (st == LUA_YIELD) {
         /* ours yield no values; a plain coroutine.yield's are dropped */
         lua_pop(f->co, nres);
@@ -258,8 +297,9 @@ static int host_resume(void *ctx)
         f->nres = nres;
         pool_put(r, f, nres);
     } else {
-        /* Close its pending to-be-closed variables (guards unlock) while it
-        ** is still the current fiber; the error object stays on top. */
+        /* body() closed its to-be-closed variables already, unless a
+        ** __close raised: those under it are closed here, while it is still
+        ** the current fiber (the error object stays on top). */
 #if LUA_VERSION_RELEASE_NUM >= 50406
         (void)lua_closethread(f->co, r->L);
 #else
@@ -308,6 +348,27 @@ static void host_release(void *ctx)
 static const px_host_ops HOST_OPS = { host_resume, NULL, host_release };
 
 /*
+** Every fiber's coroutine starts here, with the fiber's function and its
+** arguments: it calls them under lua_pcallk, so that an error ending the body
+** closes its to-be-closed variables inside the coroutine, where their
+** __close may wait (Lua closes them yieldably while it recovers a pcallk, as
+** under a Lua pcall), and then raises on, unchanged.  Closed by host_resume
+** instead, once lua_resume returned, they could not yield.
+*/
+static int body_k(lua_State *L, int status, lua_KContext ctx)
+{
+    (void)ctx;
+    if (status != LUA_OK && status != LUA_YIELD)
+        return lua_error(L);                 /* the error object is on top */
+    return lua_gettop(L);                    /* the results */
+}
+
+static int body(lua_State *L)
+{
+    return body_k(L, lua_pcallk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, 0, body_k), 0);
+}
+
+/*
 ** Replaces fn and its arguments, at base..top, by a new fiber's userdata at
 ** base, and spawns it on r.  NULL when the engine cannot (no memory).
 */
@@ -331,11 +392,12 @@ static lfiber *spawn_at(lua_State *L, lrun *r, int base)
     }
     lua_setiuservalue(L, -3, 1);
     lua_rotate(L, base, 2);                  /* fiber keep fn args... */
-    if (!lua_checkstack(co, nargs + 1 + LUA_MINSTACK))
+    if (!lua_checkstack(co, nargs + 2 + LUA_MINSTACK))
         return NULL;
+    lua_pushcfunction(co, body);             /* body(fn, args...) */
     lua_xmove(L, co, nargs + 1);
     f->co = co;
-    f->nargs = nargs;
+    f->nargs = nargs + 1;
     f->run = r;
     f->h = px_spawn_hosted(r->s, &HOST_OPS, f);
     if (f->h == NULL) {
@@ -434,6 +496,8 @@ static int l_run(lua_State *L)
     memset(&o, 0, sizeof o);
     o.on_deadlock = on_deadlock;
     o.on_deadlock_ctx = &r;
+    o.on_wait = on_wait;
+    o.on_wait_ctx = &r;
     r.s = px_sched_new(&o);
     if (r.s == NULL)
         return raise_code(L, PX_ENOMEM, "px.run");
@@ -446,6 +510,7 @@ static int l_run(lua_State *L)
         return raise_code(L, PX_ENOMEM, "px.run");
     }
     cur_run = &r;
+    r.sigint = pxlua_sigint_begin(L);
     int rc = px_sched_run(r.s);
     if (rc == PX_EDEADLK) {
         /* Unwind: every parked fiber gets ECANCELED and cleans up. */
@@ -458,8 +523,13 @@ static int l_run(lua_State *L)
     while (!pxlua_exec_close(L, 0))
         if (px_sched_run(r.s) != 0)
             (void)pxlua_exec_close(L, 1);
+    int interrupted = r.sigint && pxlua_sigint_end();
     char *report = r.report;
     end_run(&r);
+    if (interrupted) {
+        free(report);
+        return luaL_error(L, "interrupted!");   /* as the interpreter says it */
+    }
     if (rc == PX_EDEADLK) {
         lua_pushstring(L, report != NULL ? report : "deadlock");
         free(report);
@@ -690,7 +760,7 @@ static int fiber_done(lua_State *L)
 
 static int fiber_tostring(lua_State *L)
 {
-    lfiber *f = lua_touserdata(L, 1);
+    lfiber *f = check_fiber(L, "fiber:__tostring");   /* called by hand, on anything */
     lua_pushfstring(L, "parataxis.Fiber %I (%s)", (lua_Integer)f->id,
                     f->state == F_LIVE ? "live" : f->state == F_OK ? "ended" : "failed");
     return 1;
@@ -760,8 +830,8 @@ static int free_token(void *p) { px_token_free(p); return 0; }
 
 static int token_gc(lua_State *L)
 {
-    ltoken *t = lua_touserdata(L, 1);
-    if (t->t == NULL)
+    ltoken *t = luaL_testudata(L, 1, TOKEN_MT);   /* see sync_gc */
+    if (t == NULL || t->t == NULL)
         return 0;
     /* a scope of the run may still use it: free it once the run is over */
     if (cur_run != NULL)
@@ -789,10 +859,12 @@ static void *new_sync(lua_State *L, void *p, const char *mt, const char *where, 
 }
 
 /* A collected object still held or waited on is freed once the run is over. */
-static int sync_gc(lua_State *L, int (*freefn)(void *))
+/* A finalizer may be called by hand (getmetatable(m).__gc(v)): one given
+** anything but its own kind of object does nothing. */
+static int sync_gc(lua_State *L, const char *mt, int (*freefn)(void *))
 {
-    lsync *u = lua_touserdata(L, 1);
-    if (u->p == NULL)
+    lsync *u = luaL_testudata(L, 1, mt);
+    if (u == NULL || u->p == NULL)
         return 0;
     if (freefn(u->p) == PX_EBUSY && cur_run != NULL)
         bury(cur_run, freefn, u->p);
@@ -833,7 +905,7 @@ static int mutex_waiters(lua_State *L)
     lua_pushinteger(L, (lua_Integer)px_mutex_waiters(SELF(px_mutex, MUTEX_MT, "mutex:waiters")));
     return 1;
 }
-static int mutex_gc(lua_State *L) { return sync_gc(L, mutex_free); }
+static int mutex_gc(lua_State *L) { return sync_gc(L, MUTEX_MT, mutex_free); }
 
 /* RwLock */
 static int rwlock_free(void *p) { return px_rwlock_free(p); }
@@ -887,7 +959,7 @@ static int rwlock_waiters(lua_State *L)
     lua_pushinteger(L, (lua_Integer)px_rwlock_waiters(SELF(px_rwlock, RWLOCK_MT, "rwlock:waiters")));
     return 1;
 }
-static int rwlock_gc(lua_State *L) { return sync_gc(L, rwlock_free); }
+static int rwlock_gc(lua_State *L) { return sync_gc(L, RWLOCK_MT, rwlock_free); }
 
 /* WaitGroup */
 static int waitgroup_free(void *p) { return px_waitgroup_free(p); }
@@ -936,7 +1008,7 @@ static int waitgroup_count(lua_State *L)
                                                             "waitgroup:count")));
     return 1;
 }
-static int waitgroup_gc(lua_State *L) { return sync_gc(L, waitgroup_free); }
+static int waitgroup_gc(lua_State *L) { return sync_gc(L, WAITGROUP_MT, waitgroup_free); }
 
 /* Barrier */
 static int barrier_free(void *p) { return px_barrier_free(p); }
@@ -972,7 +1044,7 @@ static int barrier_waiting(lua_State *L)
                                                             "barrier:waiting")));
     return 1;
 }
-static int barrier_gc(lua_State *L) { return sync_gc(L, barrier_free); }
+static int barrier_gc(lua_State *L) { return sync_gc(L, BARRIER_MT, barrier_free); }
 
 /* Once: the action runs in Lua, between begin and finish (fibers.lua). */
 static int once_free(void *p) { return px_once_free(p); }
@@ -993,7 +1065,7 @@ static int once_done(lua_State *L)
     lua_pushboolean(L, px_once_done(SELF(px_once, ONCE_MT, "once:done")));
     return 1;
 }
-static int once_gc(lua_State *L) { return sync_gc(L, once_free); }
+static int once_gc(lua_State *L) { return sync_gc(L, ONCE_MT, once_free); }
 
 /* Semaphore */
 static int sem_free(void *p) { return px_sem_free(p); }
@@ -1031,7 +1103,7 @@ static int sem_waiters(lua_State *L)
     lua_pushinteger(L, (lua_Integer)px_sem_waiters(SELF(px_sem, SEM_MT, "semaphore:waiters")));
     return 1;
 }
-static int sem_gc(lua_State *L) { return sync_gc(L, sem_free); }
+static int sem_gc(lua_State *L) { return sync_gc(L, SEM_MT, sem_free); }
 
 /* Event */
 static int event_free(void *p) { return px_event_free(p); }
@@ -1061,7 +1133,7 @@ static int event_wait(lua_State *L)
     (void)SELF(px_event, EVENT_MT, "event:wait");
     return wait_run(L, &EV_WAIT);
 }
-static int event_gc(lua_State *L) { return sync_gc(L, event_free); }
+static int event_gc(lua_State *L) { return sync_gc(L, EVENT_MT, event_free); }
 
 /*
 ** Channel: the C channel carries integer keys; the values wait in the
@@ -1235,7 +1307,7 @@ static int chan_cap(lua_State *L)
     return 1;
 }
 
-static int chan_gc(lua_State *L) { return sync_gc(L, chan_free); }
+static int chan_gc(lua_State *L) { return sync_gc(L, CHAN_MT, chan_free); }
 
 /* -- The module table ------------------------------------------------------ */
 

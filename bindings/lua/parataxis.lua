@@ -24,6 +24,18 @@ local TimerQueue = {}
 TimerQueue.__index = TimerQueue
 
 local fibers = require "parataxis.fibers"
+local Error = fibers.Error
+
+-- A method called on something other than a TimerQueue (q.add(x) for
+-- q:add(x), or another value entirely) raises EINVAL, as every method of the
+-- fibers and the sync family does.
+local function check_self(self, name)
+  if getmetatable(self) ~= TimerQueue or type(rawget(self, "core")) ~= "userdata" then
+    error(setmetatable({ code = "EINVAL", message = string.format(
+      "TimerQueue:%s: bad argument #1 (self): a TimerQueue expected, got %s (use q:%s)",
+      name, type(self), name) }, Error), 3)
+  end
+end
 
 --- A new timer queue (with its worker thread).  TimerQueue{ executor =
 -- px.scheduler() } starts each handler call as a new fiber of that running
@@ -93,7 +105,7 @@ end
 
 --- Calls fn(aborted) once, `delay` seconds from now; returns the timer's id.
 function TimerQueue:add(delay, fn)
-  check_open(self); check_delay(delay, "delay"); check_fn(fn)
+  check_self(self, "add"); check_open(self); check_delay(delay, "delay"); check_fn(fn)
   local key = register(self, fn)
   local id = self.core:add(delay, key)
   if id == 0 then unregister(self, key); error("parataxis: cannot add the timer: out of memory", 2) end
@@ -103,7 +115,7 @@ end
 --- Calls fn(false) every `period` seconds from `first` on, then fn(true) once
 -- when cancelled; returns the id.
 function TimerQueue:add_periodic(first, period, fn)
-  check_open(self); check_delay(first, "first"); check_delay(period, "period"); check_fn(fn)
+  check_self(self, "add_periodic"); check_open(self); check_delay(first, "first"); check_delay(period, "period"); check_fn(fn)
   if period == 0 then error("parataxis: period must be > 0", 2) end
   local key = register(self, fn)
   local id = self.core:add_periodic(first, period, key)
@@ -114,18 +126,19 @@ end
 --- true when this call cancelled the timer (its handler will run with true),
 -- false when it had started, finished or was already cancelled.
 function TimerQueue:cancel(id)
+  check_self(self, "cancel")
   if math.type(id) ~= "integer" then error("parataxis: an id is an integer", 2) end
   return self.core:cancel(id) == 1
 end
 
 --- Cancels every pending timer; returns how many.
-function TimerQueue:cancel_all() return self.core:cancel_all() end
+function TimerQueue:cancel_all() check_self(self, "cancel_all"); return self.core:cancel_all() end
 
 --- How many timers are pending.
-function TimerQueue:pending() return self.core:pending() end
+function TimerQueue:pending() check_self(self, "pending"); return self.core:pending() end
 
 --- A file descriptor readable exactly while handler calls wait to be run.
-function TimerQueue:fileno() return self.core:fileno() end
+function TimerQueue:fileno() check_self(self, "fileno"); return self.core:fileno() end
 
 -- Runs the handler of the call (key, status) that the core recorded.
 local function run_call(self, key, status)
@@ -156,6 +169,7 @@ end)
 --- Runs the handler calls waiting now (those they cause wait for the next
 -- drain); returns how many ran.
 function TimerQueue:drain()
+  check_self(self, "drain")
   local budget, ran = self.core:size(), 0
   while ran < budget and run_one(self) do ran = ran + 1 end
   return ran
@@ -171,6 +185,7 @@ local NS_LIMIT = 2.0 ^ 63
 -- many ran.  With no timeout (or math.huge, or any of 2^63 ns or more) it waits
 -- until a call is due; it returns 0 at once when no call is owed at all.
 function TimerQueue:run(timeout)
+  check_self(self, "run")
   local core = self.core
   if timeout ~= nil then check_delay(timeout, "timeout") end
   if self.sched ~= nil and self.sched:alive() then
@@ -207,6 +222,7 @@ end
 -- call ran, the first error is raised again, and each further one is reported
 -- with warn().  Closing twice does nothing.
 function TimerQueue:close()
+  check_self(self, "close")
   if self.closing or self.core:closed() ~= 0 then return end
   self.closing = true          -- a handler that closes the queue again: a no-op
   local failed, first = 0, nil
@@ -238,6 +254,7 @@ end
 -- queue alive finds it closed: its core is CLOSED, not the C object the
 -- collector frees next.
 TimerQueue.__gc = function(self)
+  if getmetatable(self) ~= TimerQueue then return end   -- called by hand, on another value
   local c = rawget(self, "core")
   if c == nil or c == CLOSED then return end
   finish(self, function(err)

@@ -232,6 +232,50 @@ describe("fibers", function()
     assert.equal("ECANCELED", seen)
   end)
 
+  -- A to-be-closed variable's __close may wait when an error ends its fiber,
+  -- as it may on a normal exit and under a pcall (Lua 5.4 yields there).
+  it("close handlers of a failed fiber can wait", function()
+    local log = {}
+    local function closer(name)
+      return setmetatable({}, { __close = function(_, e)
+        px.sleep(0.001)                                  -- a wait, then a hand-over
+        local m = px.mutex()
+        local g <close> = m:guard()
+        log[#log + 1] = name .. " closed after its error: " .. tostring(e)
+      end })
+    end
+    local err = raised(px.run, function()
+      local f = px.spawn(function()
+        local c <close> = closer("fiber")
+        error("fiber failed", 0)
+      end)
+      local ok, e = pcall(f.join, f)
+      log[#log + 1] = "joined: " .. tostring(ok) .. " " .. tostring(e)
+      local c <close> = closer("main")
+      error("main failed", 0)
+    end)
+    assert.equal("main failed", err)
+    assert.same({ "fiber closed after its error: fiber failed", "joined: false fiber failed",
+                  "main closed after its error: main failed" }, log)
+  end)
+
+  it("a close handler's wait in a failed fiber is bounded by the run's cancel", function()
+    local seen
+    local err = raised(px.run, function()
+      px.spawn(function()
+        local c <close> = setmetatable({}, { __close = function()
+          local ok, e = pcall(px.sleep, 60)
+          seen = not ok and e.code
+        end })
+        px.sleep(60)
+      end)
+      px.yield()
+      error("main failed", 0)
+    end)
+    assert.equal("main failed", err)
+    assert.equal("ECANCELED", seen)
+  end)
+
   it("an_error_in_another_fiber_after_main_ended_cancels_nothing", function()
     local finished = false
     px.run(function()

@@ -203,7 +203,7 @@ describe("timer", function()
     for _, c in ipairs(cases) do
       local ok, err = pcall(c[1])
       assert.is_false(ok)
-      assert.matches(c[2], err, 1, true)
+      assert.matches(c[2], tostring(err), 1, true)
     end
     assert.is_false(t:is_active())
     assert.equal(0, t:get_repeat())

@@ -94,6 +94,10 @@ local function guard_class(release)
 end
 
 local Mutex, RwLock, Sem = N.Mutex, N.RwLock, N.Semaphore
+-- The guards call the C methods themselves, not self:lock(): those check
+-- self (EINVAL for anything else), where a method lookup on another value
+-- would fail as "attempt to call a nil value".
+local lock, rdlock, wrlock, acquire = Mutex.lock, RwLock.rdlock, RwLock.wrlock, Sem.acquire
 local MutexGuard = guard_class(Mutex.unlock)
 local ReadGuard = guard_class(RwLock.rdunlock)
 local WriteGuard = guard_class(RwLock.wrunlock)
@@ -102,22 +106,22 @@ local SemGuard = guard_class(Sem.release)
 --- local g <close>, dead = m:guard(): locks m until g goes out of scope
 -- (dead is the EOWNERDEAD error when a dead owner left it).
 function Mutex:guard()
-  local _, dead = self:lock()
+  local _, dead = lock(self)
   return setmetatable({ self }, MutexGuard), dead
 end
 
 function RwLock:read_guard()
-  local _, dead = self:rdlock()
+  local _, dead = rdlock(self)
   return setmetatable({ self }, ReadGuard), dead
 end
 
 function RwLock:write_guard()
-  local _, dead = self:wrlock()
+  local _, dead = wrlock(self)
   return setmetatable({ self }, WriteGuard), dead
 end
 
 function Sem:guard()
-  self:acquire()
+  acquire(self)
   return setmetatable({ self }, SemGuard)
 end
 

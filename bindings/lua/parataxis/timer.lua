@@ -29,10 +29,19 @@ local function check_seconds(s, fname, what)
   end
 end
 
-local function check_usable(self, fname)
+local Error = require("parataxis.fibers").Error
+
+-- A method called on something other than a timer raises EINVAL, as every
+-- method of the fibers and the sync family does.
+local function check_timer(self, fname)
   if getmetatable(self) ~= Timer then
-    error("parataxis: timer:" .. fname .. ": called without a timer (use t:" .. fname .. ")", 3)
+    error(setmetatable({ code = "EINVAL", message = "parataxis: timer:" .. fname ..
+      ": called without a timer (use t:" .. fname .. "), got " .. type(self) }, Error), 3)
   end
+end
+
+local function check_usable(self, fname)
+  check_timer(self, fname)
   if self.closed then error("parataxis: timer:" .. fname .. ": the timer is closed", 3) end
   if self.q.core:closed() ~= 0 then
     error("parataxis: timer:" .. fname .. ": the timer queue is closed", 3)
@@ -88,9 +97,7 @@ end
 -- already due whose call has not started.  Stopping a stopped or closed timer
 -- does nothing.  Returns 0.
 function Timer:stop()
-  if getmetatable(self) ~= Timer then
-    error("parataxis: timer:stop: called without a timer (use t:stop)", 2)
-  end
+  check_timer(self, "stop")
   if not self.closed then disarm(self) end
   return 0
 end
@@ -114,24 +121,23 @@ function Timer:set_repeat(rep)
 end
 
 --- The repeat interval in seconds (0: one-shot).
-function Timer:get_repeat() return self.rep end
+function Timer:get_repeat() check_timer(self, "get_repeat"); return self.rep end
 
 --- Seconds until the timer fires; 0 when it is not active or already due.
 function Timer:get_due_in()
+  check_timer(self, "get_due_in")
   if self.due == nil then return 0 end
   local d = self.due - core.now()
   return d > 0 and d or 0
 end
 
 --- true from start (or again) until its one-shot call runs or it is stopped.
-function Timer:is_active() return self.id ~= nil end
+function Timer:is_active() check_timer(self, "is_active"); return self.id ~= nil end
 
 --- Stops the timer for good: later start, again and set_repeat raise.  Twice
 -- is harmless.
 function Timer:close()
-  if getmetatable(self) ~= Timer then
-    error("parataxis: timer:close: called without a timer (use t:close)", 2)
-  end
+  check_timer(self, "close")
   if self.closed then return end
   disarm(self)
   self.closed, self.fn = true, nil
@@ -144,7 +150,8 @@ Timer.__name = "parataxis.timer"
 return function(TimerQueue)
   return function(q)
     if getmetatable(q) ~= TimerQueue then
-      error("parataxis: timer: argument #1 must be a TimerQueue, got " .. type(q), 2)
+      error(setmetatable({ code = "EINVAL", message =
+        "parataxis: timer: argument #1 must be a TimerQueue, got " .. type(q) }, Error), 2)
     end
     return setmetatable({ q = q, gen = 0, rep = 0 }, Timer)
   end
