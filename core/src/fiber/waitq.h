@@ -156,9 +156,15 @@ static inline int px__waitq_foreign(const px_fiber *a, const px_fiber *b)
 
 int px__waitq_elsewhere_slow(const px__waitq *q);
 
+/* Inline up to the common answer, a fiber of the waiters' own run: a channel
+** hand-off asks it at every value. */
 static inline int px__waitq_elsewhere(const px__waitq *q)
 {
-    return !PX_LIKELY(q->len == 0) && px__waitq_elsewhere_slow(q);
+    if (PX_LIKELY(q->len == 0))
+        return 0;
+    const px__waiter *w = PX__CONTAINER_OF(q->list.next, px__waiter, link);
+    const px_fiber *f = PX__CONTAINER_OF(w, px_fiber, wait);
+    return !PX_LIKELY(px__sched_here() == f->s) && px__waitq_elsewhere_slow(q);
 }
 
 /*

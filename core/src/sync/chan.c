@@ -94,8 +94,8 @@ static void push_front(px_chan *ch, void *v)
 ** scheduler's (see px__waitq_elsewhere). */
 static int offer(px_chan *ch, void *v)
 {
-    if (ch->receivers.len != 0) {                /* the ring is empty */
-        if (px__waitq_elsewhere_slow(&ch->receivers))
+    if (ch->receivers.len != 0) {                /* (so the buffer is empty) */
+        if (px__waitq_elsewhere(&ch->receivers))
             return PX_ETHREAD;
         px__waiter *r = px__waitq_first(&ch->receivers);
         if (r) {
@@ -116,7 +116,7 @@ static int offer(px_chan *ch, void *v)
 ** PX_ETHREAD when the senders are another scheduler's. */
 static int take(px_chan *ch, void **v)
 {
-    if (ch->senders.len != 0 && px__waitq_elsewhere_slow(&ch->senders))
+    if (px__waitq_elsewhere(&ch->senders))
         return PX_ETHREAD;
     px__waiter *s;
     if (ch->len > 0) {

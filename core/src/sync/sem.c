@@ -80,7 +80,7 @@ int px_sem_release(px_sem *sem)
         return PX_EINVAL;
     if (sem->waiters.len == 0)
         sem->value++;
-    else if (px__waitq_elsewhere_slow(&sem->waiters))
+    else if (px__waitq_elsewhere(&sem->waiters))
         return PX_ETHREAD;                       /* the unit would be handed over */
     else
         give(sem);
