@@ -510,7 +510,7 @@ static int l_run(lua_State *L)
         return raise_code(L, PX_ENOMEM, "px.run");
     }
     cur_run = &r;
-    r.sigint = pxlua_sigint_begin(L);
+    r.sigint = pxlua_sigint_begin(L, r.s);
     int rc = px_sched_run(r.s);
     if (rc == PX_EDEADLK) {
         /* Unwind: every parked fiber gets ECANCELED and cleans up. */

@@ -11,10 +11,11 @@
 ** - it records the signal (a sig_atomic_t) and sets the interpreter's kind of
 **   hook on the coroutine running then, if any, which stops a fiber that
 **   never waits;
-** - a wait in the kernel ends (the signal interrupts ppoll) and the run's
-**   on_wait hook sees the record: it posts a function that cancels the run
-**   (px_sched_post is allowed there; from the handler it is not
-**   async-signal-safe);
+** - it wakes the run (px_sched_wake, async-signal-safe): a wait in the
+**   kernel ends -- also one that had not begun when the signal came, after
+**   the on_wait hook looked -- and the hook, called again, sees the record:
+**   it posts a function that cancels the run (px_sched_post is allowed
+**   there; from the handler it is not async-signal-safe);
 ** - a fiber's resume that returns sees it too (pxlua_fiber.c);
 ** - it calls the handler it stands in front of, which stays in charge: the
 **   interpreter's sets SIGINT back to the default action, so a second Ctrl-C
@@ -24,11 +25,6 @@
 ** variables, and px.run raises "interrupted!".  A SIGINT delivered to another
 ** thread (a timer queue's worker) is sent on to the run's thread, whose wait
 ** it must end.
-**
-** The one gap: a signal that lands between the on_wait hook's look and the
-** kernel wait itself (a few instructions) is seen at the run's next wake-up
-** -- a deadline, a post -- not at once: the engine offers no wake that a
-** signal handler may call.
 */
 #define _POSIX_C_SOURCE 200809L     /* sigaction, pthread_kill */
 
@@ -46,6 +42,7 @@
 static atomic_flag taken = ATOMIC_FLAG_INIT;    /* a run has SIGINT */
 static struct sigaction before;                 /* what it had */
 static pthread_t run_thread;
+static px_sched *run_sched;                     /* the run to wake */
 volatile sig_atomic_t pxlua_sigint_came;        /* a SIGINT came during the run */
 lua_State *volatile pxlua_sigint_running;       /* the coroutine resumed now */
 static int posted;                              /* interrupt() was posted */
@@ -71,6 +68,7 @@ static void on_sigint(int sig, siginfo_t *info, void *uctx)
         return;
     }
     pxlua_sigint_came = 1;
+    (void)px_sched_wake(run_sched);
     lua_State *co = pxlua_sigint_running;
     if (co != NULL)
         lua_sethook(co, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
@@ -105,7 +103,7 @@ static void restore_hook(const saved_hook *h)
         lua_sethook(h->L, h->fn, h->mask, h->count);
 }
 
-int pxlua_sigint_begin(lua_State *L)
+int pxlua_sigint_begin(lua_State *L, px_sched *s)
 {
     if (atomic_flag_test_and_set(&taken))
         return 0;
@@ -116,6 +114,7 @@ int pxlua_sigint_begin(lua_State *L)
     }
     before = now;
     run_thread = pthread_self();
+    run_sched = s;
     pxlua_sigint_came = 0;
     pxlua_sigint_running = NULL;
     posted = 0;

@@ -12,13 +12,13 @@
 
 #include "parataxis.h"
 
-/* At the start of a run on L's thread: when SIGINT has a handler (the lua5.4
-** interpreter's while it runs a chunk), puts ours in front of it, which
-** records the signal, stops the fiber running then and wakes the run, then
-** calls that handler.  Returns 1 when it did (end with pxlua_sigint_end); 0
+/* At the start of the run of s on L's thread: when SIGINT has a handler (the
+** lua5.4 interpreter's while it runs a chunk), puts ours in front of it, which
+** records the signal, stops the fiber running then and wakes the run
+** (px_sched_wake), then calls that handler.  Returns 1 when it did (end with pxlua_sigint_end); 0
 ** when SIGINT keeps its default action or is ignored, or another thread's run
 ** has it. */
-int pxlua_sigint_begin(lua_State *L);
+int pxlua_sigint_begin(lua_State *L, px_sched *s);
 
 /* At the end of a run that began with 1: gives SIGINT back to the handler
 ** it had (unless that handler replaced ours meanwhile, as lua5.4's does to

@@ -760,6 +760,20 @@ PX_API void px_sched_free(px_sched *s);
 PX_API int px_sched_post(px_sched *s, px_fiber_fn fn, void *arg);
 
 /*
+** Ends the kernel wait of `s`'s run once: the wait under way, or else the
+** next one, returns at once.  The run goes on as after any wake-up: it calls
+** opts.on_wait with 0, takes in what was posted, expires what is due, and
+** waits again (on_wait with 1 first) when nothing is ready.  For a signal
+** handler that must be sure its run looks at what the handler recorded: a
+** signal that lands after the on_wait hook looked and before the kernel wait
+** began would otherwise be seen only at the run's next deadline or post.
+** Async-signal-safe: one write(2), no lock, no memory.  Returns 0, PX_EINVAL
+** for NULL, PX_EFORKED in the child of a fork when `s` was made before it.
+** Thread: any, and signal handlers.  Parks: no.
+*/
+PX_API int px_sched_wake(px_sched *s);
+
+/*
 ** Returns an executor (see px_executor) whose post() runs each handler call as a
 ** new detached fiber of `s`, so a px_timerq can deliver into a scheduler.  The
 ** handler may park.  A timer queue's handlers can arrive while no fiber is live:

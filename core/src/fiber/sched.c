@@ -323,6 +323,17 @@ int px_sched_post(px_sched *s, px_fiber_fn fn, void *arg)
     return px__sched_inbox_post(s, &it);
 }
 
+int px_sched_wake(px_sched *s)
+{
+    int r = refusal(s);
+    if (r != 0)
+        return r;
+    uint64_t one = 1;
+    ssize_t w = write(s->efd, &one, sizeof one);   /* no lock: a signal handler may call */
+    (void)w;   /* a full counter is readable anyway */
+    return 0;
+}
+
 static void *handler_fiber(void *arg)
 {
     px__item *it = arg;
