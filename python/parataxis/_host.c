@@ -42,9 +42,10 @@ typedef struct hexec hexec;
 
 typedef struct hfiber {
     PyObject *glet;          /* a strong reference once bound */
+    PyObject *cur;           /* the greenlet that parked it, when not glet (see pass_turn) */
     PyObject *job;           /* the Fiber, until its greenlet takes it */
     hexec *exec;             /* the executor that posted it (job NULL) */
-    px_handler_fn fn;        /* a handler call to run in it (job NULL) */
+    px_handler_fn fn;        /* a handler call to run in it, until its job starts */
     void *arg;
     int status;
 } hfiber;
@@ -106,12 +107,17 @@ static hrun *need_run(void)
 
 /* Called by the scheduler when it drops the record: at the end of a fiber
 ** (its greenlet let go already), or when a freed scheduler discards a fiber
-** that never ended -- then dropping the greenlet unwinds it (GreenletExit). */
+** that never ended -- then dropping the greenlet unwinds it (GreenletExit).
+** A handler call whose job never started is owed its one call: it gets it
+** here, aborted (off any fiber: the scheduler is being freed). */
 static void release_fiber(void *ctx)
 {
     hfiber *h = ctx;
-    if (h->glet != NULL || h->job != NULL) {
+    if (h->fn != NULL)
+        h->fn(h->arg, PX_ECANCELED);
+    if (h->glet != NULL || h->cur != NULL || h->job != NULL) {
         PyGILState_STATE g = PyGILState_Ensure();
+        Py_CLEAR(h->cur);
         Py_CLEAR(h->glet);
         Py_CLEAR(h->job);
         PyGILState_Release(g);
@@ -127,6 +133,8 @@ static PyObject *worker_fn;  /* the run of every fiber's greenlet: worker() */
 ** NULL with an exception set. */
 static PyObject *greenlet_of(hrun *r, hfiber *h, PyObject *reuse)
 {
+    if (h->cur != NULL)
+        return Py_NewRef(h->cur);
     if (h->glet == NULL) {
         if (h->job == NULL) {
             h->job = PyObject_CallFunction(r->factory, "KKi",
@@ -212,16 +220,46 @@ static PyObject *target_of(hrun *r, int rc)
     return target;
 }
 
-/* Ends the turn of the calling fiber, which goes on (a park, a yield), and
+/* The next greenlet could not be had (its job could not be made, no memory
+** for a greenlet): the turns are no longer what the scheduler thinks, so the
+** run is given up.  The exception is thrown into the root, out of run(); the
+** fibers left are discarded by finish_run (a handler call owed gets its
+** aborted call in release_fiber).  Returns -1 when the caller's greenlet is
+** resumed (by finish_run's GreenletExit). */
+static int give_up(hrun *r)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *v = PyGreenlet_Throw((PyGreenlet *)r->root, type, value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    Py_XDECREF(v);
+    if (v != NULL)
+        PyErr_SetString(PyExc_SystemError, "parataxis: a given-up fiber was resumed");
+    return -1;
+}
+
+/*
+** Ends the turn of the calling fiber, which goes on (a park, a yield), and
 ** switches to the next one -- or to the root once the run is over.  Returns
 ** 0 when the caller has its turn again (at once when it is the next one
-** itself), -1 with an exception set when a switch failed. */
+** itself), -1 with an exception set when a switch failed.  A fiber may park
+** in a greenlet it made (greenlet.greenlet(g).switch() with g waiting): then
+** its turn resumes that greenlet, not the fiber's own (hfiber.cur).
+*/
 static int pass_turn(hrun *r)
 {
-    PyObject *target = target_of(r, pull(r, 0));
-    if (target == NULL)
-        return -1;
     PyGreenlet *me = PyGreenlet_GetCurrent();
+    hfiber *mine = (PyObject *)me == r->root ? NULL : r->turn;
+    if (mine != NULL && (PyObject *)me != mine->glet)
+        Py_XSETREF(mine->cur, Py_NewRef((PyObject *)me));
+    PyObject *target = target_of(r, pull(r, 0));
+    if (target == NULL) {
+        Py_DECREF(me);
+        return mine != NULL ? give_up(r) : -1;
+    }
     int out = 0;
     if (target != (PyObject *)me) {
         PyObject *v = PyGreenlet_Switch((PyGreenlet *)target, empty, NULL);
@@ -229,6 +267,8 @@ static int pass_turn(hrun *r)
             out = -1;
         Py_XDECREF(v);
     }
+    if (out == 0 && mine != NULL && mine->cur != NULL)   /* its turn again */
+        Py_CLEAR(mine->cur);
     Py_DECREF(me);
     Py_DECREF(target);
     return out;
@@ -299,6 +339,7 @@ static PyObject *worker(PyObject *self, PyObject *args)
         hfiber *h = r->turn;
         PyObject *job = h->job;
         h->job = NULL;
+        h->fn = NULL;                   /* its handler call is the job's now */
         v = PyObject_CallMethodNoArgs(job, main_name);
         Py_DECREF(job);
         if (v == NULL)
