@@ -92,14 +92,13 @@ class Fiber(Generic[T]):
         # of self at the end: a kept exception's traceback holds this frame,
         # which would hold the Fiber in a cycle, and the Fiber (with an
         # unjoined exception) would be released only by the garbage collector.
-        # The context is entered here, in its own greenlet (greenlet keeps
-        # one per greenlet), and left when fn ends: a worker greenlet reused
-        # for the next fiber carries nothing over.
-        fn, args, ctx = self._fn, self._args, self._ctx
+        # It runs in self._ctx, which the worker entered (see run_job in
+        # _host.c) and leaves after it.
+        fn, args = self._fn, self._args
         assert callable(fn) and args is not None
         self._ctx = None
         try:
-            self._result = ctx.run(fn, *args)
+            self._result = fn(*args)
         except BaseException as e:              # kept for join, or for run()
             self._exc = e
             self._run.fiber_failed(self, e)
@@ -107,7 +106,7 @@ class Fiber(Generic[T]):
             self._done = True
             self._fn = getattr(fn, "__qualname__", None)   # for repr, not fn
             self._args = None
-            del self, fn, args, ctx
+            del self, fn, args
 
     def __del__(self) -> None:
         try:
