@@ -21,7 +21,7 @@ from greenlet import getcurrent
 
 from . import _core  # (its import adds _Token to _parataxis)
 from . import _host
-from ._errors import (BusyError, Cancelled, Closed, DeadlockError, InvalidArgument,
+from ._errors import (BusyError, Cancelled, Closed, DeadlockError,
                       NoFiberError, Timeout, raise_for)
 from ._parataxis import _Token, ffi, lib
 
@@ -168,8 +168,6 @@ class _Run:
         self.scheduler: Optional[Scheduler] = None
         self.thread = threading.get_ident()
         self.cancelled = False                  # the run cancelled every fiber
-        # The innermost open scope of each fiber, by fiber id (see _Scope).
-        self.scopes: Dict[int, "_Scope"] = {}
         # The context handler fibers copy: the one run() was called in.
         self.context = contextvars.copy_context()
 
@@ -355,7 +353,8 @@ def sleep(seconds: float) -> None:
 
     Waits.  Raises Timeout / Cancelled from the scopes, NoFiberError
     off-fiber, InvalidArgument for a negative or NaN duration, TypeError for
-    a non-number."""
+    a non-number.  One of 2**63 ns or more (math.inf, 10**400) is "never":
+    only a scope ends it."""
     rc = _host.park(lib.px_sleep(_ns(seconds, "sleep")))
     if rc != 0:
         _raise_wait(rc, "sleep")
@@ -397,19 +396,19 @@ class _Scope:
     """What the three scopes share: a push on entry, a pop on exit.
 
     The C scopes of a fiber are a stack, and a pop closes the innermost one of
-    the calling fiber.  So each scope remembers its fiber and the scope it is
-    nested in, and an exit that would pop another scope -- out of order, in
-    another fiber, off-fiber -- is refused with RuntimeError before it touches
-    anything: every scope keeps its deadline and its `fired` flag."""
+    the calling fiber.  So _host keeps each fiber's innermost open scope, and
+    each scope the one it is nested in: an exit that would pop another scope
+    -- out of order, in another fiber, off-fiber -- is refused with
+    RuntimeError before it touches anything, so every scope keeps its
+    deadline and its `fired` flag."""
 
-    __slots__ = ("_ns", "_token", "fired", "_open", "_fid", "_outer")
+    __slots__ = ("_ns", "_token", "fired", "_open", "_outer")
 
     def __init__(self, ns: int = -1, token: Optional["CancellationToken"] = None) -> None:
         self._ns = ns
         self._token = token
         self.fired = False
         self._open = False
-        self._fid = 0
         self._outer: Optional[_Scope] = None
 
     def __enter__(self: _S) -> _S:
@@ -423,36 +422,32 @@ class _Scope:
             rc = lib.px_scope_push_timeout(self._ns)
         if rc != 0:
             raise_for(rc)
-        run = _host.current()
-        fid = self._fid = lib.px_self()
-        self._outer = run.scopes.get(fid)
-        run.scopes[fid] = self
+        self._outer = _host.scope_push(self)
         self._open = True
         return self
 
     def _close(self) -> int:
-        fid = lib.px_self()
-        run = _host.current()
         if not self._open:
             raise RuntimeError(f"{self!r} exited but not open")
-        if fid != self._fid:
-            raise RuntimeError(f"{self!r} exited in another fiber ({fid or 'none'}) than the "
-                               f"one that entered it ({self._fid}): left open")
-        inner = run.scopes.get(fid)
-        if inner is not self:
-            raise RuntimeError(f"scopes exited out of order: {self!r} before {inner!r}, "
-                               f"which was entered inside it; both left open")
+        if not _host.scope_pop(self, self._outer):
+            raise RuntimeError(self._misnested())
+        self._outer = None
+        self._open = False
         rc = lib.px_scope_pop()
         if rc < 0 and rc not in (_ETIMEDOUT, _ECANCELED):
             raise_for(rc)
-        outer, self._outer = self._outer, None
-        if outer is None:
-            del run.scopes[fid]
-        else:
-            run.scopes[fid] = outer
-        self._open = False
         self.fired = rc != 0
         return rc
+
+    def _misnested(self) -> str:
+        inner = top = _host.scope_top()
+        while top is not None and top is not self:
+            top = top._outer
+        if top is None:
+            return (f"{self!r} exited in another fiber than the one that entered it "
+                    f"(or off-fiber): it stays open there")
+        return (f"scopes exited out of order: {self!r} before {inner!r}, entered inside it; "
+                f"both stay open")
 
     def _state(self, fired: str = " fired") -> str:
         # For repr: open (inside its with block), and whether it fired.
@@ -463,7 +458,9 @@ class timeout(_Scope):
     """with px.timeout(seconds): every wait in the block that would end after
     the deadline raises px.Timeout (a TimeoutError) instead; `fired` says
     whether this scope's deadline was the one that passed.  InvalidArgument
-    for a negative or NaN duration."""
+    for a negative or NaN duration; one of 2**63 ns or more (math.inf) never
+    passes.  Exited out of order or in another fiber: RuntimeError (see
+    _Scope)."""
 
     __slots__ = ()
 

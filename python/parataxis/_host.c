@@ -43,6 +43,7 @@ typedef struct hexec hexec;
 typedef struct hfiber {
     PyObject *glet;          /* a strong reference once bound */
     PyObject *cur;           /* the greenlet that parked it, when not glet (see pass_turn) */
+    PyObject *scope;         /* its innermost open Python scope (see scope_push) */
     PyObject *job;           /* the Fiber, until its greenlet takes it */
     hexec *exec;             /* the executor that posted it (job NULL) */
     px_handler_fn fn;        /* a handler call to run in it, until its job starts */
@@ -115,8 +116,9 @@ static void release_fiber(void *ctx)
     hfiber *h = ctx;
     if (h->fn != NULL)
         h->fn(h->arg, PX_ECANCELED);
-    if (h->glet != NULL || h->cur != NULL || h->job != NULL) {
+    if (h->glet != NULL || h->cur != NULL || h->job != NULL || h->scope != NULL) {
         PyGILState_STATE g = PyGILState_Ensure();
+        Py_CLEAR(h->scope);
         Py_CLEAR(h->cur);
         Py_CLEAR(h->glet);
         Py_CLEAR(h->job);
@@ -683,6 +685,62 @@ static PyObject *h_wait(PyObject *self, PyObject *const *args, Py_ssize_t n)
     return PyLong_FromLong(rc);
 }
 
+/* -- the scopes' nesting ---------------------------------------------------- */
+
+/* The record of the calling fiber (the one whose turn it is), or NULL
+** off-fiber: outside a run, or in the child of a fork. */
+static hfiber *calling_fiber(void)
+{
+    hrun *r = run_here;
+    if (r == NULL || px_self() == 0)
+        return NULL;
+    return r->turn;
+}
+
+PyDoc_STRVAR(scope_push_doc, "scope_push(scope) -> the calling fiber's innermost open scope "
+                             "(None if none): scope becomes it.  NoFiberError off-fiber.");
+
+static PyObject *h_scope_push(PyObject *self, PyObject *scope)
+{
+    (void)self;
+    hfiber *h = calling_fiber();
+    if (h == NULL)
+        return fail(PX_ENOFIBER);
+    PyObject *outer = h->scope != NULL ? h->scope : Py_NewRef(Py_None);
+    h->scope = Py_NewRef(scope);
+    return outer;
+}
+
+PyDoc_STRVAR(scope_pop_doc, "scope_pop(scope, outer) -> bool: when scope is the calling fiber's "
+                            "innermost open scope, outer becomes it (True); else False "
+                            "(another fiber's, out of order, off-fiber) and nothing changes.");
+
+static PyObject *h_scope_pop(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+    (void)self;
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "scope_pop(scope, outer)");
+        return NULL;
+    }
+    hfiber *h = calling_fiber();
+    if (h == NULL || h->scope != args[0])
+        Py_RETURN_FALSE;
+    PyObject *old = h->scope;
+    h->scope = args[1] == Py_None ? NULL : Py_NewRef(args[1]);
+    Py_DECREF(old);
+    Py_RETURN_TRUE;
+}
+
+PyDoc_STRVAR(scope_top_doc, "scope_top() -> the calling fiber's innermost open scope, or None "
+                            "(also off-fiber).");
+
+static PyObject *h_scope_top(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    hfiber *h = calling_fiber();
+    return Py_NewRef(h != NULL && h->scope != NULL ? h->scope : Py_None);
+}
+
 /* -- the executor that starts handler calls as fibers ---------------------- */
 
 /*
@@ -951,6 +1009,9 @@ static PyMethodDef methods[] = {
     { "park", h_park, METH_O, park_doc },
     { "wait", (PyCFunction)(void (*)(void))h_wait, METH_FASTCALL, wait_doc },
     { "executor", h_executor, METH_NOARGS, executor_doc },
+    { "scope_push", h_scope_push, METH_O, scope_push_doc },
+    { "scope_pop", (PyCFunction)(void (*)(void))h_scope_pop, METH_FASTCALL, scope_pop_doc },
+    { "scope_top", h_scope_top, METH_NOARGS, scope_top_doc },
     { "post", h_post, METH_VARARGS, post_doc },
     { "close_executor", h_close_executor, METH_NOARGS, close_exec_doc },
     { "hold", h_hold, METH_O, hold_doc },
