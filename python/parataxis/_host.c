@@ -67,6 +67,7 @@ typedef struct hrun {
     PyObject *failure;       /* an exception a signal raised while it waited */
     PyObject *pending;       /* a new greenlet whose turn it is: the root starts it */
     PyObject *next;          /* whose turn it is, after a greenlet that ends */
+    PyObject *landed;        /* what the last switch back to the root passed */
     hfiber *turn;            /* the fiber whose turn it is */
     PyObject *idle[POOL_MAX];/* idle workers (strong references) */
     int nidle;
@@ -267,7 +268,10 @@ static int pass_turn(hrun *r)
         PyObject *v = PyGreenlet_Switch((PyGreenlet *)target, empty, NULL);
         if (v == NULL)
             out = -1;
-        Py_XDECREF(v);
+        else if (mine == NULL)
+            Py_XSETREF(r->landed, v);   /* the root's: see root_loop */
+        else
+            Py_DECREF(v);
     }
     if (out == 0 && mine != NULL && mine->cur != NULL)   /* its turn again */
         Py_CLEAR(mine->cur);
@@ -407,39 +411,66 @@ static PyObject *switch_deeper(PyObject *glet, unsigned kib)
     return v;
 }
 
+/* A greenlet that is no fiber's switched to the root in the middle of a turn:
+** one made outside the run (its parent is the root) ended, or a fiber switched
+** to its parent.  What it passed goes to the greenlet of the fiber whose turn
+** it is, as though that were its parent -- never a wrong resume of another
+** fiber, nor a turn ended that never parked.  Returns what the root is
+** switched back with next, or NULL with an exception set. */
+static PyObject *back_to_turn(hrun *r)
+{
+    PyObject *target = greenlet_of(r, r->turn, NULL);
+    if (target == NULL)
+        return NULL;
+    PyObject *v = r->landed;
+    r->landed = NULL;
+    PyObject *args = v == NULL ? Py_NewRef(empty) : PyTuple_Pack(1, v);
+    Py_XDECREF(v);
+    PyObject *out = args == NULL ? NULL : PyGreenlet_Switch((PyGreenlet *)target, args, NULL);
+    Py_XDECREF(args);
+    Py_DECREF(target);
+    return out;
+}
+
 /* The root's side: starts the new greenlets it is handed, switches on after
 ** a greenlet that ended, pulls when nothing is under way, until the run is
 ** over.  A switch back here is that of a fiber starting another, a greenlet
-** that ended, or the run's end. */
+** that ended, or the run's end -- each leaves r->pending, r->next or r->end
+** set.  Past the first pull, one that leaves none of them is a greenlet that
+** is no fiber's, in the middle of a turn (see back_to_turn). */
 static int root_loop(hrun *r)
 {
     r->end = 1;
+    int first = 1;               /* no pull yet */
     for (;;) {
-        PyObject *next = r->pending;
+        PyObject *next = r->pending, *v;
         if (next != NULL) {
             r->pending = NULL;
             /* It switches back at once (see worker), then on to it. */
-            PyObject *v = switch_deeper(next, SLOT_KIB * (r->started++ % SLOTS));
+            v = switch_deeper(next, SLOT_KIB * (r->started++ % SLOTS));
             if (v != NULL) {
                 Py_DECREF(v);
                 v = PyGreenlet_Switch((PyGreenlet *)next, empty, NULL);
             }
             Py_DECREF(next);
-            if (v == NULL)
-                return -1;
-            Py_DECREF(v);
         } else if ((next = r->next) != NULL) {   /* after a greenlet ended */
             r->next = NULL;
-            PyObject *v = PyGreenlet_Switch((PyGreenlet *)next, empty, NULL);
+            v = PyGreenlet_Switch((PyGreenlet *)next, empty, NULL);
             Py_DECREF(next);
-            if (v == NULL)
-                return -1;
-            Py_DECREF(v);
         } else if (r->end != 1) {
+            Py_CLEAR(r->landed);
             return 0;
-        } else if (pass_turn(r) < 0) {
-            return -1;
+        } else if (!first) {
+            v = back_to_turn(r);
+        } else {
+            first = 0;
+            if (pass_turn(r) < 0)
+                return -1;
+            continue;
         }
+        if (v == NULL)
+            return -1;
+        Py_XSETREF(r->landed, v);
     }
 }
 
@@ -535,6 +566,7 @@ static PyObject *h_finish_run(PyObject *self, PyObject *noargs)
                                  : Py_NewRef(Py_None);
     free(r->report);
     Py_XDECREF(r->exec);
+    Py_XDECREF(r->landed);
     Py_DECREF(r->obj);
     Py_DECREF(r->root);
     Py_DECREF(r->factory);

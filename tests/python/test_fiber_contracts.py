@@ -352,3 +352,23 @@ def test_a_given_up_run_calls_every_handler_it_took_in(monkeypatch, rec):
     assert time.monotonic() - t0 < TIMEOUT / 2
     assert rec.wait_for(3) == [True, True, True]
     assert len(rec.calls) == 3
+
+
+@pytest.mark.parametrize("wait", [False, True])
+def test_a_greenlet_made_outside_the_run_returns_to_the_fiber_that_switched(wait):
+    """Its parent is the greenlet that called run (the root): its result goes
+    to the fiber whose turn it is, which goes on -- no turn ends unparked."""
+    def g():
+        if wait:
+            px.sleep(0.01)
+        return "g done"
+    outside = greenlet.greenlet(g)
+
+    def main():
+        trail = []
+        other = px.spawn(trail.append, "other")
+        trail.append(outside.switch())
+        px.yield_()
+        other.join()
+        return trail
+    assert px.run(main) == (["other", "g done"] if wait else ["g done", "other"])
