@@ -74,6 +74,7 @@ typedef struct hrun {
     PyThreadState *waiting;  /* while the scheduler waits in the kernel: no GIL */
     unsigned started;        /* greenlets the root started */
     pid_t pid;               /* the process it runs in (see begin) */
+    struct hrun *forked;     /* the run of the parent of a fork that this one hides */
     int end;                 /* what ended the run: 0 or an error code */
     int closing;             /* finish_run: workers end instead of retiring */
 } hrun;
@@ -504,10 +505,11 @@ static PyObject *h_begin(PyObject *self, PyObject *args)
     PyObject *obj, *root, *factory;
     if (!PyArg_ParseTuple(args, "OOO", &obj, &root, &factory))
         return NULL;
-    if (run_here != NULL && run_here->pid != getpid())
-        run_here = NULL;    /* the child of a fork in a fiber: the parent's run is
-                            ** not ours (its fibers run in the parent), a new one may start */
-    if (run_here != NULL || px_self() != 0)
+    /* In the child of a fork in a fiber, the parent's run is not ours (its
+    ** fibers run in the parent): a new one may start, and hides it until it
+    ** ends -- then the forking fiber may return into it (see finish_run). */
+    hrun *forked = run_here != NULL && run_here->pid != getpid() ? run_here : NULL;
+    if ((run_here != NULL && forked == NULL) || px_self() != 0)
         return fail(PX_EBUSY);
     if (!PyGreenlet_Check(root) || !PyCallable_Check(factory)) {
         PyErr_SetString(PyExc_TypeError, "begin(run, greenlet, callable)");
@@ -537,6 +539,7 @@ static PyObject *h_begin(PyObject *self, PyObject *args)
         free(r);
         return NULL;
     }
+    r->forked = forked;
     run_here = r;
     return addr;
 }
@@ -561,6 +564,7 @@ static PyObject *h_finish_run(PyObject *self, PyObject *noargs)
     ** are dropped, GreenletExit runs their finally blocks, which find no run. */
     run_here = NULL;
     px_sched_free(r->s);
+    run_here = r->forked;   /* a forked run this one hid: its loop goes on */
     PyObject *failure = r->failure ? r->failure : Py_NewRef(Py_None);
     PyObject *report = r->report ? PyUnicode_DecodeUTF8(r->report, strlen(r->report), "replace")
                                  : Py_NewRef(Py_None);

@@ -225,26 +225,36 @@ def test_waits_in_nested_raw_greenlets_and_sync_objects():
 # -- 10: a fiber that returns in a fork child ---------------------------------
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_a_fiber_returning_in_a_fork_child_makes_run_raise_forked_error():
-    rc, out, err = run_script("""
+@pytest.mark.parametrize("child", ["return 'child'", "raise KeyError('child')",
+                                   "px.run(lambda: px.spawn(lambda: 5).join())"])
+def test_a_fiber_ending_in_a_fork_child_makes_run_raise_forked_error(child):
+    """The forking fiber returns or raises in the child -- after a run of its
+    own there too (NoFiberError before the fix: that run's end forgot the
+    forked one): the px.run it ran under raises ForkedError, nothing else of
+    the parent's run runs there."""
+    rc, out, err = run_script(f"""
         import os, parataxis as px
         def forker():
             pid = os.fork()
             if pid == 0:
+                {child}
                 return "child"
             _, status = os.waitpid(pid, 0)
             return os.waitstatus_to_exitcode(status)
         def main():
-            return px.spawn(forker).join()
+            other = px.spawn(lambda: print("other", flush=True))
+            r = px.spawn(forker).join()
+            other.join()
+            return r
         try:
             r = px.run(main)
         except px.Error as e:
             r = type(e).__name__
-        print(os.getpid(), r, flush=True)
+        print("ran", r, flush=True)
     """)
     assert rc == 0, err
-    lines = [line.split() for line in out if line]
-    assert sorted(r for _, r in lines) == ["0", "ForkedError"], (out, err)
+    lines = [line for line in out if line]
+    assert sorted(lines) == ["other", "ran 0", "ran ForkedError"], (out, err)
 
 
 # -- 11: Fiber() misuse -------------------------------------------------------
