@@ -802,7 +802,8 @@ static void posted_call(void *arg, int status);
 
 /* On a C fiber of the run, or off-fiber (no fiber could be made for it, or
 ** the scheduler was freed with the call posted): then it runs inline, as a
-** handler is owed its one call. */
+** handler is owed its one call -- aborted once the run is over (finish_run
+** closed the executor), as every call a run never started. */
 static void start_handler(void *arg, int status)
 {
     hfiber *h = arg;
@@ -810,13 +811,14 @@ static void start_handler(void *arg, int status)
     h->status = status;
     pthread_mutex_lock(&x->lock);
     x->inflight--;
+    int over = x->closed;
     pthread_mutex_unlock(&x->lock);
     px_fiber *f = px_self() != 0 ? px_spawn_hosted(x->s, &pulled, h) : NULL;
     if (f != NULL) {
         px_fiber_release(f);   /* detached: nobody joins it */
         return;
     }
-    h->fn(h->arg, status);
+    h->fn(h->arg, over ? PX_ECANCELED : status);
     free(h);
 }
 
