@@ -68,10 +68,10 @@ _invoke = lib.pxpy_invoke
 _ELSEWHERE = tuple(c for c in (getattr(concurrent.futures, "ProcessPoolExecutor", None),
                                getattr(concurrent.futures, "InterpreterPoolExecutor", None))
                    if c is not None)
-# The largest duration, the same in the Lua binding (bindings/pxswig.c): its
-# nanoseconds, s * 1e9, must fit the C API's int64_t, so s * 1e9 < 2**63 (about
-# 9223372036.85 s, 292 years).  A deadline past the clock's range within it
-# saturates to "never", as in C.  _TOO_LONG is the least float s past it.
+# Durations are int64_t nanoseconds in C, where one whose deadline passes
+# INT64_MAX means "never".  A float s converts exactly while s * 1e9 < 2**63
+# (about 9223372036.85 s, 292 years); _TOO_LONG is the least float s past it,
+# and _ns saturates it and every longer one (infinity included) to INT64_MAX.
 _INT64_MAX = 2**63 - 1
 
 
@@ -203,12 +203,17 @@ def pxpy_post(ctx: Any, fn: Any, arg: Any, status: int) -> int:
 
 
 def _ns(seconds: float, what: str = "delay") -> int:
+    """The binding's one duration rule, that of the C API: whole nanoseconds of
+    `seconds` (an int or a float); a negative or NaN one is InvalidArgument, one
+    of 2**63 ns or more (infinity, 10**400) saturates to INT64_MAX, "never"."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
-    if not (seconds >= 0 and math.isfinite(seconds)):
-        raise InvalidArgument(f"{what} must be finite and >= 0, got {seconds!r}")
-    if not seconds < _TOO_LONG:         # 2**63 ns or more: past int64_t
-        raise InvalidArgument(f"{what} too large: {seconds!r} (2**63 ns or more)")
+    if not seconds >= 0:                # NaN too
+        raise InvalidArgument(f"{what} must be >= 0, got {seconds!r}")
+    if isinstance(seconds, int):        # exact: 10**400 has no float
+        return min(seconds * 1_000_000_000, _INT64_MAX)
+    if not seconds < _TOO_LONG:         # 2**63 ns or more, infinity
+        return _INT64_MAX
     return int(seconds * 1e9)
 
 
@@ -549,10 +554,8 @@ class TimerQueue(_TimerQueueBase):
     # which refuses the call.
     def _add_slow(self, delay: float, fn: Handler) -> TimerHandle:
         _check_handler(fn)
-        if type(delay) is not float and type(delay) is not int:
-            delay = _ns(delay) / 1e9
-        elif not 0 <= delay < _TOO_LONG:
-            _ns(delay)                  # raises
+        if type(delay) is not float and type(delay) is not int or not 0 <= delay < _TOO_LONG:
+            delay = _ns(delay) / 1e9    # raises, or saturates to "never"
         if self._loop is not None:
             self._check_loop()
         return self._arm(delay, fn)

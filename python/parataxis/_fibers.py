@@ -10,7 +10,7 @@ on its stack, which greenlet may copy away while others run.
 """
 from __future__ import annotations
 
-import math
+import contextvars
 import sys
 import threading
 import weakref
@@ -19,9 +19,9 @@ from typing import (Any, Callable, Dict, Generic, List, Literal, Optional, Tuple
 
 from greenlet import getcurrent
 
-from . import _core  # noqa: F401  (its import adds _Token to _parataxis)
+from . import _core  # (its import adds _Token to _parataxis)
 from . import _host
-from ._errors import (BusyError, Cancelled, Closed, DeadlockError, InvalidArgument,
+from ._errors import (BusyError, Cancelled, Closed, DeadlockError,
                       NoFiberError, Timeout, raise_for)
 from ._parataxis import _Token, ffi, lib
 
@@ -33,13 +33,7 @@ _ECANCELED = lib.PX_ECANCELED
 _JOIN = int(ffi.cast("uintptr_t", ffi.addressof(lib, "px_join")))
 
 
-def _seconds_ns(seconds: float, what: str) -> int:
-    """Whole nanoseconds of `seconds`, saturated (as the C deadlines are)."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
-    if math.isnan(seconds) or seconds < 0:
-        raise InvalidArgument(f"{what} must be >= 0, got {seconds!r}")
-    return int(min(seconds * 1e9, 2.0**63 - 1024))
+_ns = _core._ns           # the one duration rule of the binding
 
 
 class Fiber(Generic[T]):
@@ -48,13 +42,16 @@ class Fiber(Generic[T]):
     `id` is its 64-bit id (never reused in the process), `done` tells whether
     its function returned or raised.  An exception it ended with is raised by
     join(); one nobody joined is reported through sys.unraisablehook when the
-    Fiber is dropped.
+    Fiber is dropped.  It runs in its own contextvars context: a copy of its
+    spawner's at spawn (a handler's fiber: of the context px.run was called in).
     """
 
-    __slots__ = ("_f", "_run", "id", "_fn", "_args", "_done", "_result", "_exc", "_joined",
-                 "__weakref__")
+    __slots__ = ("_f", "_run", "id", "_fn", "_args", "_ctx", "_done", "_result", "_exc",
+                 "_joined", "__weakref__")
 
-    def __init__(self, run: "_Run", fn: Callable[..., T], args: tuple = ()) -> None:
+    def __init__(self, run: "_Run", fn: Callable[..., T], args: tuple = (),
+                 ctx: Optional[contextvars.Context] = None) -> None:
+        self._ctx = contextvars.copy_context() if ctx is None else ctx
         self._run = run
         self._fn: Union[Callable[..., T], str, None] = fn
         self._args: Optional[Tuple[Any, ...]] = args
@@ -95,8 +92,11 @@ class Fiber(Generic[T]):
         # of self at the end: a kept exception's traceback holds this frame,
         # which would hold the Fiber in a cycle, and the Fiber (with an
         # unjoined exception) would be released only by the garbage collector.
+        # It runs in self._ctx, which the worker entered (see run_job in
+        # _host.c) and leaves after it.
         fn, args = self._fn, self._args
         assert callable(fn) and args is not None
+        self._ctx = None
         try:
             self._result = fn(*args)
         except BaseException as e:              # kept for join, or for run()
@@ -109,14 +109,18 @@ class Fiber(Generic[T]):
             del self, fn, args
 
     def __del__(self) -> None:
-        exc = self._exc
+        try:
+            exc = self._exc
+        except AttributeError:                  # __init__ never ran: nothing to do
+            return
         if exc is not None and not self._joined and self._run.reports(exc):
             self._exc = None
             _report(exc, self.id, self)
         f, self._f = self._f, None
-        run = self._run
-        if f and run.alive and _host.current() is run:
-            _host.release(f)
+        if f:
+            run = self._run
+            if run.alive and _host.current() is run:
+                _host.release(f)
 
     def __repr__(self) -> str:
         # Once done, _fn holds the function's name only (see _main).
@@ -164,6 +168,8 @@ class _Run:
         self.scheduler: Optional[Scheduler] = None
         self.thread = threading.get_ident()
         self.cancelled = False                  # the run cancelled every fiber
+        # The context handler fibers copy: the one run() was called in.
+        self.context = contextvars.copy_context()
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -172,7 +178,10 @@ class _Run:
     def fiber_failed(self, fiber: Optional[Fiber[Any]], exc: BaseException) -> None:
         # The main fiber's exception, or a KeyboardInterrupt / SystemExit in any
         # fiber, ends the program: every other fiber is cancelled and unwinds,
-        # then run() raises it.
+        # then run() raises it.  A run given up (run() is raising already)
+        # unwinds its fibers with GreenletExit: nothing is left to cancel.
+        if not self.alive:
+            return
         if fiber is self.main or not isinstance(exc, Exception):
             if self.failure is None:
                 self.failure = exc
@@ -189,10 +198,9 @@ def _factory(fn: int, arg: int, status: int) -> "Fiber[Any]":
     run = _host.current()
     assert run is not None              # only a run's turns call it
     if _host.handler_kind(fn) == 1:
-        target: Callable[..., Any] = _take_posted(arg)
-    else:
-        target = _handler_call(fn, arg, status)
-    return Fiber(run, target)
+        call, args, ctx = _take_posted(arg)
+        return Fiber(run, call, args, ctx)
+    return Fiber(run, _handler_call(fn, arg, status), (), run.context.copy())
 
 
 def _handler_call(fn: int, arg: int, status: int) -> Callable[[], None]:
@@ -205,13 +213,14 @@ def _handler_call(fn: int, arg: int, status: int) -> Callable[[], None]:
     return call
 
 
-# Scheduler.post's calls, by key, from the post until their fiber starts.
-_POSTED: Dict[int, Callable[[], Any]] = {}
+# Scheduler.post's calls, by key, from the post until their fiber starts:
+# fn, args and a copy of the poster's context.
+_POSTED: Dict[int, Tuple[Callable[..., Any], tuple, contextvars.Context]] = {}
 _POSTED_LOCK = threading.Lock()
 _next_key = iter(range(1, 1 << 62)).__next__
 
 
-def _take_posted(key: int) -> Callable[[], Any]:
+def _take_posted(key: int) -> Tuple[Callable[..., Any], tuple, contextvars.Context]:
     with _POSTED_LOCK:
         return _POSTED.pop(key)
 
@@ -248,7 +257,7 @@ class Scheduler:
             raise TypeError("post: fn must be callable")
         key = _next_key()
         with _POSTED_LOCK:
-            _POSTED[key] = (lambda: fn(*args)) if args else fn
+            _POSTED[key] = (fn, args, contextvars.copy_context())
         rc = _host.post(self._exec, key)
         if rc != 0:
             with _POSTED_LOCK:
@@ -344,8 +353,9 @@ def sleep(seconds: float) -> None:
 
     Waits.  Raises Timeout / Cancelled from the scopes, NoFiberError
     off-fiber, InvalidArgument for a negative or NaN duration, TypeError for
-    a non-number."""
-    rc = _host.park(lib.px_sleep(_seconds_ns(seconds, "sleep")))
+    a non-number.  One of 2**63 ns or more (math.inf, 10**400) is "never":
+    only a scope ends it."""
+    rc = _host.park(lib.px_sleep(_ns(seconds, "sleep")))
     if rc != 0:
         _raise_wait(rc, "sleep")
 
@@ -383,15 +393,23 @@ _S = TypeVar("_S", bound="_Scope")
 
 
 class _Scope:
-    """What the three scopes share: a push on entry, a pop on exit."""
+    """What the three scopes share: a push on entry, a pop on exit.
 
-    __slots__ = ("_ns", "_token", "fired", "_open")
+    The C scopes of a fiber are a stack, and a pop closes the innermost one of
+    the calling fiber.  So _host keeps each fiber's innermost open scope, and
+    each scope the one it is nested in: an exit that would pop another scope
+    -- out of order, in another fiber, off-fiber -- is refused with
+    RuntimeError before it touches anything, so every scope keeps its
+    deadline and its `fired` flag."""
+
+    __slots__ = ("_ns", "_token", "fired", "_open", "_outer")
 
     def __init__(self, ns: int = -1, token: Optional["CancellationToken"] = None) -> None:
         self._ns = ns
         self._token = token
         self.fired = False
         self._open = False
+        self._outer: Optional[_Scope] = None
 
     def __enter__(self: _S) -> _S:
         """Opens the scope for the calling fiber; returns it.  Never waits.
@@ -404,16 +422,32 @@ class _Scope:
             rc = lib.px_scope_push_timeout(self._ns)
         if rc != 0:
             raise_for(rc)
+        self._outer = _host.scope_push(self)
         self._open = True
         return self
 
     def _close(self) -> int:
+        if not self._open:
+            raise RuntimeError(f"{self!r} exited but not open")
+        if not _host.scope_pop(self, self._outer):
+            raise RuntimeError(self._misnested())
+        self._outer = None
         self._open = False
         rc = lib.px_scope_pop()
         if rc < 0 and rc not in (_ETIMEDOUT, _ECANCELED):
             raise_for(rc)
         self.fired = rc != 0
         return rc
+
+    def _misnested(self) -> str:
+        inner = top = _host.scope_top()
+        while top is not None and top is not self:
+            top = top._outer
+        if top is None:
+            return (f"{self!r} exited in another fiber than the one that entered it "
+                    f"(or off-fiber): it stays open there")
+        return (f"scopes exited out of order: {self!r} before {inner!r}, entered inside it; "
+                f"both stay open")
 
     def _state(self, fired: str = " fired") -> str:
         # For repr: open (inside its with block), and whether it fired.
@@ -424,12 +458,14 @@ class timeout(_Scope):
     """with px.timeout(seconds): every wait in the block that would end after
     the deadline raises px.Timeout (a TimeoutError) instead; `fired` says
     whether this scope's deadline was the one that passed.  InvalidArgument
-    for a negative or NaN duration."""
+    for a negative or NaN duration; one of 2**63 ns or more (math.inf) never
+    passes.  Exited out of order or in another fiber: RuntimeError (see
+    _Scope)."""
 
     __slots__ = ()
 
     def __init__(self, seconds: float) -> None:
-        super().__init__(_seconds_ns(seconds, "timeout"))
+        super().__init__(_ns(seconds, "timeout"))
 
     def __exit__(self, *exc: object) -> Literal[False]:
         self._close()
@@ -447,7 +483,7 @@ class move_on_after(_Scope):
     __slots__ = ()
 
     def __init__(self, seconds: float) -> None:
-        super().__init__(_seconds_ns(seconds, "move_on_after"))
+        super().__init__(_ns(seconds, "move_on_after"))
 
     @property
     def expired(self) -> bool:

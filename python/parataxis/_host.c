@@ -42,9 +42,11 @@ typedef struct hexec hexec;
 
 typedef struct hfiber {
     PyObject *glet;          /* a strong reference once bound */
+    PyObject *cur;           /* the greenlet that parked it, when not glet (see pass_turn) */
+    PyObject *scope;         /* its innermost open Python scope (see scope_push) */
     PyObject *job;           /* the Fiber, until its greenlet takes it */
     hexec *exec;             /* the executor that posted it (job NULL) */
-    px_handler_fn fn;        /* a handler call to run in it (job NULL) */
+    px_handler_fn fn;        /* a handler call to run in it, until its job starts */
     void *arg;
     int status;
 } hfiber;
@@ -65,12 +67,14 @@ typedef struct hrun {
     PyObject *failure;       /* an exception a signal raised while it waited */
     PyObject *pending;       /* a new greenlet whose turn it is: the root starts it */
     PyObject *next;          /* whose turn it is, after a greenlet that ends */
+    PyObject *landed;        /* what the last switch back to the root passed */
     hfiber *turn;            /* the fiber whose turn it is */
     PyObject *idle[POOL_MAX];/* idle workers (strong references) */
     int nidle;
     PyThreadState *waiting;  /* while the scheduler waits in the kernel: no GIL */
     unsigned started;        /* greenlets the root started */
     pid_t pid;               /* the process it runs in (see begin) */
+    struct hrun *forked;     /* the run of the parent of a fork that this one hides */
     int end;                 /* what ended the run: 0 or an error code */
     int closing;             /* finish_run: workers end instead of retiring */
 } hrun;
@@ -106,12 +110,18 @@ static hrun *need_run(void)
 
 /* Called by the scheduler when it drops the record: at the end of a fiber
 ** (its greenlet let go already), or when a freed scheduler discards a fiber
-** that never ended -- then dropping the greenlet unwinds it (GreenletExit). */
+** that never ended -- then dropping the greenlet unwinds it (GreenletExit).
+** A handler call whose job never started is owed its one call: it gets it
+** here, aborted (off any fiber: the scheduler is being freed). */
 static void release_fiber(void *ctx)
 {
     hfiber *h = ctx;
-    if (h->glet != NULL || h->job != NULL) {
+    if (h->fn != NULL)
+        h->fn(h->arg, PX_ECANCELED);
+    if (h->glet != NULL || h->cur != NULL || h->job != NULL || h->scope != NULL) {
         PyGILState_STATE g = PyGILState_Ensure();
+        Py_CLEAR(h->scope);
+        Py_CLEAR(h->cur);
         Py_CLEAR(h->glet);
         Py_CLEAR(h->job);
         PyGILState_Release(g);
@@ -127,6 +137,8 @@ static PyObject *worker_fn;  /* the run of every fiber's greenlet: worker() */
 ** NULL with an exception set. */
 static PyObject *greenlet_of(hrun *r, hfiber *h, PyObject *reuse)
 {
+    if (h->cur != NULL)
+        return Py_NewRef(h->cur);
     if (h->glet == NULL) {
         if (h->job == NULL) {
             h->job = PyObject_CallFunction(r->factory, "KKi",
@@ -212,23 +224,58 @@ static PyObject *target_of(hrun *r, int rc)
     return target;
 }
 
-/* Ends the turn of the calling fiber, which goes on (a park, a yield), and
+/* The next greenlet could not be had (its job could not be made, no memory
+** for a greenlet): the turns are no longer what the scheduler thinks, so the
+** run is given up.  The exception is thrown into the root, out of run(); the
+** fibers left are discarded by finish_run (a handler call owed gets its
+** aborted call in release_fiber).  Returns -1 when the caller's greenlet is
+** resumed (by finish_run's GreenletExit). */
+static int give_up(hrun *r)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *v = PyGreenlet_Throw((PyGreenlet *)r->root, type, value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    Py_XDECREF(v);
+    if (v != NULL)
+        PyErr_SetString(PyExc_SystemError, "parataxis: a given-up fiber was resumed");
+    return -1;
+}
+
+/*
+** Ends the turn of the calling fiber, which goes on (a park, a yield), and
 ** switches to the next one -- or to the root once the run is over.  Returns
 ** 0 when the caller has its turn again (at once when it is the next one
-** itself), -1 with an exception set when a switch failed. */
+** itself), -1 with an exception set when a switch failed.  A fiber may park
+** in a greenlet it made (greenlet.greenlet(g).switch() with g waiting): then
+** its turn resumes that greenlet, not the fiber's own (hfiber.cur).
+*/
 static int pass_turn(hrun *r)
 {
-    PyObject *target = target_of(r, pull(r, 0));
-    if (target == NULL)
-        return -1;
     PyGreenlet *me = PyGreenlet_GetCurrent();
+    hfiber *mine = (PyObject *)me == r->root ? NULL : r->turn;
+    if (mine != NULL && (PyObject *)me != mine->glet)
+        Py_XSETREF(mine->cur, Py_NewRef((PyObject *)me));
+    PyObject *target = target_of(r, pull(r, 0));
+    if (target == NULL) {
+        Py_DECREF(me);
+        return mine != NULL ? give_up(r) : -1;
+    }
     int out = 0;
     if (target != (PyObject *)me) {
         PyObject *v = PyGreenlet_Switch((PyGreenlet *)target, empty, NULL);
         if (v == NULL)
             out = -1;
-        Py_XDECREF(v);
+        else if (mine == NULL)
+            Py_XSETREF(r->landed, v);   /* the root's: see root_loop */
+        else
+            Py_DECREF(v);
     }
+    if (out == 0 && mine != NULL && mine->cur != NULL)   /* its turn again */
+        Py_CLEAR(mine->cur);
     Py_DECREF(me);
     Py_DECREF(target);
     return out;
@@ -278,6 +325,30 @@ static int retire(hrun *r)
 }
 
 static PyObject *main_name;  /* "_main" */
+static PyObject *ctx_name;   /* "_ctx" */
+
+/* Runs job._main() in the job's own contextvars context, job._ctx: entered
+** here, in the greenlet that runs it (greenlet keeps each greenlet's context),
+** and left when it ends, so a worker reused for the next job carries nothing
+** over.  Here rather than with Context.run in _main: a C frame between the
+** worker and the body deepens every switch's stack copy (~200 ns a spawn). */
+static PyObject *run_job(PyObject *job)
+{
+    PyObject *ctx = PyObject_GetAttr(job, ctx_name);
+    if (ctx == NULL)
+        return NULL;
+    if (!PyContext_CheckExact(ctx) || PyContext_Enter(ctx) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "a fiber's _ctx must be a contextvars.Context");
+        Py_DECREF(ctx);
+        return NULL;
+    }
+    PyObject *v = PyObject_CallMethodNoArgs(job, main_name);
+    if (PyContext_Exit(ctx) < 0)
+        Py_CLEAR(v);
+    Py_DECREF(ctx);
+    return v;
+}
 
 /*
 ** The run of every fiber's greenlet: runs the job of its turn, Fiber._main(),
@@ -299,7 +370,8 @@ static PyObject *worker(PyObject *self, PyObject *args)
         hfiber *h = r->turn;
         PyObject *job = h->job;
         h->job = NULL;
-        v = PyObject_CallMethodNoArgs(job, main_name);
+        h->fn = NULL;                   /* its handler call is the job's now */
+        v = run_job(job);
         Py_DECREF(job);
         if (v == NULL)
             return NULL;
@@ -340,39 +412,66 @@ static PyObject *switch_deeper(PyObject *glet, unsigned kib)
     return v;
 }
 
+/* A greenlet that is no fiber's switched to the root in the middle of a turn:
+** one made outside the run (its parent is the root) ended, or a fiber switched
+** to its parent.  What it passed goes to the greenlet of the fiber whose turn
+** it is, as though that were its parent -- never a wrong resume of another
+** fiber, nor a turn ended that never parked.  Returns what the root is
+** switched back with next, or NULL with an exception set. */
+static PyObject *back_to_turn(hrun *r)
+{
+    PyObject *target = greenlet_of(r, r->turn, NULL);
+    if (target == NULL)
+        return NULL;
+    PyObject *v = r->landed;
+    r->landed = NULL;
+    PyObject *args = v == NULL ? Py_NewRef(empty) : PyTuple_Pack(1, v);
+    Py_XDECREF(v);
+    PyObject *out = args == NULL ? NULL : PyGreenlet_Switch((PyGreenlet *)target, args, NULL);
+    Py_XDECREF(args);
+    Py_DECREF(target);
+    return out;
+}
+
 /* The root's side: starts the new greenlets it is handed, switches on after
 ** a greenlet that ended, pulls when nothing is under way, until the run is
 ** over.  A switch back here is that of a fiber starting another, a greenlet
-** that ended, or the run's end. */
+** that ended, or the run's end -- each leaves r->pending, r->next or r->end
+** set.  Past the first pull, one that leaves none of them is a greenlet that
+** is no fiber's, in the middle of a turn (see back_to_turn). */
 static int root_loop(hrun *r)
 {
     r->end = 1;
+    int first = 1;               /* no pull yet */
     for (;;) {
-        PyObject *next = r->pending;
+        PyObject *next = r->pending, *v;
         if (next != NULL) {
             r->pending = NULL;
             /* It switches back at once (see worker), then on to it. */
-            PyObject *v = switch_deeper(next, SLOT_KIB * (r->started++ % SLOTS));
+            v = switch_deeper(next, SLOT_KIB * (r->started++ % SLOTS));
             if (v != NULL) {
                 Py_DECREF(v);
                 v = PyGreenlet_Switch((PyGreenlet *)next, empty, NULL);
             }
             Py_DECREF(next);
-            if (v == NULL)
-                return -1;
-            Py_DECREF(v);
         } else if ((next = r->next) != NULL) {   /* after a greenlet ended */
             r->next = NULL;
-            PyObject *v = PyGreenlet_Switch((PyGreenlet *)next, empty, NULL);
+            v = PyGreenlet_Switch((PyGreenlet *)next, empty, NULL);
             Py_DECREF(next);
-            if (v == NULL)
-                return -1;
-            Py_DECREF(v);
         } else if (r->end != 1) {
+            Py_CLEAR(r->landed);
             return 0;
-        } else if (pass_turn(r) < 0) {
-            return -1;
+        } else if (!first) {
+            v = back_to_turn(r);
+        } else {
+            first = 0;
+            if (pass_turn(r) < 0)
+                return -1;
+            continue;
         }
+        if (v == NULL)
+            return -1;
+        Py_XSETREF(r->landed, v);
     }
 }
 
@@ -406,10 +505,11 @@ static PyObject *h_begin(PyObject *self, PyObject *args)
     PyObject *obj, *root, *factory;
     if (!PyArg_ParseTuple(args, "OOO", &obj, &root, &factory))
         return NULL;
-    if (run_here != NULL && run_here->pid != getpid())
-        run_here = NULL;    /* the child of a fork in a fiber: the parent's run is
-                            ** not ours (its fibers run in the parent), a new one may start */
-    if (run_here != NULL || px_self() != 0)
+    /* In the child of a fork in a fiber, the parent's run is not ours (its
+    ** fibers run in the parent): a new one may start, and hides it until it
+    ** ends -- then the forking fiber may return into it (see finish_run). */
+    hrun *forked = run_here != NULL && run_here->pid != getpid() ? run_here : NULL;
+    if ((run_here != NULL && forked == NULL) || px_self() != 0)
         return fail(PX_EBUSY);
     if (!PyGreenlet_Check(root) || !PyCallable_Check(factory)) {
         PyErr_SetString(PyExc_TypeError, "begin(run, greenlet, callable)");
@@ -439,6 +539,7 @@ static PyObject *h_begin(PyObject *self, PyObject *args)
         free(r);
         return NULL;
     }
+    r->forked = forked;
     run_here = r;
     return addr;
 }
@@ -463,11 +564,13 @@ static PyObject *h_finish_run(PyObject *self, PyObject *noargs)
     ** are dropped, GreenletExit runs their finally blocks, which find no run. */
     run_here = NULL;
     px_sched_free(r->s);
+    run_here = r->forked;   /* a forked run this one hid: its loop goes on */
     PyObject *failure = r->failure ? r->failure : Py_NewRef(Py_None);
     PyObject *report = r->report ? PyUnicode_DecodeUTF8(r->report, strlen(r->report), "replace")
                                  : Py_NewRef(Py_None);
     free(r->report);
     Py_XDECREF(r->exec);
+    Py_XDECREF(r->landed);
     Py_DECREF(r->obj);
     Py_DECREF(r->root);
     Py_DECREF(r->factory);
@@ -618,6 +721,62 @@ static PyObject *h_wait(PyObject *self, PyObject *const *args, Py_ssize_t n)
     return PyLong_FromLong(rc);
 }
 
+/* -- the scopes' nesting ---------------------------------------------------- */
+
+/* The record of the calling fiber (the one whose turn it is), or NULL
+** off-fiber: outside a run, or in the child of a fork. */
+static hfiber *calling_fiber(void)
+{
+    hrun *r = run_here;
+    if (r == NULL || px_self() == 0)
+        return NULL;
+    return r->turn;
+}
+
+PyDoc_STRVAR(scope_push_doc, "scope_push(scope) -> the calling fiber's innermost open scope "
+                             "(None if none): scope becomes it.  NoFiberError off-fiber.");
+
+static PyObject *h_scope_push(PyObject *self, PyObject *scope)
+{
+    (void)self;
+    hfiber *h = calling_fiber();
+    if (h == NULL)
+        return fail(PX_ENOFIBER);
+    PyObject *outer = h->scope != NULL ? h->scope : Py_NewRef(Py_None);
+    h->scope = Py_NewRef(scope);
+    return outer;
+}
+
+PyDoc_STRVAR(scope_pop_doc, "scope_pop(scope, outer) -> bool: when scope is the calling fiber's "
+                            "innermost open scope, outer becomes it (True); else False "
+                            "(another fiber's, out of order, off-fiber) and nothing changes.");
+
+static PyObject *h_scope_pop(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+    (void)self;
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "scope_pop(scope, outer)");
+        return NULL;
+    }
+    hfiber *h = calling_fiber();
+    if (h == NULL || h->scope != args[0])
+        Py_RETURN_FALSE;
+    PyObject *old = h->scope;
+    h->scope = args[1] == Py_None ? NULL : Py_NewRef(args[1]);
+    Py_DECREF(old);
+    Py_RETURN_TRUE;
+}
+
+PyDoc_STRVAR(scope_top_doc, "scope_top() -> the calling fiber's innermost open scope, or None "
+                            "(also off-fiber).");
+
+static PyObject *h_scope_top(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    hfiber *h = calling_fiber();
+    return Py_NewRef(h != NULL && h->scope != NULL ? h->scope : Py_None);
+}
+
 /* -- the executor that starts handler calls as fibers ---------------------- */
 
 /*
@@ -643,7 +802,8 @@ static void posted_call(void *arg, int status);
 
 /* On a C fiber of the run, or off-fiber (no fiber could be made for it, or
 ** the scheduler was freed with the call posted): then it runs inline, as a
-** handler is owed its one call. */
+** handler is owed its one call -- aborted once the run is over (finish_run
+** closed the executor), as every call a run never started. */
 static void start_handler(void *arg, int status)
 {
     hfiber *h = arg;
@@ -651,13 +811,14 @@ static void start_handler(void *arg, int status)
     h->status = status;
     pthread_mutex_lock(&x->lock);
     x->inflight--;
+    int over = x->closed;
     pthread_mutex_unlock(&x->lock);
     px_fiber *f = px_self() != 0 ? px_spawn_hosted(x->s, &pulled, h) : NULL;
     if (f != NULL) {
         px_fiber_release(f);   /* detached: nobody joins it */
         return;
     }
-    h->fn(h->arg, status);
+    h->fn(h->arg, over ? PX_ECANCELED : status);
     free(h);
 }
 
@@ -886,6 +1047,9 @@ static PyMethodDef methods[] = {
     { "park", h_park, METH_O, park_doc },
     { "wait", (PyCFunction)(void (*)(void))h_wait, METH_FASTCALL, wait_doc },
     { "executor", h_executor, METH_NOARGS, executor_doc },
+    { "scope_push", h_scope_push, METH_O, scope_push_doc },
+    { "scope_pop", (PyCFunction)(void (*)(void))h_scope_pop, METH_FASTCALL, scope_pop_doc },
+    { "scope_top", h_scope_top, METH_NOARGS, scope_top_doc },
     { "post", h_post, METH_VARARGS, post_doc },
     { "close_executor", h_close_executor, METH_NOARGS, close_exec_doc },
     { "hold", h_hold, METH_O, hold_doc },
@@ -915,8 +1079,10 @@ PyMODINIT_FUNC PyInit__host(void)
     Py_DECREF(errors);
     empty = PyTuple_New(0);
     main_name = PyUnicode_InternFromString("_main");
+    ctx_name = PyUnicode_InternFromString("_ctx");
     worker_fn = PyCFunction_New(&worker_def, NULL);
-    if (raise_for == NULL || empty == NULL || main_name == NULL || worker_fn == NULL)
+    if (raise_for == NULL || empty == NULL || main_name == NULL || ctx_name == NULL
+        || worker_fn == NULL)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -5,7 +5,7 @@ but current(), configure() and handler_kind() raises NoFiberError when this
 thread runs no px.run; those that switch greenlets may raise what the switch
 raised.
 """
-from typing import Callable, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 from greenlet import greenlet
 
@@ -48,6 +48,15 @@ def post(capsule: object, key: int) -> int:
 def close_executor() -> bool:
     """Closes the run's executor unless calls are still posted (False: the
     run must go on)."""
+def scope_push(scope: object) -> Any:
+    """Makes scope the calling fiber's innermost open scope; returns the one
+    it replaces (None if none).  NoFiberError off-fiber."""
+def scope_pop(scope: object, outer: object) -> bool:
+    """When scope is the calling fiber's innermost open scope, outer becomes
+    it: True.  Else False (another fiber's, out of order, off-fiber) and
+    nothing changes."""
+def scope_top() -> Any:
+    """The calling fiber's innermost open scope, or None (also off-fiber)."""
 def handler_kind(fn: int) -> int:
     """1 for the address of Scheduler.post's handler, else 0."""
 def configure(posted: Callable[[int, int], object]) -> None:
