@@ -101,7 +101,7 @@ struct px_fiber {
     px__list all_link;               /* in s->all */
     px_fiber *joiners;               /* fibers in px_join on this one: the last
                                      ** of a ring in join order */
-    px_fiber *join_next;             /* link in the joined fiber's joiners */
+    px_fiber *join_next, *join_prev; /* links in the joined fiber's joiners */
     px_fiber *joining;               /* the fiber this one joins, while it does */
     px__tnode timer;                  /* in s->tset while a park has a deadline */
     int64_t sleep_until;             /* INT64_MAX unless it sleeps */

@@ -4,7 +4,8 @@
 ** stacks: a record each) join one fiber and must all be done in seconds, in
 ** join order (a join that walked the list to append took about half an hour).
 ** Then C fibers, some of them joining under a timeout that fires first: each
-** interrupted join leaves the joiners, the others keep their order.
+** interrupted join leaves the joiners, the others keep their order; and as
+** many hosted joins interrupted newest first leave in constant time each.
 ** PX_JOIN_MANY=n in the environment sets the number of hosted joiners (the
 ** build asks for fewer under the sanitizers and qemu).
 */
@@ -81,6 +82,78 @@ static void a_million_joiners_finish_in_join_order(size_t n)
     free(js);
 }
 
+/* -- joins interrupted newest first ------------------------------------------ */
+
+/* Each joiner's deadline is earlier the later it joined: the timeouts fire in
+** reverse join order, so each leaves the ring from its end (a leave that
+** walked from the first joiner made this quadratic). */
+static int64_t base;
+static size_t nleft;
+
+typedef struct rjoiner {
+    size_t idx;
+    int step;                 /* 0 not started, 1 joining, 2 parked */
+} rjoiner;
+
+static int rjoiner_resume(void *ctx)
+{
+    rjoiner *j = ctx;
+    if (j->step == 0) {
+        j->step = 1;
+        CHECK_EQ(px_scope_push_deadline(base + (int64_t)(njoiners - j->idx)), 0);
+    }
+    int r = j->step == 1 ? px_join(T, NULL) : px_park_result();
+    if (r == PX_EYIELD) {
+        j->step = 2;
+        return 0;
+    }
+    CHECK_EQ(r, PX_ETIMEDOUT);
+    CHECK_EQ(px_scope_pop(), PX_ETIMEDOUT);
+    nleft++;
+    return PX_HOST_DONE;
+}
+
+static int rtarget_resume(void *ctx)
+{
+    (void)ctx;
+    if (nleft < njoiners) {
+        int r = px_sleep(PX_MSEC(10));   /* until every join timed out */
+        CHECK(r == PX_EYIELD || r == 0);
+        return 0;
+    }
+    return PX_HOST_DONE;
+}
+
+static void joins_interrupted_newest_first_leave_in_constant_time(size_t n)
+{
+    px_sched *s = px_sched_new(NULL);
+    CHECK(s != NULL);
+    px_host_ops tops = { rtarget_resume, NULL, NULL };
+    px_host_ops jops = { rjoiner_resume, NULL, NULL };
+    T = px_spawn_hosted(s, &tops, NULL);
+    CHECK(T != NULL);
+    rjoiner *js = calloc(n, sizeof *js);
+    CHECK(js != NULL);
+    for (size_t i = 0; i < n; i++) {
+        js[i].idx = i;
+        px_fiber *f = px_spawn_hosted(s, &jops, &js[i]);
+        CHECK(f != NULL);
+        px_fiber_release(f);
+    }
+    njoiners = n;
+    nleft = 0;
+    int64_t t0 = px_now();
+    base = t0 + PX_SEC(1);      /* after every join was recorded, here */
+    CHECK_EQ(px_sched_run(s), 0);
+    double secs = (double)(px_now() - t0) / 1e9;
+    CHECK_EQ(nleft, n);
+    printf("%zu joins interrupted newest first: %.2f s (1 s of it waiting)\n", n, secs);
+    CHECK(secs < 60);   /* quadratic: hours at a million */
+    px_fiber_release(T);
+    px_sched_free(s);
+    free(js);
+}
+
 /* -- C joiners, some interrupted: the rest keep their order ----------------- */
 
 /* Every third joiner times out: the first, some in the middle, the last. */
@@ -152,6 +225,7 @@ int main(void)
     CHECK(n > 0);
     interrupted_joins_leave_and_the_rest_keep_their_order();
     a_million_joiners_finish_in_join_order(n);
+    joins_interrupted_newest_first_leave_in_constant_time(n);
     printf("fib_join_many: ok\n");
     return 0;
 }
