@@ -1047,8 +1047,9 @@ PX_API int px_wake(uint64_t id);
 
 /*
 ** The outcome of the calling fiber's last park: 0 (woken, or no park yet; a
-** yield also sets 0), PX_ETIMEDOUT, PX_ECANCELED; PX_ENOFIBER off-fiber.  A hosted fiber that got PX_EYIELD reads
-** its result here once resumed (dereg has run by then when it was interrupted).
+** yield also sets 0), PX_ETIMEDOUT, PX_ECANCELED; PX_ENOFIBER off-fiber.  A
+** hosted fiber that got PX_EYIELD reads its result here once resumed (dereg
+** has run by then when it was interrupted).
 ** Thread: scheduler.  Parks: no.
 */
 PX_API int px_park_result(void);
@@ -1155,8 +1156,9 @@ PX_API void px_token_free(px_token *token);
 ** Because every primitive parks as its last step, every primitive works
 ** unchanged on every host.
 **
-**   - resume(ctx), NULL for a pulled fiber (see px_sched_next): called on the scheduler's thread, with px_self()
-**     set to the fiber, to run it until it parks, yields or ends.  It returns
+**   - resume(ctx), NULL for a pulled fiber (see px_sched_next): called on
+**     the scheduler's thread, with px_self() set to the fiber, to run it
+**     until it parks, yields or ends.  It returns
 **     PX_HOST_DONE once the fiber's body has ended, anything else while it
 **     lives (returning without a park or yield counts as a yield).  When the
 **     last park was interrupted, its dereg has run before resume is called.
@@ -1351,9 +1353,9 @@ PX_API int px_rwlock_free(px_rwlock *l);
 ** need no fiber, and return 0, or PX_EINVAL when the count would go below
 ** zero or past INT64_MAX (it is left unchanged), PX_ETHREAD (unchanged)
 ** when it would reach zero with fibers of another scheduler waiting.  When
-** the count reaches zero every waiter is woken.  px_waitgroup_wait returns 0 at once at zero,
-** else parks until zero; a waiter woken at zero returns 0 even if the count
-** rose again before it ran.  The common wait codes.  Wait reason "WaitGroup
+** the count reaches zero every waiter is woken.  px_waitgroup_wait returns
+** 0 at once at zero, else parks until zero; a waiter woken at zero returns 0
+** even if the count rose again before it ran.  The common wait codes.  Wait reason "WaitGroup
 ** wait".  px_waitgroup_count returns the count (0 for NULL).
 */
 typedef struct px_waitgroup px_waitgroup;

@@ -39,9 +39,9 @@
 ** Step 3 returns w->result once granted, PX_ETIMEDOUT / PX_ECANCELED when a
 ** scope interrupted the wait (w is then off its queue by itself), PX_ETHREAD
 ** (not queued) when fibers of another scheduler wait on the queue (see "One
-** scheduler at a time"), or PX_EYIELD in a hosted fiber.  An operation with work to do after the wait
-** (give back what it reserved, take its value) does it on both the return of
-** px__waitq_wait and the collected re-call.
+** scheduler at a time"), or PX_EYIELD in a hosted fiber.  An operation with
+** work to do after the wait (give back what it reserved, take its value) does
+** it on both the return of px__waitq_wait and the collected re-call.
 **
 ** A grant can race an interrupt (see "Interrupted waiters" below); then the
 ** interrupted fiber calls pass_on(w) to hand what it was granted on, with

@@ -166,7 +166,6 @@ static int send_outcome(const px__waiter *w, int r)
 
 /* -- the operations ------------------------------------------------------------ */
 
-
 px_chan *px_chan_new(size_t capacity)
 {
     if (capacity >= SIZE_MAX / sizeof(void *)) {
