@@ -1158,9 +1158,9 @@ PX_API void px_token_free(px_token *token);
 **
 **   - resume(ctx), NULL for a pulled fiber (see px_sched_next): called on
 **     the scheduler's thread, with px_self() set to the fiber, to run it
-**     until it parks, yields or ends.  It returns
-**     PX_HOST_DONE once the fiber's body has ended, anything else while it
-**     lives (returning without a park or yield counts as a yield).  When the
+**     until it parks, yields or ends.  It returns PX_HOST_DONE once the
+**     fiber's body has ended, anything else while it lives (returning
+**     without a park or yield counts as a yield).  When the
 **     last park was interrupted, its dereg has run before resume is called.
 **     The body may end in the very turn it recorded a park or a yield (got
 **     PX_EYIELD, then ended instead of yielding: an error, a kill): the park
