@@ -346,6 +346,33 @@ def test_the_refusal_reaches_the_raw_greenlet_a_fiber_runs_in():
     assert px.run(main) == ("inner: " + REFUSED, "a done")
 
 
+def test_a_switch_from_a_raw_greenlet_entered_without_a_wait_is_refused_too():
+    """Fiber b switches into a raw greenlet h (no wait) and h into fiber a's
+    parked greenlet: h is not known to the run, so the error is raised where b
+    entered h; a's wait is undisturbed and the run stays in step."""
+    def main():
+        box, ev = {}, px.Event()
+
+        def a():
+            box["a"] = greenlet.getcurrent()
+            ev.wait()
+            return "a done"
+
+        def b():
+            h = greenlet.greenlet(lambda: box["a"].switch())
+            with pytest.raises(RuntimeError, match=REFUSED):
+                h.switch()
+            return "b refused"
+
+        fa = px.spawn(a)
+        while "a" not in box:
+            px.yield_()
+        r = px.spawn(b).join()
+        ev.set()
+        return r, fa.join()
+    assert px.run(main) == ("b refused", "a done")
+
+
 # -- 10: a fiber that returns in a fork child ---------------------------------
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
