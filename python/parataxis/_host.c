@@ -42,7 +42,7 @@ typedef struct hexec hexec;
 
 typedef struct hfiber {
     PyObject *glet;          /* a strong reference once bound */
-    PyObject *cur;           /* the greenlet that parked it, when not glet (see pass_turn) */
+    PyObject *cur;           /* the greenlet it parked in last, when not glet (see pass_turn) */
     PyObject *scope;         /* its innermost open Python scope (see scope_push) */
     PyObject *job;           /* the Fiber, until its greenlet takes it */
     hexec *exec;             /* the executor that posted it (job NULL) */
@@ -245,13 +245,56 @@ static int give_up(hrun *r)
     return -1;
 }
 
+/* The greenlet that fiber `h`, whose turn it is, runs in as far as the host
+** knows: the one its turn last resumed (hfiber.cur, kept while it lives) or
+** its own.  A greenlet it switched into since without parking is not known. */
+static PyObject *running_in(hfiber *h)
+{
+    if (h->cur != NULL && PyGreenlet_ACTIVE((PyGreenlet *)h->cur))
+        return h->cur;
+    return h->glet;
+}
+
+static const char refused[] = "a parked fiber's greenlet was switched into from another fiber";
+
+/*
+** A parked greenlet (a fiber's, a raw one a fiber parked in, an idle worker)
+** was resumed not by its turn but by a switch into it from the code of the
+** fiber whose turn it is (it kept a reference from greenlet.getcurrent(), or
+** made the raw greenlet).  Going on would run the parked code on another
+** fiber's turn, out of step with the scheduler; so the switch is refused:
+** RuntimeError is thrown into the switcher -- taken to be the greenlet the
+** turn's fiber runs in -- and the caller stays parked.  `v` is what the
+** switch passed (dropped).  Returns what the caller is switched back with
+** next (its turn, or another refused switch), or NULL with an exception set.
+*/
+static PyObject *refuse(hrun *r, PyObject *v)
+{
+    Py_DECREF(v);
+    PyObject *me = (PyObject *)PyGreenlet_GetCurrent();
+    PyObject *into = running_in(r->turn);
+    Py_DECREF(me);
+    PyObject *e = PyObject_CallFunction(PyExc_RuntimeError, "s", refused);
+    if (e == NULL)
+        return NULL;
+    if (into == me || into == NULL) {   /* no switcher to send it to: ours then */
+        PyErr_SetObject(PyExc_RuntimeError, e);
+        Py_DECREF(e);
+        return NULL;
+    }
+    v = PyGreenlet_Throw((PyGreenlet *)into, PyExc_RuntimeError, e, NULL);
+    Py_DECREF(e);
+    return v;
+}
+
 /*
 ** Ends the turn of the calling fiber, which goes on (a park, a yield), and
 ** switches to the next one -- or to the root once the run is over.  Returns
 ** 0 when the caller has its turn again (at once when it is the next one
 ** itself), -1 with an exception set when a switch failed.  A fiber may park
 ** in a greenlet it made (greenlet.greenlet(g).switch() with g waiting): then
-** its turn resumes that greenlet, not the fiber's own (hfiber.cur).
+** its turn resumes that greenlet, not the fiber's own (hfiber.cur).  Resumed
+** while another fiber has the turn, it refuses that switch (see refuse).
 */
 static int pass_turn(hrun *r)
 {
@@ -259,6 +302,8 @@ static int pass_turn(hrun *r)
     hfiber *mine = (PyObject *)me == r->root ? NULL : r->turn;
     if (mine != NULL && (PyObject *)me != mine->glet)
         Py_XSETREF(mine->cur, Py_NewRef((PyObject *)me));
+    else if (mine != NULL && mine->cur != NULL)   /* a raw one it ran in before */
+        Py_CLEAR(mine->cur);
     PyObject *target = target_of(r, pull(r, 0));
     if (target == NULL) {
         Py_DECREF(me);
@@ -267,6 +312,10 @@ static int pass_turn(hrun *r)
     int out = 0;
     if (target != (PyObject *)me) {
         PyObject *v = PyGreenlet_Switch((PyGreenlet *)target, empty, NULL);
+        /* Its turn again when the scheduler gave it (r->turn); a run being
+        ** torn down (closing) has no turn to refuse from. */
+        while (v != NULL && mine != NULL && r->turn != mine && !r->closing)
+            v = refuse(r, v);
         if (v == NULL)
             out = -1;
         else if (mine == NULL)
@@ -274,8 +323,6 @@ static int pass_turn(hrun *r)
         else
             Py_DECREF(v);
     }
-    if (out == 0 && mine != NULL && mine->cur != NULL)   /* its turn again */
-        Py_CLEAR(mine->cur);
     Py_DECREF(me);
     Py_DECREF(target);
     return out;
@@ -318,6 +365,10 @@ static int retire(hrun *r)
     r->idle[r->nidle++] = me;   /* the pool's reference: none is held here */
     PyObject *v = PyGreenlet_Switch((PyGreenlet *)target, empty, NULL);
     Py_DECREF(target);
+    /* A job again once greenlet_of bound it to the turn's fiber; resumed
+    ** while idle, it refuses the switch (see refuse). */
+    while (v != NULL && r->turn->glet != me && !r->closing)
+        v = refuse(r, v);
     if (v == NULL)
         return -1;
     Py_DECREF(v);
@@ -414,13 +465,14 @@ static PyObject *switch_deeper(PyObject *glet, unsigned kib)
 
 /* A greenlet that is no fiber's switched to the root in the middle of a turn:
 ** one made outside the run (its parent is the root) ended, or a fiber switched
-** to its parent.  What it passed goes to the greenlet of the fiber whose turn
-** it is, as though that were its parent -- never a wrong resume of another
+** to its parent.  What it passed goes to the greenlet the fiber whose turn it
+** is runs in (running_in), as though that were its parent -- never a wrong resume of another
 ** fiber, nor a turn ended that never parked.  Returns what the root is
 ** switched back with next, or NULL with an exception set. */
 static PyObject *back_to_turn(hrun *r)
 {
-    PyObject *target = greenlet_of(r, r->turn, NULL);
+    PyObject *in = running_in(r->turn);
+    PyObject *target = in != NULL ? Py_NewRef(in) : greenlet_of(r, r->turn, NULL);
     if (target == NULL)
         return NULL;
     PyObject *v = r->landed;

@@ -242,6 +242,137 @@ def test_a_greenlet_made_outside_the_run_returns_to_the_fiber_that_switched(wait
     assert px.run(main) == (["other", "g done"] if wait else ["g done", "other"])
 
 
+REFUSED = "a parked fiber's greenlet was switched into from another fiber"
+
+
+def test_a_switch_into_a_raw_greenlet_parked_by_another_fiber_is_refused():
+    """Fiber a parks in a raw greenlet g; main switching into g gets a
+    RuntimeError, and g's wait goes on undisturbed until its event is set
+    (before the fix the switch resumed g's wait early, and the run failed
+    with BusyError)."""
+    def main():
+        trail, box, ev = [], {}, px.Event()
+
+        def g():
+            trail.append("g waits")
+            ev.wait()
+            trail.append("g woke")
+            return "g done"
+
+        def a():
+            box["g"] = greenlet.greenlet(g)
+            return box["g"].switch()
+
+        fa = px.spawn(a)
+        while "g" not in box:
+            px.yield_()
+        px.yield_()                      # a is parked in g's wait now
+        with pytest.raises(RuntimeError, match=REFUSED):
+            box["g"].switch("from main")
+        trail.append("refused")
+        ev.set()
+        trail.append(fa.join())
+        return trail
+    assert px.run(main) == ["g waits", "refused", "g woke", "g done"]
+
+
+def test_a_switch_into_another_fibers_parked_worker_greenlet_is_refused():
+    """The greenlet of a fiber itself (greenlet.getcurrent() in it), parked
+    in a wait: the switch is refused the same way."""
+    def main():
+        trail, box, ev = [], {}, px.Event()
+
+        def a():
+            box["w"] = greenlet.getcurrent()
+            trail.append("a waits")
+            ev.wait()
+            trail.append("a woke")
+            return "a done"
+
+        fa = px.spawn(a)
+        while "w" not in box:
+            px.yield_()
+        with pytest.raises(RuntimeError, match=REFUSED):
+            box["w"].switch()
+        trail.append("refused")
+        ev.set()
+        trail.append(fa.join())
+        return trail
+    assert px.run(main) == ["a waits", "refused", "a woke", "a done"]
+
+
+def test_a_switch_into_an_idle_worker_greenlet_is_refused():
+    """A fiber's greenlet outlives it: once its job ended it waits in the pool
+    for the next fiber.  A switch into it from a fiber is refused, and the
+    fibers spawned after run as usual."""
+    def main():
+        box = {}
+        px.spawn(lambda: box.setdefault("w", greenlet.getcurrent())).join()
+        with pytest.raises(RuntimeError, match=REFUSED):
+            box["w"].switch()
+        return [px.spawn(lambda k=k: k * k).join() for k in range(3)]
+    assert px.run(main) == [0, 1, 4]
+
+
+def test_the_refusal_reaches_the_raw_greenlet_a_fiber_runs_in():
+    """Fiber b resumed in the raw greenlet it parked in switches from there
+    into fiber a's parked greenlet: the error is raised in b's raw greenlet,
+    where the switch was made, not in b's own."""
+    def main():
+        box, ev = {}, px.Event()
+
+        def a():
+            box["a"] = greenlet.getcurrent()
+            ev.wait()
+            return "a done"
+
+        def inner():
+            px.yield_()                  # b parks here, resumes here
+            try:
+                box["a"].switch()
+            except RuntimeError as e:
+                return "inner: " + str(e)
+            return "inner: switched"
+
+        def b():
+            return greenlet.greenlet(inner).switch()
+
+        fa = px.spawn(a)
+        while "a" not in box:
+            px.yield_()
+        r = px.spawn(b).join()
+        ev.set()
+        return r, fa.join()
+    assert px.run(main) == ("inner: " + REFUSED, "a done")
+
+
+def test_a_switch_from_a_raw_greenlet_entered_without_a_wait_is_refused_too():
+    """Fiber b switches into a raw greenlet h (no wait) and h into fiber a's
+    parked greenlet: h is not known to the run, so the error is raised where b
+    entered h; a's wait is undisturbed and the run stays in step."""
+    def main():
+        box, ev = {}, px.Event()
+
+        def a():
+            box["a"] = greenlet.getcurrent()
+            ev.wait()
+            return "a done"
+
+        def b():
+            h = greenlet.greenlet(lambda: box["a"].switch())
+            with pytest.raises(RuntimeError, match=REFUSED):
+                h.switch()
+            return "b refused"
+
+        fa = px.spawn(a)
+        while "a" not in box:
+            px.yield_()
+        r = px.spawn(b).join()
+        ev.set()
+        return r, fa.join()
+    assert px.run(main) == ("b refused", "a done")
+
+
 # -- 10: a fiber that returns in a fork child ---------------------------------
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
