@@ -51,8 +51,15 @@ typedef struct call {
     px_handler_fn fn;        /* the queue's trampoline: call it exactly once */
     void *arg;
     int status;
-    int made;
+    int made;                /* fn was called: what it recorded is key, st */
+    long long key;
+    int st;
+    int tries;               /* turns whose start of the handler's fiber failed */
 } call;
+
+/* Turns the stub tries to start the handler's fiber before it runs the
+** handler in place: a failure may pass (memory freed, a hook that raised). */
+enum { START_TRIES = 3 };
 
 /* The executor of the run on this thread, and its Scheduler (a registry ref). */
 static _Thread_local pxlua_exec *run_exec;
@@ -135,27 +142,91 @@ static int spawn_dispatch(lua_State *L)
     return 0;
 }
 
-/* The hosted fiber's only turn, on the scheduler's stack: the call, then the
-** Lua fiber of the handler. */
+/* dispatch(queues, qid, key, status) in place, on the scheduler's stack: the
+** handler runs, but not as a fiber (a wait raises, and dispatch warns). */
+static int run_dispatch(lua_State *L)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, DISPATCH_KEY);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, sched_ref);
+    lua_getiuservalue(L, -1, 1);
+    lua_remove(L, -2);
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    lua_call(L, 4, 0);
+    return 0;
+}
+
+/* f(qid, key, st) under lua_pcall on L: LUA_OK, or the error's status with
+** its value on top. */
+static int call_with(lua_State *L, lua_CFunction f, const call *c)
+{
+    lua_pushcfunction(L, f);
+    lua_pushinteger(L, (lua_Integer)(intptr_t)c->t);
+    lua_pushinteger(L, (lua_Integer)c->key);
+    lua_pushinteger(L, c->st);
+    return lua_pcall(L, 3, 0, 0);
+}
+
+/* Warns "parataxis: <what> (<the error on top>)<then>" and pops the error.
+** Only raw reads of the value: nothing here may raise, outside any pcall. */
+static void warn_error(lua_State *L, const char *what, const char *then)
+{
+    int below = lua_gettop(L) - 1;
+    const char *text = NULL;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        text = lua_tostring(L, -1);
+    } else if (lua_type(L, -1) == LUA_TTABLE) {  /* a parataxis.Error */
+        lua_pushliteral(L, "message");
+        if (lua_rawget(L, -2) == LUA_TSTRING)
+            text = lua_tostring(L, -1);
+    }
+    lua_warning(L, "parataxis: ", 1);
+    lua_warning(L, what, 1);
+    lua_warning(L, " (", 1);
+    lua_warning(L, text != NULL ? text : "an error value that is not a string", 1);
+    lua_warning(L, ")", 1);
+    lua_warning(L, then, 0);
+    lua_settop(L, below);
+}
+
+/*
+** The hosted fiber's turns, on the scheduler's stack: the call (the first
+** turn), then the Lua fiber of the handler.  The call is out of its queue once
+** made, so its handler must run from here: when its fiber cannot start (no
+** memory, an error from a hook on the run's thread) the stub warns with the
+** reason and tries again on its next turns, then runs the handler in place
+** with the thread's hook off for that call.  Only an error there too (no
+** memory) loses the call, and says so.  A Ctrl-C not acted on yet is first:
+** its hook would raise in these calls (pxlua_run_see_sigint).
+*/
 static int stub_resume(void *ctx)
 {
     call *c = ctx;
     lua_State *L = pxlua_run_state();
-    long long key = 0;
-    int st = 0;
-    c->made = 1;
-    if (!pxswig_deliver(c->t, c->fn, c->arg, c->status, &key, &st) || L == NULL)
-        return PX_HOST_DONE;
-    if (!lua_checkstack(L, 8))
-        return PX_HOST_DONE;
-    lua_pushcfunction(L, spawn_dispatch);
-    lua_pushinteger(L, (lua_Integer)(intptr_t)c->t);
-    lua_pushinteger(L, (lua_Integer)key);
-    lua_pushinteger(L, st);
-    if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
-        lua_pop(L, 1);
-        lua_warning(L, "parataxis: no memory for a timer handler's fiber: its call is lost", 0);
+    if (!c->made) {
+        c->made = 1;
+        if (!pxswig_deliver(c->t, c->fn, c->arg, c->status, &c->key, &c->st) || L == NULL)
+            return PX_HOST_DONE;
     }
+    if (L == NULL || !lua_checkstack(L, 8))
+        return PX_HOST_DONE;
+    pxlua_run_see_sigint();
+    if (c->tries < START_TRIES) {
+        if (call_with(L, spawn_dispatch, c) == LUA_OK)
+            return PX_HOST_DONE;
+        c->tries++;
+        warn_error(L, "a timer handler's fiber could not start",
+                   c->tries < START_TRIES ? ": trying again" : ": its handler runs in place");
+        if (c->tries < START_TRIES)
+            return 0;          /* a yield: the next turn tries again */
+    }
+    lua_Hook hook = lua_gethook(L);
+    int mask = lua_gethookmask(L), count = lua_gethookcount(L);
+    lua_sethook(L, NULL, 0, 0);
+    if (call_with(L, run_dispatch, c) != LUA_OK)
+        warn_error(L, "a timer handler could not run", ": its call is lost");
+    lua_sethook(L, hook, mask, count);
     return PX_HOST_DONE;
 }
 

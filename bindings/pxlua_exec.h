@@ -54,4 +54,9 @@ px_sched *pxlua_run_sched(void);
 ** (its userdata); 0, or PX_ENOMEM / PX_ENOFIBER. */
 int pxlua_spawn(struct lua_State *L, int base);
 
+/* Before the run calls Lua on its thread outside a fiber: a Ctrl-C that came
+** and was not acted on yet is now (the run is cancelled and the interpreter's
+** hook, which would raise in that call, is taken off: pxlua_sigint.h). */
+void pxlua_run_see_sigint(void);
+
 #endif

@@ -243,9 +243,12 @@ static void pool_put(lrun *r, lfiber *f, int nres)
 }
 
 /* Ctrl-C: every fiber of the run is cancelled, as after an error in main;
-** px.run then raises "interrupted!". */
+** px.run then raises "interrupted!".  The interpreter's hook goes first: the
+** unwinding calls Lua on r->L (pxlua_sigint_disarm).  Each time: a host whose
+** handler does not end the process may set it again at a second signal. */
 static void interrupt(lrun *r)
 {
+    pxlua_sigint_disarm();
     if (r->interrupted)
         return;
     r->interrupted = 1;
@@ -547,6 +550,13 @@ static int l_run(lua_State *L)
 /* For pxlua_exec.c (pxlua_exec.h). */
 lua_State *pxlua_run_state(void) { return cur_run != NULL ? cur_run->L : NULL; }
 px_sched *pxlua_run_sched(void) { return cur_run != NULL ? cur_run->s : NULL; }
+
+void pxlua_run_see_sigint(void)
+{
+    lrun *r = cur_run;
+    if (r != NULL && r->sigint && pxlua_sigint_came)
+        interrupt(r);
+}
 
 int pxlua_spawn(lua_State *L, int base)
 {

@@ -21,8 +21,11 @@
 **   interpreter's sets SIGINT back to the default action, so a second Ctrl-C
 **   ends the process, as it does outside px.run.
 **
-** The run then cancels every fiber, each unwinds through its <close>
-** variables, and px.run raises "interrupted!".  A SIGINT delivered to another
+** The run then cancels every fiber and, as it does, takes off the hook the
+** interpreter's handler set (pxlua_sigint_disarm: never from the handler,
+** which must leave the interpreter's answer as it made it); each fiber
+** unwinds through its <close> variables -- which may start fibers, a timer
+** handler's too -- and px.run raises "interrupted!".  A SIGINT delivered to another
 ** thread (a timer queue's worker) is sent on to the run's thread, whose wait
 ** it must end.
 */
@@ -96,7 +99,9 @@ static void save_hook(saved_hook *h, lua_State *L)
 
 /* The hook the interpreter's handler set goes: it would raise "interrupted!"
 ** a second time, at the next instruction of the caller (and after a pcall
-** that caught ours). */
+** that caught ours) -- and, while the run unwinds, in the calls the run makes
+** on its thread (a timer handler's fiber starting, pxlua_exec.c) and in every
+** coroutine made there, which takes that thread's hook. */
 static void restore_hook(const saved_hook *h)
 {
     if (h->L != NULL && lua_gethook(h->L) != h->fn)
@@ -142,13 +147,18 @@ int pxlua_sigint_end(void)
         now.sa_sigaction == on_sigint)
         (void)sigaction(SIGINT, &before, NULL);
     int interrupted = pxlua_sigint_came;
-    if (interrupted) {
-        restore_hook(&saved[0]);
-        restore_hook(&saved[1]);
-    }
+    pxlua_sigint_disarm();
     pxlua_sigint_came = 0;
     atomic_flag_clear(&taken);
     return interrupted;
+}
+
+void pxlua_sigint_disarm(void)
+{
+    if (!pxlua_sigint_came)
+        return;
+    restore_hook(&saved[0]);
+    restore_hook(&saved[1]);
 }
 
 void pxlua_sigint_unhook(lua_State *co)

@@ -27,6 +27,15 @@ int pxlua_sigint_begin(lua_State *L, px_sched *s);
 ** would follow ours).  Returns 1 when a SIGINT came during the run. */
 int pxlua_sigint_end(void);
 
+/* Once the run acts on a SIGINT that came (pxlua_sigint_came set), on its
+** thread, never from a signal handler: takes off the hook the interpreter's
+** handler set on the run's thread or the state's main thread, before the
+** fibers unwind -- the run calls Lua there (a timer handler's fiber starts),
+** and a coroutine made there takes that thread's hook.  The handler's other
+** change stays: a second Ctrl-C still ends the process.  Again after a later
+** signal; nothing when none came. */
+void pxlua_sigint_disarm(void);
+
 /* For the run that began with 1 only, on its thread (plain variables: they
 ** are read around every resume).  pxlua_sigint_came: nonzero once a SIGINT
 ** came during the run.  pxlua_sigint_running: set to each fiber's coroutine

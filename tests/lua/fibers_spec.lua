@@ -415,6 +415,67 @@ end)
 describe("timer handlers as fibers", function()
   local LONG = 30      -- a bound no passing run comes near (noisy machine)
 
+  -- A hook on the thread that called px.run, raising at the calls made on that
+  -- thread itself (a coroutine made there takes its hook: not those), at most
+  -- `times` times; returns the count of raises so far.
+  local function raise_on(runner, times)
+    local raised = 0
+    debug.sethook(runner, function()
+      if coroutine.running() == runner and raised < times then
+        raised = raised + 1
+        error("hook raised " .. raised)
+      end
+    end, "c")
+    return function() return raised end
+  end
+
+  it("a_handler_call_whose_fiber_fails_to_start_starts_on_a_later_turn_once", function()
+    -- the call is out of its queue once made: an error starting its fiber
+    -- (here from a hook) must not lose it
+    local runner = coroutine.running()
+    local calls, as_fiber, raised = 0, nil, nil
+    px.run(function()
+      local q <close> = px.TimerQueue{ executor = px.scheduler() }
+      local done = px.event()
+      q:add(0, function(aborted)
+        calls = calls + 1
+        as_fiber = pcall(px.sleep, 0.001) and not aborted
+        done:set()
+      end)
+      raised = raise_on(runner, 1)
+      assert.is_true(px.timeout(LONG, function() return done:wait() end))
+      debug.sethook(runner)
+    end)
+    debug.sethook(runner)
+    assert.equal(1, raised())
+    assert.equal(1, calls)
+    assert.is_true(as_fiber)
+  end)
+
+  it("a_handler_call_whose_fiber_never_starts_runs_in_place_once", function()
+    -- a hook that always raises: the handler still runs, once, in place
+    -- (not as a fiber: a wait there raises, and nothing breaks)
+    local runner = coroutine.running()
+    local calls, waited, aborted_seen = 0, nil, nil
+    px.run(function()
+      local q <close> = px.TimerQueue{ executor = px.scheduler() }
+      q:add(0, function(aborted)
+        calls = calls + 1
+        aborted_seen = aborted
+        waited = pcall(px.sleep, 0.001)
+      end)
+      raise_on(runner, math.huge)
+      local deadline = os.time() + LONG
+      while calls == 0 and os.time() < deadline do px.sleep(0.001) end
+      debug.sethook(runner)
+      assert.equal(1, calls)      -- an error: a lost call's hold ends with the run
+    end)
+    debug.sethook(runner)
+    assert.equal(1, calls)
+    assert.is_false(aborted_seen)
+    assert.is_false(waited)
+  end)
+
   it("timerq_executor", function()
     -- each handler runs as a new fiber: it may lock a px.mutex and px.sleep
     local order = px.run(function()

@@ -156,6 +156,33 @@ q:close()
     assert.truthy(out:find("rc=0\n", 1, true), out)
     assert.is_true(took < PROMPT, out)
   end)
+
+  it("starts the aborted call of a queue closed while the run unwinds, once", function()
+    -- the interpreter's hook on the main thread must be off once the run acts
+    -- on the signal: the call's fiber starts there, and a new coroutine
+    -- inherits that thread's hook
+    local out, took = interrupt_child([[
+warn("@on")
+local px = require "parataxis"
+local ok, err = pcall(px.run, function()
+  px.spawn(function()
+    local q <close> = px.TimerQueue{ executor = px.scheduler() }
+    q:add(60, function(aborted) print("handler", aborted) end)
+    px.sleep(60)
+  end)
+  print("ready")
+  px.sleep(60)
+end)
+print("pcall", ok, err)
+]])
+    local _, calls = out:gsub("handler\t", "")
+    assert.equal(1, calls, out)
+    assert.truthy(out:find("handler\ttrue\n", 1, true), out)
+    assert.is_nil(out:find("Lua warning", 1, true), out)
+    assert.truthy(out:find("pcall\tfalse\t[^\n]*interrupted!\n"), out)
+    assert.truthy(out:find("rc=0\n", 1, true), out)
+    assert.is_true(took < PROMPT, out)
+  end)
 end)
 
 describe("px.run without an interrupt", function()
