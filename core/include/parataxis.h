@@ -1355,8 +1355,9 @@ PX_API int px_rwlock_free(px_rwlock *l);
 ** when it would reach zero with fibers of another scheduler waiting.  When
 ** the count reaches zero every waiter is woken.  px_waitgroup_wait returns
 ** 0 at once at zero, else parks until zero; a waiter woken at zero returns 0
-** even if the count rose again before it ran.  The common wait codes.  Wait reason "WaitGroup
-** wait".  px_waitgroup_count returns the count (0 for NULL).
+** even if the count rose again before it ran.  The common wait codes.  Wait
+** reason "WaitGroup wait".  px_waitgroup_count returns the count (0 for
+** NULL).
 */
 typedef struct px_waitgroup px_waitgroup;
 
