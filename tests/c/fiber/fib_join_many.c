@@ -20,7 +20,7 @@ static size_t njoiners, nwoken, out_of_order;
 
 typedef struct joiner {
     size_t idx;
-    int joined;               /* its join was recorded (PX_EYIELD) */
+    int step;                 /* 0 not started, 1 joining, 2 its join recorded (PX_EYIELD) */
 } joiner;
 
 static int joiner_resume(void *ctx)
@@ -28,12 +28,12 @@ static int joiner_resume(void *ctx)
     joiner *j = ctx;
     int r = px_join(T, NULL);
     if (r == PX_EYIELD) {
-        CHECK(!j->joined);
-        j->joined = 1;
+        CHECK_EQ(j->step, 0);
+        j->step = 2;
         return 0;
     }
     CHECK_EQ(r, 0);
-    CHECK(j->joined);          /* it waited, then found T ended */
+    CHECK_EQ(j->step, 2);      /* it waited, then found T ended */
     if (j->idx != nwoken)
         out_of_order++;
     nwoken++;
@@ -53,23 +53,41 @@ static int target_resume(void *ctx)
     return PX_HOST_DONE;
 }
 
-static void a_million_joiners_finish_in_join_order(size_t n)
+typedef int (*resume_fn)(void *host_ctx);
+
+/* A scheduler with the hosted fiber T (target) and n hosted joiners (joiner,
+** each given its record of *js, in spawn order); njoiners is n. */
+static px_sched *spawn_joiners(resume_fn target, resume_fn joiner_fn, joiner **js, size_t n)
 {
     px_sched *s = px_sched_new(NULL);
     CHECK(s != NULL);
-    px_host_ops tops = { target_resume, NULL, NULL };
-    px_host_ops jops = { joiner_resume, NULL, NULL };
+    px_host_ops tops = { target, NULL, NULL };
+    px_host_ops jops = { joiner_fn, NULL, NULL };
     T = px_spawn_hosted(s, &tops, NULL);
     CHECK(T != NULL);
-    joiner *js = calloc(n, sizeof *js);
-    CHECK(js != NULL);
+    *js = calloc(n, sizeof **js);
+    CHECK(*js != NULL);
     for (size_t i = 0; i < n; i++) {
-        js[i].idx = i;
-        px_fiber *f = px_spawn_hosted(s, &jops, &js[i]);
+        (*js)[i].idx = i;
+        px_fiber *f = px_spawn_hosted(s, &jops, &(*js)[i]);
         CHECK(f != NULL);
         px_fiber_release(f);
     }
     njoiners = n;
+    return s;
+}
+
+static void free_joiners(px_sched *s, joiner *js)
+{
+    px_fiber_release(T);
+    px_sched_free(s);
+    free(js);
+}
+
+static void a_million_joiners_finish_in_join_order(size_t n)
+{
+    joiner *js;
+    px_sched *s = spawn_joiners(target_resume, joiner_resume, &js, n);
     int64_t t0 = px_now();
     CHECK_EQ(px_sched_run(s), 0);
     double secs = (double)(px_now() - t0) / 1e9;
@@ -77,9 +95,7 @@ static void a_million_joiners_finish_in_join_order(size_t n)
     CHECK_EQ(out_of_order, 0);
     printf("%zu joiners of one fiber: %.2f s\n", n, secs);
     CHECK(secs < 60);   /* quadratic: about half an hour at a million */
-    px_fiber_release(T);
-    px_sched_free(s);
-    free(js);
+    free_joiners(s, js);
 }
 
 /* -- joins interrupted newest first ------------------------------------------ */
@@ -90,14 +106,9 @@ static void a_million_joiners_finish_in_join_order(size_t n)
 static int64_t base;
 static size_t nleft;
 
-typedef struct rjoiner {
-    size_t idx;
-    int step;                 /* 0 not started, 1 joining, 2 parked */
-} rjoiner;
-
 static int rjoiner_resume(void *ctx)
 {
-    rjoiner *j = ctx;
+    joiner *j = ctx;
     if (j->step == 0) {
         j->step = 1;
         CHECK_EQ(px_scope_push_deadline(base + (int64_t)(njoiners - j->idx)), 0);
@@ -126,21 +137,8 @@ static int rtarget_resume(void *ctx)
 
 static void joins_interrupted_newest_first_leave_in_constant_time(size_t n)
 {
-    px_sched *s = px_sched_new(NULL);
-    CHECK(s != NULL);
-    px_host_ops tops = { rtarget_resume, NULL, NULL };
-    px_host_ops jops = { rjoiner_resume, NULL, NULL };
-    T = px_spawn_hosted(s, &tops, NULL);
-    CHECK(T != NULL);
-    rjoiner *js = calloc(n, sizeof *js);
-    CHECK(js != NULL);
-    for (size_t i = 0; i < n; i++) {
-        js[i].idx = i;
-        px_fiber *f = px_spawn_hosted(s, &jops, &js[i]);
-        CHECK(f != NULL);
-        px_fiber_release(f);
-    }
-    njoiners = n;
+    joiner *js;
+    px_sched *s = spawn_joiners(rtarget_resume, rjoiner_resume, &js, n);
     nleft = 0;
     int64_t t0 = px_now();
     base = t0 + PX_SEC(1);      /* after every join was recorded, here */
@@ -149,9 +147,7 @@ static void joins_interrupted_newest_first_leave_in_constant_time(size_t n)
     CHECK_EQ(nleft, n);
     printf("%zu joins interrupted newest first: %.2f s (1 s of it waiting)\n", n, secs);
     CHECK(secs < 60);   /* quadratic: hours at a million */
-    px_fiber_release(T);
-    px_sched_free(s);
-    free(js);
+    free_joiners(s, js);
 }
 
 /* -- C joiners, some interrupted: the rest keep their order ----------------- */
