@@ -125,8 +125,9 @@ static void give_back(call *c)
     pxswig_give_back(c->t, c->fn, c->arg);
 }
 
-/* Spawns dispatch(queues, qid, key, status) as a fiber of the run. */
-static int spawn_dispatch(lua_State *L)
+/* Pushes dispatch, queues, qid, key, status (the last three: arguments 1-3)
+** and returns the index of dispatch. */
+static int push_dispatch(lua_State *L)
 {
     int base = lua_gettop(L) + 1;
     lua_getfield(L, LUA_REGISTRYINDEX, DISPATCH_KEY);
@@ -136,7 +137,13 @@ static int spawn_dispatch(lua_State *L)
     lua_pushvalue(L, 1);
     lua_pushvalue(L, 2);
     lua_pushvalue(L, 3);
-    int rc = pxlua_spawn(L, base);
+    return base;
+}
+
+/* Spawns dispatch(queues, qid, key, status) as a fiber of the run. */
+static int spawn_dispatch(lua_State *L)
+{
+    int rc = pxlua_spawn(L, push_dispatch(L));
     if (rc != 0)
         return raise_code(L, rc, "a timer handler's fiber");
     return 0;
@@ -146,13 +153,7 @@ static int spawn_dispatch(lua_State *L)
 ** handler runs, but not as a fiber (a wait raises, and dispatch warns). */
 static int run_dispatch(lua_State *L)
 {
-    lua_getfield(L, LUA_REGISTRYINDEX, DISPATCH_KEY);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, sched_ref);
-    lua_getiuservalue(L, -1, 1);
-    lua_remove(L, -2);
-    lua_pushvalue(L, 1);
-    lua_pushvalue(L, 2);
-    lua_pushvalue(L, 3);
+    push_dispatch(L);
     lua_call(L, 4, 0);
     return 0;
 }
