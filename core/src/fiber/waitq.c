@@ -69,7 +69,7 @@ int px__waitq_interrupted(const px__waiter *w)
     return px__waitq_fiber((px__waiter *)w)->park_result != 0;
 }
 
-px__waiter *px__waitq_first(px__waitq *q)
+px__waiter *px__waitq_first_slow(px__waitq *q)
 {
     while (!px__list_empty(&q->list)) {
         px__waiter *w = waiter_of(q->list.next);

@@ -186,7 +186,13 @@ static inline int px__waitq_elsewhere(const px__waitq *q)
 ** not run): an interrupt can then come first, and w->pass_on hands it on.
 */
 int px__waitq_interrupted(const px__waiter *w);
-px__waiter *px__waitq_first(px__waitq *q);
+px__waiter *px__waitq_first_slow(px__waitq *q);
+
+/* Inline up to an empty queue, the common answer of a buffered channel. */
+static inline px__waiter *px__waitq_first(px__waitq *q)
+{
+    return q->len == 0 ? NULL : px__waitq_first_slow(q);
+}
 size_t px__waitq_waiting(px__waitq *q);
 void px__waitq_remove(px__waitq *q, px__waiter *w);
 

@@ -94,15 +94,13 @@ static void push_front(px_chan *ch, void *v)
 ** scheduler's (see px__waitq_elsewhere). */
 static int offer(px_chan *ch, void *v)
 {
-    if (ch->receivers.len != 0) {                /* (so the buffer is empty) */
-        if (px__waitq_elsewhere(&ch->receivers))
-            return PX_ETHREAD;
-        px__waiter *r = px__waitq_first(&ch->receivers);
-        if (r) {
-            r->value = v;                        /* hand over ... */
-            px__waitq_grant(r, 0);               /* ... then wake */
-            return 1;
-        }
+    if (px__waitq_elsewhere(&ch->receivers))
+        return PX_ETHREAD;
+    px__waiter *r = px__waitq_first(&ch->receivers);
+    if (r) {
+        r->value = v;                            /* hand over ... */
+        px__waitq_grant(r, 0);                   /* ... then wake */
+        return 1;
     }
     if (ch->len < ch->cap) {
         push_back(ch, v);
@@ -121,14 +119,13 @@ static int take(px_chan *ch, void **v)
     px__waiter *s;
     if (ch->len > 0) {
         *v = pop_front(ch);
-        if (ch->senders.len != 0 && ch->len < ch->cap
-            && (s = px__waitq_first(&ch->senders)) != NULL) {
+        if (ch->len < ch->cap && (s = px__waitq_first(&ch->senders)) != NULL) {
             push_back(ch, s->value);
             px__waitq_grant(s, 0);
         }
         return 1;
     }
-    if (ch->senders.len == 0 || (s = px__waitq_first(&ch->senders)) == NULL)
+    if ((s = px__waitq_first(&ch->senders)) == NULL)
         return 0;
     *v = s->value;
     px__waitq_grant(s, 0);
