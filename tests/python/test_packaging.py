@@ -17,12 +17,12 @@ ROOT = Path(__file__).resolve().parents[2]
 # build's extension in the package, a stray object file next to its source.
 ARTIFACTS = [
     "build-py/cp311-cp311-linux_x86_64/core/CMakeFiles/parataxis.dir/src/queue.c.o",
-    "build-py/cp311-cp311-linux_x86_64/python/_parataxis.cpython-311-x86_64-linux-gnu.so",
+    "build-py/cp311-cp311-linux_x86_64/bindings/python/_parataxis.cpython-311-x86_64-linux-gnu.so",
     "build-py/cp311-cp311-linux_x86_64/CMakeCache.txt",
     "build/cp311-cp311-linux_x86_64/core/libparataxis.so.0",
     "build/CMakeCache.txt",
-    "python/parataxis/_parataxis.cpython-311-x86_64-linux-gnu.so",
-    "python/parataxis/libparataxis.so",
+    "bindings/python/parataxis/_parataxis.cpython-311-x86_64-linux-gnu.so",
+    "bindings/python/parataxis/libparataxis.so",
     "core/src/queue.o",
     "_skbuild/linux-x86_64-3.11/cmake-build/CMakeCache.txt",
 ]
@@ -73,14 +73,12 @@ def test_sdist_has_no_build_output(sdist_members):
 
 
 def test_sdist_has_the_sources_and_the_licence(sdist_members):
+    # Every file of the Python binding and of the layer it shares with Lua.
+    binding = [rel for rel in _project_files()
+               if rel.startswith(("bindings/python/", "bindings/host/"))]
+    assert "bindings/python/parataxis/__init__.py" in binding
     for rel in ["LICENSE", "pyproject.toml", "CMakeLists.txt", "docs/python.md",
-                "core/include/parataxis.h", "core/src/timerq/queue.c",
-                "python/CMakeLists.txt", "python/parataxis/__init__.py",
-                "python/parataxis/_build_ffi.py", "python/parataxis/_pxpy.c",
-                "python/parataxis/_pxpy.h", "python/parataxis/py.typed",
-                "python/parataxis/_host.c", "python/parataxis/_fibers.py",
-                "python/parataxis/_sync.py", "python/parataxis/_errors.py",
-                "python/parataxis/_host.pyi", "python/parataxis/_parataxis.pyi"]:
+                "core/include/parataxis.h", "core/src/timerq/queue.c", *binding]:
         assert rel in sdist_members, rel
 
 

@@ -1,7 +1,7 @@
 --- parataxis.fibers -- fibers on coroutines and the synchronization family; the
 -- parataxis module re-exports all of it (px.run, px.spawn, px.mutex, ...).
 --
--- The native half is bindings/pxlua_fiber.c (parataxis_core.fibers()): every
+-- The native half is bindings/lua/src/pxlua_fiber.c (parataxis_core.fibers()): every
 -- call that may wait is a C function that yields the fiber's coroutine to the
 -- C scheduler and collects its outcome once resumed.  This file adds what is
 -- plain Lua: the scopes (px.timeout, px.with_cancel), the guards, Once:call and

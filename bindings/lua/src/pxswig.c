@@ -1,5 +1,5 @@
 /*
-** pxswig.c -- the C half of the SWIG module parataxis_core (bindings/parataxis.i
+** pxswig.c -- the C half of the SWIG module parataxis_core (src/parataxis.i
 ** says what the module is for and how it works).  It lives here, not in the
 ** interface file, so that the project's warnings apply to it; SWIG's generated
 ** wrapper, compiled without them, only calls the functions of pxswig.h.
