@@ -3,14 +3,13 @@
 -- line after its first with the time, and prints the lines the C and Python
 -- demos print too (tests/install/demo_c.sh, tests/python/test_demos.py).
 local root = debug.getinfo(1, "S").source:match("^@(.*)/tests/lua/") or "."
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "helpers.lua")
 
+-- The lines the example `name` prints, then "status=N".
 local function piped(name)
-  local code = string.format("package.cpath = %q package.path = %q dofile(%q)",
-                             package.cpath, package.path, root .. "/docs/examples/" .. name)
-  local p = io.popen(string.format("lua5.4 -e %q 2>&1; echo \"status=$?\"", code))
+  local out = h.lua_child(h.with_paths(string.format("dofile(%q)", root .. "/docs/examples/" .. name)))
   local lines = {}
-  for line in p:lines() do lines[#lines + 1] = line end
-  p:close()
+  for line in out:gmatch("(.-)\n") do lines[#lines + 1] = line end
   return lines
 end
 

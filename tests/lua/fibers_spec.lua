@@ -2,22 +2,8 @@
 -- tokens, and the defined outcomes of the things a coroutine user may try.
 -- Names mirror the C suite (tests/c/fiber) where the behaviour is the same.
 local px = require "parataxis"
-
--- The error object `fn` raises (fails if it returns).
-local function raised(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  return err
-end
-
--- Runs a Lua chunk in a fresh interpreter; its exit status and output.
-local function lua_child(code)
-  local cmd = string.format("lua5.4 -e %q 2>&1; echo \"status=$?\"", code)
-  local p = io.popen(cmd)
-  local out = p:read("a")
-  p:close()
-  return out
-end
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "helpers.lua")
+local raised, lua_child = h.raised, h.lua_child
 
 describe("fibers", function()
   it("run_returns_mains_results_and_passes_its_arguments", function()

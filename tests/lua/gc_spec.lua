@@ -1,7 +1,7 @@
 -- The Lua binding's dropped queues: a TimerQueue only collected, never closed,
 -- still calls every handler it accepted once; and a process that ends with live
 -- queues ends cleanly, saying so where it cannot deliver.
-local parataxis = require "parataxis"
+local px = require "parataxis"
 
 -- Makes a queue in a frame of its own, so that no register of the caller keeps
 -- it reachable; setup(q) adds its timers.  Returns a weak table that holds the
@@ -9,7 +9,7 @@ local parataxis = require "parataxis"
 local function drop_queue(setup)
   local weak = setmetatable({}, { __mode = "v" })
   ;(function()
-    local q = parataxis.TimerQueue()
+    local q = px.TimerQueue()
     setup(q)
     weak.q = q
   end)()
@@ -40,8 +40,8 @@ describe("a TimerQueue dropped without close", function()
       q:add_periodic(60, 1, function(a) calls[#calls + 1] = { "periodic", a } end)
       q:add(0, function(a) calls[#calls + 1] = { "due", a } end)
       -- Until the due one is queued: a call already handed over is owed too.
-      local deadline = parataxis.now() + 5
-      while q.core:size() < 1 and parataxis.now() < deadline do q.core:wait(0.01) end
+      local deadline = px.now() + 5
+      while q.core:size() < 1 and px.now() < deadline do q.core:wait(0.01) end
       assert.equal(1, q.core:size())
     end)
     assert.same({}, calls)
@@ -143,24 +143,24 @@ end)
 -- kills a child that hangs; `env`, if given, is put before the command
 -- (assignments of environment variables, already quoted for the shell).
 local function child(script, env)
-  local t0 = parataxis.now()
+  local t0 = px.now()
   local p = assert(io.popen(string.format(
     "%s timeout 30 lua5.4 -e %q 2>&1; echo \"rc=$?\"", env or "", script)))
   local out = p:read("a")
   p:close()
   local rc = tonumber(out:match("rc=(%d+)%s*$"))
-  return out, rc, parataxis.now() - t0
+  return out, rc, px.now() - t0
 end
 
 local PRELUDE = table.concat({
-  'local parataxis = require "parataxis"',
+  'local px = require "parataxis"',
   'local function say(what) return function(a) io.write(what, ":", tostring(a), "\\n") end end',
 }, " ")
 
 describe("a process that ends with a live TimerQueue", function()
   it("delivers the owed calls when the script ends (lua_close)", function()
     local out, rc = child(PRELUDE .. [[
-      Q = parataxis.TimerQueue()
+      Q = px.TimerQueue()
       Q:add(60, say("once"))
       Q:add_periodic(60, 1, say("periodic"))
     ]])
@@ -172,7 +172,7 @@ describe("a process that ends with a live TimerQueue", function()
 
   it("delivers the owed calls on os.exit(code, true)", function()
     local out, rc = child(PRELUDE .. [[
-      Q = parataxis.TimerQueue()
+      Q = px.TimerQueue()
       Q:add(60, say("once"))
       os.exit(3, true)
     ]])
@@ -183,13 +183,13 @@ describe("a process that ends with a live TimerQueue", function()
 
   it("exits cleanly on os.exit(code) and warns of the calls it cannot deliver", function()
     local out, rc, took = child(PRELUDE .. [[
-      Q = parataxis.TimerQueue()
+      Q = px.TimerQueue()
       Q:add(60, say("once"))
       Q:add(60, say("once"))
       Q:add(0, say("due"))
-      EMPTY = parataxis.TimerQueue()
-      local deadline = parataxis.now() + 5
-      while Q.core:size() == 0 and parataxis.now() < deadline do Q.core:wait(0.01) end
+      EMPTY = px.TimerQueue()
+      local deadline = px.now() + 5
+      while Q.core:size() == 0 and px.now() < deadline do Q.core:wait(0.01) end
       os.exit(5)
     ]])
     assert.equal(5, rc, out)
@@ -206,7 +206,7 @@ describe("a process that ends with a live TimerQueue", function()
     local out, rc, took = child(PRELUDE .. [[
       QS = {}
       for i = 1, 8 do
-        local q = parataxis.TimerQueue()
+        local q = px.TimerQueue()
         for _ = 1, 50 do q:add_periodic(0, 0.0005, function() end) end
         QS[i] = q
       end
@@ -221,9 +221,9 @@ describe("a process that ends with a live TimerQueue", function()
     -- At lua_close, a handler run by the finalizer makes a queue that Lua will
     -- never finalize; the module is unloaded next.
     local out, rc = child(PRELUDE .. [[
-      Q = parataxis.TimerQueue()
+      Q = px.TimerQueue()
       Q:add(60, function()
-        LATE = parataxis.TimerQueue()
+        LATE = px.TimerQueue()
         LATE:add_periodic(0, 0.0005, function() end)
       end)
     ]])
@@ -249,10 +249,10 @@ describe("a process that ends with a live TimerQueue", function()
       return
     end
     local out, rc = child(PRELUDE .. [[
-      Q = parataxis.TimerQueue()
+      Q = px.TimerQueue()
       Q:add(0, say("due"))
-      local deadline = parataxis.now() + 5
-      while Q.core:pending() ~= 0 and parataxis.now() < deadline do Q.core:wait(0.01) end
+      local deadline = px.now() + 5
+      while Q.core:pending() ~= 0 and px.now() < deadline do Q.core:wait(0.01) end
       os.exit(0)
     ]], string.format("PX_SHIM_MODULE=%q LD_PRELOAD=%q", module, shim))
     os.remove(shim)

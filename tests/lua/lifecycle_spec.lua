@@ -1,6 +1,6 @@
 -- The Lua binding's queue lifecycle: unbounded runs, close with failing
 -- handlers, and a descriptor that is readable whenever calls are owed.
-local parataxis = require "parataxis"
+local px = require "parataxis"
 
 -- Whether q:fileno() is readable, asked of the kernel itself: the descriptor
 -- is an eventfd, readable exactly while its counter is not zero, and Linux
@@ -15,14 +15,14 @@ end
 
 -- Calls fn() and returns how long it took and what it returned.
 local function timed(fn)
-  local t0 = parataxis.now()
+  local t0 = px.now()
   local r = fn()
-  return parataxis.now() - t0, r
+  return px.now() - t0, r
 end
 
 describe("TimerQueue:run without a bound", function()
   local q
-  before_each(function() q = parataxis.TimerQueue() end)
+  before_each(function() q = px.TimerQueue() end)
   after_each(function() q:close() end)
 
   for _, case in ipairs({
@@ -78,7 +78,7 @@ end)
 
 describe("TimerQueue:close with failing handlers", function()
   it("delivers every owed call, then re-raises the error once", function()
-    local q = parataxis.TimerQueue()
+    local q = px.TimerQueue()
     local ok_calls = 0
     q:add(60, function() ok_calls = ok_calls + 1 end)
     q:add(60, function() error("boom", 0) end)
@@ -94,7 +94,7 @@ describe("TimerQueue:close with failing handlers", function()
   end)
 
   it("with several failing handlers raises the first and warns of the others", function()
-    local q = parataxis.TimerQueue()
+    local q = px.TimerQueue()
     local ok_calls, raised = 0, 0
     for i = 1, 6 do
       if i % 2 == 0 then
@@ -118,7 +118,7 @@ describe("TimerQueue:close with failing handlers", function()
   it("delivers every owed call from a <close> scope that ends in an error", function()
     local calls = 0
     local ok = pcall(function()
-      local q <close> = parataxis.TimerQueue()
+      local q <close> = px.TimerQueue()
       q:add(60, function() error("in handler") end)
       q:add(60, function() calls = calls + 1 end)
       error("in scope")
@@ -130,7 +130,7 @@ end)
 
 describe("TimerQueue:close from a handler", function()
   it("runs every other owed call and leaves the queue closed", function()
-    local q = parataxis.TimerQueue()
+    local q = px.TimerQueue()
     local aborted = 0
     for _ = 1, 3 do q:add(60, function(a) if a then aborted = aborted + 1 end end) end
     q:add(0, function() q:close() end)
@@ -144,7 +144,7 @@ end)
 
 describe("TimerQueue:fileno", function()
   local q
-  before_each(function() q = parataxis.TimerQueue() end)
+  before_each(function() q = px.TimerQueue() end)
   after_each(function() q:close() end)
 
   it("is readable exactly while calls are owed", function()
@@ -161,11 +161,11 @@ describe("TimerQueue:fileno", function()
     q:add(0.001, function() error("boom") end)
     for _ = 1, 4 do q:add(0.001, function() calls = calls + 1 end) end
     -- Until the worker has queued all five (in one batch or a few).
-    local deadline = parataxis.now() + 5
-    while q.core:size() < 5 and parataxis.now() < deadline do q.core:wait(0.01) end
+    local deadline = px.now() + 5
+    while q.core:size() < 5 and px.now() < deadline do q.core:wait(0.01) end
     assert.equal(5, q.core:size())
     -- An fd-driven loop: poll the descriptor, drain only when it is readable.
-    while calls < 4 and parataxis.now() < deadline do
+    while calls < 4 and px.now() < deadline do
       if q.core:wait(0.5) == 1 then          -- poll(fileno, 0.5 s)
         if not pcall(q.drain, q) then
           errors = errors + 1
@@ -198,7 +198,7 @@ describe("TimerQueue:run without a bound, interrupted", function()
       "n=0; until [ -s %q ] || [ $n -ge 1000 ]; do sleep 0.01; n=$((n+1)); done; " ..
       "kill -INT $pid; wait $pid; echo \"rc=$?\"",
       script, ready)
-    local t0 = parataxis.now()
+    local t0 = px.now()
     local p = assert(io.popen(sh))
     local out = p:read("a")
     p:close()
@@ -206,6 +206,6 @@ describe("TimerQueue:run without a bound, interrupted", function()
     assert.is_nil(out:find("returned"), out)
     assert.truthy(out:find("interrupted!"), out)
     assert.truthy(out:find("rc=1"), out)
-    assert.is_true(parataxis.now() - t0 < 9)
+    assert.is_true(px.now() - t0 < 9)
   end)
 end)

@@ -1,6 +1,7 @@
 -- The Lua snippets of README.md run as they stand, each in a fresh lua5.4 with
 -- this module's paths, and print what the README says they print.
 local root = debug.getinfo(1, "S").source:match("^@(.*)/tests/lua/") or "."
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "helpers.lua")
 
 -- What each ```lua block prints, in README order.
 local expected = { "42\n" }
@@ -10,11 +11,7 @@ local function run(block)
   local f = assert(io.open(file, "w"))
   f:write(block)
   f:close()
-  local code = string.format("package.cpath = %q package.path = %q dofile(%q)",
-                             package.cpath, package.path, file)
-  local p = io.popen(string.format("lua5.4 -e %q 2>&1; echo \"status=$?\"", code))
-  local out = p:read("a")
-  p:close()
+  local out = h.lua_child(h.with_paths(string.format("dofile(%q)", file)))
   os.remove(file)
   return out
 end

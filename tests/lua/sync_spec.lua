@@ -1,24 +1,11 @@
 -- The synchronization family from Lua fibers: the C conformance contracts
 -- (tests/c/sync/*.c), under the SPEC names of the C suite.
 local px = require "parataxis"
-
-local function raised(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  return err
-end
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "helpers.lua")
+local raised = h.raised
 
 -- Runs body as a fiber program (px.run), for a spec's body.
 local function run(body) return px.run(body) end
-
--- Yields until cond() holds (bounded: fails instead of spinning for ever).
-local function until_(cond)
-  for _ = 1, 10000 do
-    if cond() then return end
-    px.yield()
-  end
-  error("condition not reached")
-end
 
 describe("mutex", function()
   it("no_lost_updates_with_10_fibers", function()

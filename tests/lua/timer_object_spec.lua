@@ -1,15 +1,8 @@
 -- px.timer(q): luv-style timer objects (uv_timer_* semantics, in seconds) whose
 -- handlers run on the Lua thread, from q:run / q:drain, each call at most once.
 local px = require "parataxis"
-
--- Runs q until cond() holds; fails instead of hanging (margins are generous).
-local function run_until(q, cond)
-  for _ = 1, 400 do
-    if cond() then return end
-    q:run(0.05)
-  end
-  error("condition not reached in 20 s")
-end
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "helpers.lua")
+local run_until = h.run_until
 
 -- Waits, without running anything, until n calls are due in q.
 local function wait_due(q, n)

@@ -1,18 +1,11 @@
 -- The Lua binding's timers: every handler runs exactly once, on the Lua thread.
-local parataxis = require "parataxis"
-
--- Runs q until cond() holds; fails instead of hanging (margins are generous).
-local function run_until(q, cond)
-  for _ = 1, 400 do
-    if cond() then return end
-    q:run(0.05)
-  end
-  error("condition not reached in 20 s")
-end
+local px = require "parataxis"
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "helpers.lua")
+local run_until = h.run_until
 
 describe("TimerQueue", function()
   local q
-  before_each(function() q = parataxis.TimerQueue() end)
+  before_each(function() q = px.TimerQueue() end)
   after_each(function() q:close() end)
 
   it("runs an expired handler once with aborted = false", function()
