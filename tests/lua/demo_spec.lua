@@ -20,7 +20,7 @@ local function line_of(lines, text)
   error("no line with '" .. text .. "':\n" .. table.concat(lines, "\n"))
 end
 
-describe("make demo, Lua", function()
+describe("docs", function()
   it("the_timer_demo_prints_what_the_other_languages_print", function()
     local lines = piped("timer_demo.lua")
     assert.equal("status=0", table.remove(lines))

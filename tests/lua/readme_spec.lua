@@ -16,18 +16,18 @@ local function run(block)
   return out
 end
 
-describe("README.md", function()
+describe("docs", function()
   local f = assert(io.open(root .. "/README.md"))
   local text = f:read("a")
   f:close()
   local blocks = {}
   for block in text:gmatch("```lua\n(.-)```") do blocks[#blocks + 1] = block end
 
-  it("has_as_many_lua_blocks_as_this_spec_knows", function()
+  it("readme_has_as_many_lua_blocks_as_this_spec_knows", function()
     assert.equal(#expected, #blocks)
   end)
   for i, block in ipairs(blocks) do
-    it("the_lua_snippet_runs_and_prints_what_it_says #" .. i, function()
+    it("readme_lua_block_" .. i .. "_runs_and_prints_what_it_says", function()
       assert.equal((expected[i] or "?") .. "status=0\n", run(block))
     end)
   end
