@@ -30,7 +30,7 @@ T = TypeVar("T")
 _EYIELD = lib.PX_EYIELD
 _ETIMEDOUT = lib.PX_ETIMEDOUT
 _ECANCELED = lib.PX_ECANCELED
-_JOIN = int(ffi.cast("uintptr_t", ffi.addressof(lib, "px_join")))
+_JOIN = _host.JOIN
 
 
 _ns = _core._ns           # the one duration rule of the binding
@@ -355,7 +355,7 @@ def sleep(seconds: float) -> None:
     off-fiber, InvalidArgument for a negative or NaN duration, TypeError for
     a non-number.  One of 2**63 ns or more (math.inf, 10**400) is "never":
     only a scope ends it."""
-    rc = _host.park(lib.px_sleep(_ns(seconds, "sleep")))
+    rc = _host.sleep(_ns(seconds, "sleep"))
     if rc != 0:
         _raise_wait(rc, "sleep")
 
