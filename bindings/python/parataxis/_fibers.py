@@ -19,11 +19,10 @@ from typing import (Any, Callable, Dict, Generic, List, Literal, Optional, Tuple
 
 from greenlet import getcurrent
 
-from . import _core  # (its import adds _Token to _parataxis)
-from . import _host
+from . import _core, _host
 from ._errors import (BusyError, Cancelled, Closed, DeadlockError,
                       NoFiberError, Timeout, raise_for)
-from ._parataxis import _Token, ffi, lib
+from ._parataxis import ffi, lib
 
 T = TypeVar("T")
 
@@ -509,10 +508,10 @@ class CancellationToken:
         # every finalizer of a reference cycle it is in, which may still use it
         # (an ffi.gc destructor is a finalizer the collector may run first).
         try:
-            self._own = _Token()
+            self._own = _host.Token()
         except MemoryError:
             raise MemoryError("px_token_new") from None
-        self._t = ffi.cast("px_token *", self._own.addr)
+        self._t = ffi.from_buffer("px_token *", self._own)
 
     def cancel(self) -> bool:
         """Cancels it: True, or False if it was cancelled already.  Any

@@ -1144,7 +1144,7 @@ PyMODINIT_FUNC PyInit__host(void)
         || worker_fn == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && pxh_add_prims(m) != 0)
+    if (m != NULL && pxh_add_handles(m) != 0)
         Py_CLEAR(m);
     return m;
 }

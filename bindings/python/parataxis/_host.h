@@ -1,7 +1,7 @@
 /*
 ** _host.h -- what the C files of the extension parataxis._host give one
-** another: _host.c (the greenlet host and the module), _prims.c (the sync
-** family's handles and the calls that may park).
+** another: _host.c (the greenlet host and the module), _handles.c (the handles of
+** the sync family's objects and tokens, the calls that may park).
 */
 #ifndef PXH_HOST_H
 #define PXH_HOST_H
@@ -38,7 +38,7 @@ int pxh_op_target(int op, PyObject *obj, PyObject *value, pxh_op *w);
 /* Makes the call once: its outcome (PX_EYIELD: park, then call again). */
 int pxh_op_call(pxh_op *w);
 
-/* Adds Prim and the op and kind constants to the module; 0 or -1. */
-int pxh_add_prims(PyObject *m);
+/* Adds Prim, Token and the op and kind constants to the module; 0 or -1. */
+int pxh_add_handles(PyObject *m);
 
 #endif

@@ -35,7 +35,7 @@ _EBUSY = lib.PX_EBUSY
 _ECLOSED = lib.PX_ECLOSED
 
 
-# The calls that may park go through _host.wait, named by op (see _prims.c).
+# The calls that may park go through _host.wait, named by op (see _handles.c).
 # So does Mutex.unlock, which never parks but is on the hot path: a plain C call
 # there rather than cffi, which costs ~250 ns a call here (it releases the GIL).
 _wait = _host.wait

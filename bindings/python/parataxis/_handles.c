@@ -1,17 +1,18 @@
 /*
-** _prims.c -- part of parataxis._host: the C objects of the sync family as
-** handles (the type Prim), and the calls that may park a fiber, named by a small
-** enum rather than by a C function address.
+** _handles.c -- part of parataxis._host: the C objects Python holds through a
+** handle made here -- the sync family's (Prim) and cancellation tokens (Token)
+** -- and the calls that may park a fiber, named by a small enum rather than by
+** a C function address.
 **
-** A Prim makes its C object (px_mutex_new, ...) and keeps its address; the
-** Python object (_sync.py) calls what never parks through cffi on a typed view
-** of it, ffi.from_buffer("px_mutex *", prim): the buffer Prim exports is the C
+** A handle makes its C object (px_mutex_new, ...) and keeps its address.  The
+** Python side calls what never parks through cffi on a typed view of it,
+** ffi.from_buffer("px_mutex *", handle): the buffer a handle exports is the C
 ** object's address with no bytes (nothing reads or writes through the buffer),
-** and the view keeps the Prim alive.  So no address is ever a Python int, and
+** and the view keeps the handle alive.  So no address is ever a Python int, and
 ** the op a wait makes is checked against the kind of object it is given: a wrong
 ** pairing raises TypeError instead of calling C with the wrong object.  Python
-** frees the C object (_Primitive.__del__ decides when; see there): a Prim never
-** does.
+** frees a Prim's object (_Primitive.__del__ in _sync.py decides when); a Token
+** frees its px_token when it is deallocated.
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -166,7 +167,61 @@ int pxh_op_call(pxh_op *w)
     return PX_EINVAL;
 }
 
-int pxh_add_prims(PyObject *m)
+/*
+** Token: a px_token, freed when this object is deallocated -- what
+** CancellationToken (_fibers.py) holds.  The garbage collector does not track
+** it, so it is freed only once the objects that hold it are deallocated, after
+** every finalizer of their reference cycle ran: a finalizer in the cycle may
+** still cancel or read the token.  An ffi.gc object would be a finalizer
+** itself, which the collector may run first.
+*/
+typedef struct {
+    PyObject_HEAD
+    px_token *t;
+} pxh_token;
+
+static PyObject *token_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    if (PyTuple_GET_SIZE(args) != 0 || (kw != NULL && PyDict_GET_SIZE(kw) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "Token() takes no arguments");
+        return NULL;
+    }
+    pxh_token *o = (pxh_token *)type->tp_alloc(type, 0);
+    if (o == NULL)
+        return NULL;
+    o->t = px_token_new();
+    if (o->t == NULL) {
+        Py_DECREF(o);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)o;
+}
+
+static void token_dealloc(pxh_token *o)
+{
+    px_token_free(o->t);                /* NULL does nothing */
+    Py_TYPE(o)->tp_free((PyObject *)o);
+}
+
+static int token_getbuffer(pxh_token *o, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *)o, o->t, 0, 0, flags);
+}
+
+static PyBufferProcs token_buffer = { (getbufferproc)token_getbuffer, NULL };
+
+static PyTypeObject token_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "parataxis._host.Token",
+    .tp_basicsize = sizeof(pxh_token),
+    .tp_dealloc = (destructor)token_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A px_token, freed at deallocation (see _handles.c).",
+    .tp_as_buffer = &token_buffer,
+    .tp_new = token_new,
+};
+
+int pxh_add_handles(PyObject *m)
 {
     static const struct { const char *name; int value; } names[] = {
         { "MUTEX_LOCK", PXH_MUTEX_LOCK }, { "MUTEX_UNLOCK", PXH_MUTEX_UNLOCK },
@@ -183,7 +238,9 @@ int pxh_add_prims(PyObject *m)
         if (PyModule_AddIntConstant(m, names[i].name, names[i].value) != 0)
             return -1;
     }
-    if (PyType_Ready(&prim_type) != 0)
+    if (PyType_Ready(&prim_type) != 0 || PyType_Ready(&token_type) != 0)
         return -1;
-    return PyModule_AddObjectRef(m, "Prim", (PyObject *)&prim_type);
+    if (PyModule_AddObjectRef(m, "Prim", (PyObject *)&prim_type) != 0)
+        return -1;
+    return PyModule_AddObjectRef(m, "Token", (PyObject *)&token_type);
 }
