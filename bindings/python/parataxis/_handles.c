@@ -119,7 +119,11 @@ int pxh_op_target(int op, PyObject *obj, PyObject *value, pxh_op *w)
     }
     w->op = op;
     w->out = NULL;
-    if (op == PXH_JOIN) {
+    if (op == PXH_JOIN && !PyCapsule_CheckExact(obj)) {
+        PyErr_SetString(PyExc_TypeError, "wait(JOIN, ...): not a spawn handle");
+        return -1;
+    }
+    if (op == PXH_JOIN) {   /* ValueError once released: see h_release */
         w->obj = PyCapsule_GetPointer(obj, PXH_FIBER_CAPSULE);
         return w->obj == NULL ? -1 : 0;
     }

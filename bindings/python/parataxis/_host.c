@@ -688,13 +688,15 @@ static PyObject *h_spawn(PyObject *self, PyObject *job)
 PyDoc_STRVAR(release_doc, "release(handle): px_fiber_release of a handle spawn returned; "
                           "the handle is spent (a second release does nothing).");
 
+static const char spent[] = "parataxis.px_fiber (released)";
+
 static PyObject *h_release(PyObject *self, PyObject *arg)
 {
     (void)self;
+    if (PyCapsule_CheckExact(arg) && PyCapsule_GetName(arg) == spent)
+        Py_RETURN_NONE;
     void *f = PyCapsule_GetPointer(arg, PXH_FIBER_CAPSULE);
-    if (f == NULL)
-        return NULL;
-    if (PyCapsule_SetName(arg, "parataxis.px_fiber (released)") != 0)
+    if (f == NULL || PyCapsule_SetName(arg, spent) != 0)
         return NULL;
     px_fiber_release(f);
     Py_RETURN_NONE;
