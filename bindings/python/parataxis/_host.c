@@ -19,8 +19,7 @@
 ** scheduler at a time); the Python side (_fibers.py) makes the scheduler and
 ** gives it to begin().
 */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_host.h"
 #include <greenlet.h>   /* greenlet's C API: from its package directory */
 
 #include <pthread.h>
@@ -28,8 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "parataxis.h"
 
 /*
 ** A pulled fiber's host_ctx.  Its job is the _fibers.Fiber whose _main() it
@@ -548,8 +545,8 @@ static void on_wait(void *ctx, int entering)
         PyEval_RestoreThread(r->waiting);
 }
 
-PyDoc_STRVAR(begin_doc, "begin(run, root, factory) -> int: starts this thread's run with a new "
-                        "scheduler (its address is returned), from greenlet `root`.");
+PyDoc_STRVAR(begin_doc, "begin(run, root, factory): starts this thread's run with a new "
+                        "scheduler, from greenlet `root`.");
 
 static PyObject *h_begin(PyObject *self, PyObject *args)
 {
@@ -582,18 +579,9 @@ static PyObject *h_begin(PyObject *self, PyObject *args)
     r->obj = Py_NewRef(obj);
     r->root = Py_NewRef(root);
     r->factory = Py_NewRef(factory);
-    PyObject *addr = PyLong_FromVoidPtr(r->s);
-    if (addr == NULL) {
-        px_sched_free(r->s);
-        Py_DECREF(r->obj);
-        Py_DECREF(r->root);
-        Py_DECREF(r->factory);
-        free(r);
-        return NULL;
-    }
     r->forked = forked;
     run_here = r;
-    return addr;
+    Py_RETURN_NONE;
 }
 
 
@@ -669,9 +657,9 @@ static PyObject *h_loop(PyObject *self, PyObject *noargs)
     return PyLong_FromLong(r->end);
 }
 
-PyDoc_STRVAR(spawn_doc, "spawn(fiber) -> (address, id): makes a fiber of this thread's run "
-                        "that will run fiber._main() on a greenlet; returns its px_fiber "
-                        "address and id.");
+PyDoc_STRVAR(spawn_doc, "spawn(fiber) -> (handle, id): makes a fiber of this thread's run "
+                        "that will run fiber._main() on a greenlet; returns a capsule of its "
+                        "px_fiber (for wait(JOIN, ...) and release) and its id.");
 
 static PyObject *h_spawn(PyObject *self, PyObject *job)
 {
@@ -689,16 +677,26 @@ static PyObject *h_spawn(PyObject *self, PyObject *job)
         free(h);
         return PyErr_NoMemory();
     }
-    return Py_BuildValue("(NK)", PyLong_FromVoidPtr(f), (unsigned long long)px_fiber_id(f));
+    PyObject *handle = PyCapsule_New(f, PXH_FIBER_CAPSULE, NULL);
+    if (handle == NULL) {
+        px_fiber_release(f);    /* it runs, detached */
+        return NULL;
+    }
+    return Py_BuildValue("(NK)", handle, (unsigned long long)px_fiber_id(f));
 }
 
-PyDoc_STRVAR(release_doc, "release(address): px_fiber_release of a handle spawn returned.");
+PyDoc_STRVAR(release_doc, "release(handle): px_fiber_release of a handle spawn returned; "
+                          "the handle is spent (a second release does nothing).");
+
+static const char spent[] = "parataxis.px_fiber (released)";
 
 static PyObject *h_release(PyObject *self, PyObject *arg)
 {
     (void)self;
-    void *f = PyLong_AsVoidPtr(arg);
-    if (f == NULL && PyErr_Occurred())
+    if (PyCapsule_CheckExact(arg) && PyCapsule_GetName(arg) == spent)
+        Py_RETURN_NONE;
+    void *f = PyCapsule_GetPointer(arg, PXH_FIBER_CAPSULE);
+    if (f == NULL || PyCapsule_SetName(arg, spent) != 0)
         return NULL;
     px_fiber_release(f);
     Py_RETURN_NONE;
@@ -719,15 +717,10 @@ static PyObject *h_yield(PyObject *self, PyObject *noargs)
     return rc == 0 ? Py_NewRef(Py_None) : fail(rc);
 }
 
-PyDoc_STRVAR(park_doc, "park(rc) -> int: after a park or sleep that returned rc, waits for its "
-                       "turn when rc is PX_EYIELD; returns the park's outcome.");
-
-static PyObject *h_park(PyObject *self, PyObject *arg)
+/* After a park that returned rc: waits for the turn when rc is PX_EYIELD and
+** returns the park's outcome. */
+static PyObject *parked(int rc)
 {
-    (void)self;
-    int rc = PyLong_AsLong(arg);
-    if (rc == -1 && PyErr_Occurred())
-        return NULL;
     if (rc == PX_EYIELD && need_run() == NULL)   /* no park made it: bad input */
         return NULL;
     if (rc == PX_EYIELD) {
@@ -738,35 +731,50 @@ static PyObject *h_park(PyObject *self, PyObject *arg)
     return PyLong_FromLong(rc);
 }
 
-typedef int (*op_fn)(void *obj);
-typedef int (*op_out_fn)(void *obj, void *out);
+PyDoc_STRVAR(park_doc, "park(rc) -> int: after a park that returned rc, waits for its turn "
+                       "when rc is PX_EYIELD; returns the park's outcome.");
 
-PyDoc_STRVAR(wait_doc, "wait(fn, obj[, out]) -> int: calls C function address fn(obj[, out]), "
-                       "and while it returns PX_EYIELD waits for the turn and calls it again; "
-                       "returns its outcome.");
+static PyObject *h_park(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int rc = PyLong_AsLong(arg);
+    if (rc == -1 && PyErr_Occurred())
+        return NULL;
+    return parked(rc);
+}
+
+PyDoc_STRVAR(sleep_doc, "sleep(ns) -> int: px_sleep(ns), waiting for the turn when it parks; "
+                        "returns the sleep's outcome (0 or a C error code).");
+
+static PyObject *h_sleep(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long long ns = PyLong_AsLongLong(arg);
+    if (ns == -1 && PyErr_Occurred())
+        return NULL;
+    return parked(px_sleep(ns));
+}
+
+PyDoc_STRVAR(wait_doc, "wait(op, obj[, value]) -> int: makes the call `op` (MUTEX_LOCK, ..., "
+                       "JOIN) on obj (a Prim of its kind; a spawn handle for JOIN), and while "
+                       "it returns PX_EYIELD waits for the turn and calls it again; returns "
+                       "its outcome.  value: a Channel send's key.");
 
 static PyObject *h_wait(PyObject *self, PyObject *const *args, Py_ssize_t n)
 {
     (void)self;
     if (n < 2 || n > 3) {
-        PyErr_SetString(PyExc_TypeError, "wait(fn, obj[, out])");
+        PyErr_SetString(PyExc_TypeError, "wait(op, obj[, value])");
         return NULL;
     }
-    void *fn = PyLong_AsVoidPtr(args[0]);
-    void *obj = PyLong_AsVoidPtr(args[1]);
-    void *out = n == 3 ? PyLong_AsVoidPtr(args[2]) : NULL;
-    if (PyErr_Occurred())
+    int op = PyLong_AsLong(args[0]);
+    if (op == -1 && PyErr_Occurred())
         return NULL;
-    /* The address of a C function, from cffi: a conversion POSIX allows. */
-    op_fn op;
-    op_out_fn op_out;
-    memcpy(&op, &fn, sizeof op);
-    memcpy(&op_out, &fn, sizeof op_out);
+    pxh_op w;
+    if (pxh_op_target(op, args[1], n == 3 ? args[2] : NULL, &w) != 0)
+        return NULL;
     int rc;
-    for (;;) {
-        rc = n == 3 ? op_out(obj, out) : op(obj);
-        if (rc != PX_EYIELD)
-            break;
+    while ((rc = pxh_op_call(&w)) == PX_EYIELD) {
         if (pass_turn(run_here) < 0)
             return NULL;
     }
@@ -1097,6 +1105,7 @@ static PyMethodDef methods[] = {
     { "release", h_release, METH_O, release_doc },
     { "yield_", h_yield, METH_NOARGS, yield_doc },
     { "park", h_park, METH_O, park_doc },
+    { "sleep", h_sleep, METH_O, sleep_doc },
     { "wait", (PyCFunction)(void (*)(void))h_wait, METH_FASTCALL, wait_doc },
     { "executor", h_executor, METH_NOARGS, executor_doc },
     { "scope_push", h_scope_push, METH_O, scope_push_doc },
@@ -1136,5 +1145,8 @@ PyMODINIT_FUNC PyInit__host(void)
     if (raise_for == NULL || empty == NULL || main_name == NULL || ctx_name == NULL
         || worker_fn == NULL)
         return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && pxh_add_handles(m) != 0)
+        Py_CLEAR(m);
+    return m;
 }
