@@ -275,6 +275,32 @@ PX_API int px_queue_fd(px_queue *q);
 PX_API int px_queue_wait(px_queue *q, int64_t timeout_ns);
 
 /*
+** Waits as px_queue_wait does, but a signal or another thread can end the wait:
+** the form for a binding's or an event loop's thread that must act on Ctrl-C,
+** or be told to stop.  Returns 1 when handlers wait, 0 on timeout (never
+** early), PX_EINTR when a signal handler ran on this thread during the wait
+** (ppoll's EINTR) or px_queue_interrupt(q) was called during it -- then
+** whatever was posted meanwhile is still queued and px_queue_fd still readable:
+** an interrupt loses no readiness -- PX_ENOMEM when the calling thread's
+** interrupt descriptor (an eventfd, made at its first call and closed when the
+** thread exits) cannot be made, PX_EINVAL for NULL, PX_EFORKED in the child of
+** a fork.  Thread: any, but not a fiber, nor a signal handler.
+** Parks: blocks the thread.
+*/
+PX_API int px_queue_wait_intr(px_queue *q, int64_t timeout_ns);
+
+/*
+** Ends every px_queue_wait_intr on `q` under way when it is called: each
+** returns PX_EINTR.  A wait that starts later is not affected (a binding that
+** stops its waiters sets its own flag first, and calls this until they are
+** gone).  px_queue_wait is never interrupted.  Returns how many waits it
+** ended, PX_EINVAL for NULL, PX_EFORKED in the child of a fork.
+** Thread: any, but not a signal handler (it takes the queue's lock).
+** Parks: no.
+*/
+PX_API int px_queue_interrupt(px_queue *q);
+
+/*
 ** Returns how many handlers are queued, a snapshot (0 for NULL and in the child
 ** of a fork).  Thread: any.  Parks: no.
 */
