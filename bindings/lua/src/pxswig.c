@@ -4,10 +4,8 @@
 ** interface file, so that the project's warnings apply to it; SWIG's generated
 ** wrapper, compiled without them, only calls the functions of pxswig.h.
 */
-#define _POSIX_C_SOURCE 200809L     /* poll, pthread_atfork, getpid */
+#define _POSIX_C_SOURCE 200809L     /* pthread_atfork, getpid */
 
-#include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -159,20 +157,6 @@ static void keep_readable(void *arg, int status)
 {
     (void)arg;
     (void)status;
-}
-
-/*
-** Waits for hq without a bound: 1 when calls wait, 0 when a signal ended the
-** wait, -1 when poll failed.  One poll: the Lua side loops, so a Lua hook -- the
-** interpreter's Ctrl-C handler sets one -- runs between two polls, not never.
-*/
-static int wait_unbounded(px_queue *hq)
-{
-    struct pollfd pfd = { .fd = px_queue_fd(hq), .events = POLLIN };
-    int r = poll(&pfd, 1, -1);
-    if (r > 0)
-        return 1;
-    return r < 0 && errno == EINTR ? 0 : -1;
 }
 
 /* Stops the timer queue: every call it still owed is in hq when this returns. */
@@ -349,8 +333,12 @@ int TimerQueue_wait(TimerQueue *t, double timeout_s)
     if (t->hq == NULL)
         return 0;
     int64_t ns = to_ns(timeout_s);
-    if (timeout_s < 0 || ns == INT64_MAX)
-        return wait_unbounded(t->hq);
+    if (timeout_s < 0 || ns == INT64_MAX) {
+        /* One wait that a signal ends: the Lua side loops, so a Lua hook --
+        ** the interpreter's Ctrl-C handler sets one -- runs between two. */
+        int r = px_queue_wait_intr(t->hq, -1);
+        return r == PX_EINTR ? 0 : r == 1 ? 1 : -1;
+    }
     return px_queue_wait(t->hq, ns < 0 ? 0 : ns);
 }
 
