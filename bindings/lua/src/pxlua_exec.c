@@ -60,7 +60,7 @@ typedef struct lsched { pxhost_exec *x; } lsched;
 static int raise_code(lua_State *L, int rc, const char *msg)
 {
     lua_createtable(L, 0, 2);
-    lua_pushstring(L, rc == PX_ENOFIBER ? "ENOFIBER" : rc == PX_ENOMEM ? "ENOMEM" : "EINVAL");
+    lua_pushstring(L, px_errname(rc));
     lua_setfield(L, -2, "code");
     lua_pushstring(L, msg);
     lua_setfield(L, -2, "message");

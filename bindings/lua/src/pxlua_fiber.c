@@ -52,32 +52,11 @@
 
 /* -- Errors --------------------------------------------------------------- */
 
-static const char *code_name(int rc)
-{
-    switch (rc) {
-    case PX_EINVAL: return "EINVAL";
-    case PX_ENOMEM: return "ENOMEM";
-    case PX_ETIMEDOUT: return "ETIMEDOUT";
-    case PX_ECANCELED: return "ECANCELED";
-    case PX_EDEADLK: return "EDEADLK";
-    case PX_EPERM: return "EPERM";
-    case PX_EBUSY: return "EBUSY";
-    case PX_EOWNERDEAD: return "EOWNERDEAD";
-    case PX_ENOFIBER: return "ENOFIBER";
-    case PX_EYIELD: return "EYIELD";
-    case PX_ECLOSED: return "ECLOSED";
-    case PX_EFORKED: return "EFORKED";
-    case PX_ETHREAD: return "ETHREAD";
-    case PX_EINTR: return "EINTR";
-    default: return "EUNKNOWN";
-    }
-}
-
 /* Pushes an error object with `code` and the message on top of the stack. */
 static void push_error_msg(lua_State *L, int rc)
 {
     lua_createtable(L, 0, 2);
-    lua_pushstring(L, code_name(rc));
+    lua_pushstring(L, px_errname(rc));
     lua_setfield(L, -2, "code");
     lua_rotate(L, -2, 1);
     lua_setfield(L, -2, "message");
@@ -783,7 +762,7 @@ static int l_pop(lua_State *L)
         return 0;
     if (rc != PX_ETIMEDOUT && rc != PX_ECANCELED)
         return raise_code(L, rc, "scope pop");
-    lua_pushstring(L, code_name(rc));
+    lua_pushstring(L, px_errname(rc));
     return 1;
 }
 
