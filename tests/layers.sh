@@ -10,6 +10,9 @@
 #   sync/        base/, fiber/waitq.h (nothing else of fiber/), sync/
 #
 # The public header <parataxis.h> and system headers may be included anywhere.
+# bindings/host/, the C both bindings share, includes its own files, the public
+# header and system headers: never a language's (Python.h, lua.h, lauxlib.h...)
+# nor the library's internals.
 # Prints each breach and exits 1 if there is one.
 set -eu
 src=$(cd "$(dirname "$0")/../core/src" && pwd)
@@ -42,4 +45,25 @@ for f in $(find . -type f \( -name '*.c' -o -name '*.h' -o -name '*.S' \) | sed 
     done
 done
 [ $status = 0 ] && echo "layers: every include of core/src keeps to its layer"
+
+host=$(cd "$src/../../bindings/host" && pwd)
+hstatus=0
+cd "$host"
+for f in $(find . -type f \( -name '*.c' -o -name '*.h' \) | sed 's|^\./||' | sort); do
+    for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*\([<"][^>"]*[>"]\).*/\1/p' "$f"); do
+        name=${inc#?}; name=${name%?}
+        case $name in
+            Python.h|py*.h|lua*.h|lauxlib.h|greenlet.h)
+                echo "layers: bindings/host/$f includes $inc: host/ is binding-neutral"
+                hstatus=1 ;;
+            *) case $inc in
+                   \"parataxis.h\") ;;
+                   \"*) [ -f "$name" ] || { hstatus=1;
+                         echo "layers: bindings/host/$f includes $inc, not a file of host/"; } ;;
+               esac ;;
+        esac
+    done
+done
+[ $hstatus = 0 ] && echo "layers: bindings/host includes neither Python nor Lua"
+[ $hstatus = 0 ] || status=1
 exit $status

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "parataxis.h"
+#include "pxhost.h"
 #include "pxlua_exec.h"
 #include "pxlua_fiber.h"
 #include "pxlua_sigint.h"
@@ -51,32 +52,11 @@
 
 /* -- Errors --------------------------------------------------------------- */
 
-static const char *code_name(int rc)
-{
-    switch (rc) {
-    case PX_EINVAL: return "EINVAL";
-    case PX_ENOMEM: return "ENOMEM";
-    case PX_ETIMEDOUT: return "ETIMEDOUT";
-    case PX_ECANCELED: return "ECANCELED";
-    case PX_EDEADLK: return "EDEADLK";
-    case PX_EPERM: return "EPERM";
-    case PX_EBUSY: return "EBUSY";
-    case PX_EOWNERDEAD: return "EOWNERDEAD";
-    case PX_ENOFIBER: return "ENOFIBER";
-    case PX_EYIELD: return "EYIELD";
-    case PX_ECLOSED: return "ECLOSED";
-    case PX_EFORKED: return "EFORKED";
-    case PX_ETHREAD: return "ETHREAD";
-    case PX_EINTR: return "EINTR";
-    default: return "EUNKNOWN";
-    }
-}
-
 /* Pushes an error object with `code` and the message on top of the stack. */
 static void push_error_msg(lua_State *L, int rc)
 {
     lua_createtable(L, 0, 2);
-    lua_pushstring(L, code_name(rc));
+    lua_pushstring(L, px_errname(rc));
     lua_setfield(L, -2, "code");
     lua_rotate(L, -2, 1);
     lua_setfield(L, -2, "message");
@@ -127,11 +107,10 @@ static int64_t check_seconds(lua_State *L, int arg, const char *where)
 {
     if (lua_type(L, arg) != LUA_TNUMBER)
         arg_error(L, where, arg, "seconds", "a number >= 0");
-    double s = lua_tonumber(L, arg);
-    if (!(s >= 0))
+    int64_t ns;
+    if (pxhost_ns(lua_tonumber(L, arg), &ns) != 0)   /* 2^63 ns or more: never */
         arg_error(L, where, arg, "seconds", "a number >= 0");
-    double ns = s * 1e9;
-    return ns >= 0x1p63 ? INT64_MAX : (int64_t)ns;   /* too long for the clock: never */
+    return ns;
 }
 
 static void check_callable(lua_State *L, int arg, const char *where)
@@ -166,9 +145,6 @@ typedef struct lfiber {
     struct lfiber *prev, *next;   /* in run->fibers while h is live */
 } lfiber;
 
-/* What a collector found busy: freed once the run that holds it is over. */
-typedef struct grave { int (*free)(void *); void *p; } grave;
-
 struct lrun {
     lua_State *L;            /* the thread that called px.run */
     px_sched *s;
@@ -178,8 +154,6 @@ struct lrun {
     char *report;            /* the deadlock report, if any */
     int sigint;              /* it has SIGINT (pxlua_sigint.c) */
     int interrupted;         /* a SIGINT cancelled it */
-    grave *graves;
-    size_t ngraves, capgraves;
     int keep;                /* registry ref to the keep table: the idle
                                 coroutines at 1..nidle, the fibers the engine
                                 has at keys above POOL_MAX */
@@ -449,23 +423,8 @@ static void on_deadlock(void *ctx, const char *report)
         memcpy(r->report, report, n);
 }
 
-static void bury(lrun *r, int (*freefn)(void *), void *p)
-{
-    if (r->ngraves == r->capgraves) {
-        size_t cap = r->capgraves ? 2 * r->capgraves : 16;
-        grave *g = realloc(r->graves, cap * sizeof *g);
-        if (g == NULL)
-            return;                       /* it stays allocated: never unsafe */
-        r->graves = g;
-        r->capgraves = cap;
-    }
-    r->graves[r->ngraves].free = freefn;
-    r->graves[r->ngraves].p = p;
-    r->ngraves++;
-}
-
 /* Ends a run: frees the scheduler, forgets every handle of it, frees what
-** the collector found busy during it. */
+** the collector found busy (pxhost.h: kept until a run of the thread ends). */
 static void end_run(lrun *r)
 {
     cur_run = NULL;
@@ -478,9 +437,7 @@ static void end_run(lrun *r)
         f = next;
     }
     r->fibers.next = r->fibers.prev = &r->fibers;
-    for (size_t i = 0; i < r->ngraves; i++)
-        (void)r->graves[i].free(r->graves[i].p);
-    free(r->graves);
+    (void)pxhost_sweep();
     free(r->freekeys);
     luaL_unref(r->L, LUA_REGISTRYINDEX, r->keep);
 }
@@ -805,7 +762,7 @@ static int l_pop(lua_State *L)
         return 0;
     if (rc != PX_ETIMEDOUT && rc != PX_ECANCELED)
         return raise_code(L, rc, "scope pop");
-    lua_pushstring(L, code_name(rc));
+    lua_pushstring(L, px_errname(rc));
     return 1;
 }
 
@@ -844,10 +801,7 @@ static int token_gc(lua_State *L)
     if (t == NULL || t->t == NULL)
         return 0;
     /* a scope of the run may still use it: free it once the run is over */
-    if (cur_run != NULL)
-        bury(cur_run, free_token, t->t);
-    else
-        px_token_free(t->t);
+    pxhost_collect(free_token, t->t, cur_run != NULL);
     t->t = NULL;
     return 0;
 }
@@ -868,16 +822,16 @@ static void *new_sync(lua_State *L, void *p, const char *mt, const char *where, 
     return p;
 }
 
-/* A collected object still held or waited on is freed once the run is over. */
-/* A finalizer may be called by hand (getmetatable(m).__gc(v)): one given
-** anything but its own kind of object does nothing. */
+/* A collected object still held or waited on is freed once a run of this
+** thread is over (pxhost.h).  A finalizer may be called by hand
+** (getmetatable(m).__gc(v)): one given anything but its own kind of object
+** does nothing. */
 static int sync_gc(lua_State *L, const char *mt, int (*freefn)(void *))
 {
     lsync *u = luaL_testudata(L, 1, mt);
     if (u == NULL || u->p == NULL)
         return 0;
-    if (freefn(u->p) == PX_EBUSY && cur_run != NULL)
-        bury(cur_run, freefn, u->p);
+    pxhost_collect(freefn, u->p, 0);
     u->p = NULL;
     return 0;
 }

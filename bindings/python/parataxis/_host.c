@@ -28,6 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pxhost.h"     /* the run as an executor: bindings/host */
+
 /*
 ** A pulled fiber's host_ctx.  Its job is the _fibers.Fiber whose _main() it
 ** runs: a fiber spawned from Python has it from the start, one that a handler
@@ -35,17 +37,13 @@
 ** factory at its first turn.  Its greenlet is bound at its first turn too: an
 ** idle worker's (see retire) or a new one.
 */
-typedef struct hexec hexec;
-
 typedef struct hfiber {
+    pxhost_call call;        /* first: a handler call to run in it (call.fn), until
+                                its job starts; call.exec posted it (job NULL) */
     PyObject *glet;          /* a strong reference once bound */
     PyObject *cur;           /* the greenlet it parked in last, when not glet (see pass_turn) */
     PyObject *scope;         /* its innermost open Python scope (see scope_push) */
     PyObject *job;           /* the Fiber, until its greenlet takes it */
-    hexec *exec;             /* the executor that posted it (job NULL) */
-    px_handler_fn fn;        /* a handler call to run in it, until its job starts */
-    void *arg;
-    int status;
 } hfiber;
 
 /* Idle workers kept at most: a greenlet whose fiber ended waits (parked in
@@ -113,8 +111,8 @@ static hrun *need_run(void)
 static void release_fiber(void *ctx)
 {
     hfiber *h = ctx;
-    if (h->fn != NULL)
-        h->fn(h->arg, PX_ECANCELED);
+    if (h->call.fn != NULL)
+        h->call.fn(h->call.arg, PX_ECANCELED);
     if (h->glet != NULL || h->cur != NULL || h->job != NULL || h->scope != NULL) {
         PyGILState_STATE g = PyGILState_Ensure();
         Py_CLEAR(h->scope);
@@ -139,8 +137,9 @@ static PyObject *greenlet_of(hrun *r, hfiber *h, PyObject *reuse)
     if (h->glet == NULL) {
         if (h->job == NULL) {
             h->job = PyObject_CallFunction(r->factory, "KKi",
-                                           (unsigned long long)(uintptr_t)h->fn,
-                                           (unsigned long long)(uintptr_t)h->arg, h->status);
+                                           (unsigned long long)(uintptr_t)h->call.fn,
+                                           (unsigned long long)(uintptr_t)h->call.arg,
+                                           h->call.status);
             if (h->job == NULL)
                 return NULL;
         }
@@ -418,7 +417,7 @@ static PyObject *worker(PyObject *self, PyObject *args)
         hfiber *h = r->turn;
         PyObject *job = h->job;
         h->job = NULL;
-        h->fn = NULL;                   /* its handler call is the job's now */
+        h->call.fn = NULL;              /* its handler call is the job's now */
         v = run_job(job);
         Py_DECREF(job);
         if (v == NULL)
@@ -840,65 +839,36 @@ static PyObject *h_scope_top(PyObject *self, PyObject *noargs)
 /* -- the executor that starts handler calls as fibers ---------------------- */
 
 /*
-** A run's executor: post() hands a handler call to the scheduler's own
-** executor, which runs start_handler on a C fiber, which spawns the pulled
-** fiber that will run the call.  Timer queues and Scheduler.post use it from
-** any thread, for as long as their Python objects live -- longer than the
-** run: once it ended (`closed`) a call is aborted at once, as an executor may
-** do with what it cannot run.  `inflight` counts the calls posted and not
-** started: a run that ended with some still in its inbox runs again.
+** A run's executor is the bindings' shared one (pxhost.h): post() hands a
+** handler call to the run, which spawns the pulled fiber that will run it.
+** Timer queues and Scheduler.post use it from any thread, for as long as
+** their Python objects live -- longer than the run: once it ended (closed) a
+** call is aborted at once, as an executor may do with what it cannot run.
+** Its capsule owns the executor's one reference.
 */
-typedef struct hexec {
-    pthread_mutex_t lock;
-    px_sched *s;
-    int closed;
-    long inflight;
-    long holds;              /* px_sched_holds for timers that will post here */
-    int holds_off;           /* the run was cancelled: no more holds */
-} hexec;
-
-static void start_handler(void *arg, int status);
 static void posted_call(void *arg, int status);
 
-/* On a C fiber of the run, or off-fiber (no fiber could be made for it, or
-** the scheduler was freed with the call posted): then it runs inline, as a
-** handler is owed its one call -- aborted once the run is over (finish_run
-** closed the executor), as every call a run never started. */
-static void start_handler(void *arg, int status)
+/* Off-fiber (no fiber could be made for it, or the scheduler was freed with
+** the call posted): it runs inline, as a handler is owed its one call --
+** aborted once the run is over (finish_run closed the executor), as every
+** call a run never started. */
+static void cannot_start(pxhost_call *c, int over)
 {
-    hfiber *h = arg;
-    hexec *x = h->exec;
-    h->status = status;
-    pthread_mutex_lock(&x->lock);
-    x->inflight--;
-    int over = x->closed;
-    pthread_mutex_unlock(&x->lock);
-    px_fiber *f = px_self() != 0 ? px_spawn_hosted(x->s, &pulled, h) : NULL;
-    if (f != NULL) {
-        px_fiber_release(f);   /* detached: nobody joins it */
-        return;
-    }
-    h->fn(h->arg, over ? PX_ECANCELED : status);
-    free(h);
+    c->fn(c->arg, over ? PX_ECANCELED : c->status);
+    free(c);                 /* the hfiber: its call is its first member */
 }
 
+static const pxhost_exec_ops exec_ops = { &pulled, cannot_start };
+
 /* Hands fn(arg, status) to the run of `x`; PX_ECLOSED once it is over. */
-static int post_to(hexec *x, px_handler_fn fn, void *arg, int status)
+static int post_to(pxhost_exec *x, px_handler_fn fn, void *arg, int status)
 {
     hfiber *h = calloc(1, sizeof *h);
     if (h == NULL)
         return PX_ENOMEM;
-    h->fn = fn;
-    h->arg = arg;
-    h->exec = x;
-    pthread_mutex_lock(&x->lock);
-    int rc = PX_ECLOSED;
-    if (!x->closed) {
-        px_executor inner = px_sched_executor(x->s);
-        rc = inner.post(inner.ctx, start_handler, h, status);
-        x->inflight += rc == 0;
-    }
-    pthread_mutex_unlock(&x->lock);
+    h->call.fn = fn;
+    h->call.arg = arg;
+    int rc = pxhost_exec_post(x, &h->call, status);
     if (rc != 0)
         free(h);
     return rc;
@@ -919,7 +889,7 @@ static int post_handler(void *ctx, px_handler_fn fn, void *arg, int status)
 }
 
 /* The px_handler_fn of Scheduler.post's calls: only called inline (see
-** start_handler); a fiber runs the others. */
+** cannot_start); a fiber runs the others. */
 static PyObject *posted_fn;  /* Python: _fibers._posted(key, status) */
 
 static void posted_call(void *arg, int status)
@@ -941,9 +911,7 @@ static void *fn_address(px_handler_fn fn)
 
 static void exec_free(PyObject *capsule)
 {
-    hexec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
-    pthread_mutex_destroy(&x->lock);
-    free(x);
+    pxhost_exec_unref(PyCapsule_GetPointer(capsule, "parataxis.hexec"));
 }
 
 PyDoc_STRVAR(executor_doc, "executor() -> (capsule, post, ctx): the executor of this thread's "
@@ -957,19 +925,16 @@ static PyObject *h_executor(PyObject *self, PyObject *noargs)
     if (r == NULL)
         return NULL;
     if (r->exec == NULL) {
-        hexec *x = calloc(1, sizeof *x);
+        pxhost_exec *x = pxhost_exec_new(r->s, &exec_ops);
         if (x == NULL)
             return PyErr_NoMemory();
-        pthread_mutex_init(&x->lock, NULL);
-        x->s = r->s;
         r->exec = PyCapsule_New(x, "parataxis.hexec", exec_free);
         if (r->exec == NULL) {
-            pthread_mutex_destroy(&x->lock);
-            free(x);
+            pxhost_exec_unref(x);
             return NULL;
         }
     }
-    hexec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
+    pxhost_exec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
     void *post;
     int (*p)(void *, px_handler_fn, void *, int) = post_handler;
     memcpy(&post, &p, sizeof post);
@@ -986,7 +951,7 @@ static PyObject *h_post(PyObject *self, PyObject *args)
     unsigned long long key;
     if (!PyArg_ParseTuple(args, "OK", &capsule, &key))
         return NULL;
-    hexec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
+    pxhost_exec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
     if (x == NULL)
         return NULL;
     /* PX_ECLOSED after the run: Scheduler.post raises Closed (the caller is
@@ -1000,17 +965,14 @@ static void drop_holds(hrun *r, int close)
 {
     if (r->exec == NULL)
         return;
-    hexec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
-    pthread_mutex_lock(&x->lock);
-    for (; x->holds > 0; x->holds--)
-        px_sched_unhold(x->s);
-    x->holds_off = 1;
+    pxhost_exec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
     if (close)
-        x->closed = 1;
-    pthread_mutex_unlock(&x->lock);
+        (void)pxhost_exec_close(x, 1);
+    else
+        pxhost_exec_cancel(x);
 }
 
-static hexec *exec_of(PyObject *capsule)
+static pxhost_exec *exec_of(PyObject *capsule)
 {
     return PyCapsule_GetPointer(capsule, "parataxis.hexec");
 }
@@ -1023,14 +985,10 @@ PyDoc_STRVAR(hold_doc, "hold(capsule) -> bool: holds the run of the executor (px
 static PyObject *h_hold(PyObject *self, PyObject *capsule)
 {
     (void)self;
-    hexec *x = exec_of(capsule);
+    pxhost_exec *x = exec_of(capsule);
     if (x == NULL)
         return NULL;
-    pthread_mutex_lock(&x->lock);
-    int held = !x->closed && !x->holds_off && px_sched_hold(x->s) == 0;
-    x->holds += held;
-    pthread_mutex_unlock(&x->lock);
-    return PyBool_FromLong(held);
+    return PyBool_FromLong(pxhost_exec_hold(x));
 }
 
 PyDoc_STRVAR(unhold_doc, "unhold(capsule): lets go of one hold() that returned True (nothing "
@@ -1039,15 +997,10 @@ PyDoc_STRVAR(unhold_doc, "unhold(capsule): lets go of one hold() that returned T
 static PyObject *h_unhold(PyObject *self, PyObject *capsule)
 {
     (void)self;
-    hexec *x = exec_of(capsule);
+    pxhost_exec *x = exec_of(capsule);
     if (x == NULL)
         return NULL;
-    pthread_mutex_lock(&x->lock);
-    if (x->holds > 0) {
-        x->holds--;
-        px_sched_unhold(x->s);
-    }
-    pthread_mutex_unlock(&x->lock);
+    pxhost_exec_unhold(x);
     Py_RETURN_NONE;
 }
 
@@ -1062,13 +1015,7 @@ static PyObject *h_close_executor(PyObject *self, PyObject *noargs)
         return NULL;
     if (r->exec == NULL)
         Py_RETURN_TRUE;
-    hexec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
-    pthread_mutex_lock(&x->lock);
-    int idle = x->inflight == 0;
-    if (idle)
-        x->closed = 1;
-    pthread_mutex_unlock(&x->lock);
-    return PyBool_FromLong(idle);
+    return PyBool_FromLong(pxhost_exec_close(PyCapsule_GetPointer(r->exec, "parataxis.hexec"), 0));
 }
 
 PyDoc_STRVAR(configure_doc, "configure(posted): the Python function that runs Scheduler.post's "
