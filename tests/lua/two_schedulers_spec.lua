@@ -128,3 +128,23 @@ describe("rwlock", function()
     assert.equal(0, l:readers())
   end)
 end)
+
+describe("mutex", function()
+  it("lock_held_by_a_fiber_of_another_scheduler_is_ethread", function()
+    if not foreign then pending("px_foreign is built only with the C tests") return end
+    local m = px.mutex()
+    local h = foreign.park("mutex_held", m)        -- its main fiber holds m, nobody waits
+    local ok, err = pcall(px.run, function()
+      ethread(m.lock, m)                            -- would park on a foreign holder
+      local got, busy = m:trylock()
+      assert.is_nil(got); assert.equal("EBUSY", busy.code)
+      local unlocked, perm = pcall(m.unlock, m)
+      assert.is_false(unlocked); assert.equal("EPERM", perm.code)
+    end)
+    local wait_rc, run_rc = foreign.finish(h)
+    assert(ok, err)
+    assert.equal(1, wait_rc)                        -- no waiter: nothing waited
+    assert.equal(0, run_rc)
+    assert.equal(0, m:owner())
+  end)
+end)
