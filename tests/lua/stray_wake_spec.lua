@@ -64,4 +64,76 @@ describe("stray_wake", function()
       assert.is_false(px._wake(1 << 40))
     end)
   end)
+
+  it("a_stray_wake_does_not_end_a_mutex_lock", function()
+    px.run(function()
+      local m, lock_result = px.mutex(), nil
+      m:lock()
+      local l = px.spawn(function()
+        lock_result = m:lock()
+        assert.equal(px.self(), m:owner())
+        m:unlock()
+      end)
+      px.yield()                                    -- it queues
+      assert.is_true(px._wake(l:id()))              -- a wake nobody granted
+      px.yield(); px.yield()
+      assert.is_nil(lock_result)                    -- still waiting ...
+      assert.equal(1, m:waiters())                  -- ... and still queued
+      m:unlock()
+      l:join()
+      assert.is_true(lock_result)
+    end)
+  end)
+
+  it("a_stray_wake_does_not_end_a_join", function()
+    px.run(function()
+      local c = px.spawn(function() px.yield(); px.yield(); px.yield(); return 7 end)
+      local j = px.spawn(function() return c:join() end)
+      px.yield()                                    -- the joiner parks
+      assert.is_true(px._wake(j:id()))
+      assert.equal(7, j:join())                     -- it waited for the real end
+      assert.equal(7, c:join())
+    end)
+  end)
+
+  it("a_joiner_woken_as_its_fiber_ends_returns_once", function()
+    px.run(function()
+      local go, runs = px.event(), 0
+      local b = px.spawn(function() go:wait(); return 9 end)
+      local j = px.spawn(function()
+        runs = runs + 1
+        assert.equal(9, b:join())
+        return 5
+      end)
+      px.yield()                                    -- b waits, j joins b
+      assert.equal(1, go:set())                     -- b is ready ...
+      assert.is_true(px._wake(j:id()))              -- ... and j behind it: b ends
+                                                    -- while j is ready already
+      assert.equal(5, j:join())
+      for _ = 1, 4 do px.yield() end                -- nothing runs j again
+      assert.equal(1, runs)
+      assert.equal(9, b:join())
+    end)
+  end)
+
+  -- Every Lua fiber is hosted: a stray wake makes the binding call its wait
+  -- again, which parks again (PX_EYIELD) with the fiber's place kept.
+  it("a_hosted_waiter_woken_stray_calls_again_and_still_gets_the_unit", function()
+    px.run(function()
+      local s, got = px.semaphore(0), false
+      local w = px.spawn(function() s:acquire(); got = true end)
+      px.yield()
+      assert.equal(1, s:waiters())                  -- it waits
+      assert.is_true(px._wake(w:id()))
+      px.yield(); px.yield()
+      assert.is_false(got)                          -- it called again: still waiting,
+      assert.equal(1, s:waiters())                  -- still queued
+      assert.is_true(px._wake(w:id()))
+      s:release()                                   -- before it runs
+      assert.equal(0, s:value())                    -- the unit is its own
+      w:join()
+      assert.is_true(got)
+      assert.equal(0, s:value())
+    end)
+  end)
 end)
