@@ -1045,6 +1045,15 @@ describe("sem", function()
     end)
   end)
 
+  -- Lua's largest count is math.maxinteger (C's is SIZE_MAX): past it, EINVAL,
+  -- and the count stays what value() can say.
+  it("release_past_the_largest_count_is_einval", function()
+    local s = px.semaphore(math.maxinteger)
+    local err = raised(s.release, s)
+    assert.equal("EINVAL", err.code)
+    assert.equal(math.maxinteger, s:value())
+  end)
+
   it("at_most_initial_fibers_hold_units_at_once", function()
     run(function()
       local s, inside, peak, fs = px.semaphore(2), 0, 0, {}

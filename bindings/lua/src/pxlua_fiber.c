@@ -1052,10 +1052,13 @@ static int sem_tryacquire(lua_State *L)
     return try_outcome(L, px_sem_tryacquire(SELF(px_sem, SEM_MT, "semaphore:tryacquire")),
                        "semaphore:tryacquire");
 }
+/* Lua's largest count is math.maxinteger, where C's is SIZE_MAX: a release
+** past it is EINVAL, as C's past its own, so that value() can always say it. */
 static int sem_release(lua_State *L)
 {
-    return done_nothing(L, px_sem_release(SELF(px_sem, SEM_MT, "semaphore:release")),
-                        "semaphore:release");
+    px_sem *s = SELF(px_sem, SEM_MT, "semaphore:release");
+    int rc = px_sem_value(s) >= (size_t)LUA_MAXINTEGER ? PX_EINVAL : px_sem_release(s);
+    return done_nothing(L, rc, "semaphore:release");
 }
 static int sem_value(lua_State *L)
 {
