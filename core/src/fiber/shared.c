@@ -61,7 +61,7 @@ int px__shared_keep(px_fiber *f)
     ** shrinks when it is more than twice what it must hold, so a fiber that
     ** once ran deep does not keep that much while it waits shallow.  A shrink
     ** that fails keeps the bigger buffer, which fits as well. */
-    if (!PX_LIKELY(len <= f->away.cap && len >= f->away.cap / 2)) {
+    if (!PX__LIKELY(len <= f->away.cap && len >= f->away.cap / 2)) {
         void *p = px__shared_realloc(f->away.saved, len);
         if (p == NULL && len > f->away.cap)
             return PX_ENOMEM;

@@ -52,8 +52,8 @@
 ** holder record: see "Holds").  A fiber that ends holding it gets ended()
 ** called for it, after the hold is dropped.
 */
-#ifndef PX_WAITQ_H
-#define PX_WAITQ_H
+#ifndef PX__FIBER_WAITQ_H
+#define PX__FIBER_WAITQ_H
 
 #include "base/compiler.h"
 #include "base/list.h"
@@ -92,7 +92,7 @@ static inline int px__waitq_enter(const void *obj, int op, px_fiber **self, int 
         *out = PX_ENOFIBER;
         return 1;
     }
-    if (PX_LIKELY(!f->hosted) || f->wait.obj != obj || f->wait.op != op)
+    if (PX__LIKELY(!f->hosted) || f->wait.obj != obj || f->wait.op != op)
         return 0;
     *out = px__waitq_collect(f);
     return 1;
@@ -160,11 +160,11 @@ int px__waitq_elsewhere_slow(const px__waitq *q);
 ** hand-off asks it at every value. */
 static inline int px__waitq_elsewhere(const px__waitq *q)
 {
-    if (PX_LIKELY(q->len == 0))
+    if (PX__LIKELY(q->len == 0))
         return 0;
     const px__waiter *w = PX__CONTAINER_OF(q->list.next, px__waiter, link);
     const px_fiber *f = PX__CONTAINER_OF(w, px_fiber, wait);
-    return !PX_LIKELY(px__sched_here() == f->s) && px__waitq_elsewhere_slow(q);
+    return !PX__LIKELY(px__sched_here() == f->s) && px__waitq_elsewhere_slow(q);
 }
 
 /*
@@ -276,4 +276,4 @@ static inline px__hold *px__waitq_holds(const px_fiber *f)
     return f->holds;
 }
 
-#endif /* PX_WAITQ_H */
+#endif /* PX__FIBER_WAITQ_H */

@@ -25,7 +25,7 @@ px_waitgroup *px_waitgroup_new(void)
 }
 
 /* Out of line, so the plain arithmetic needs no stack frame. */
-static int PX_NOINLINE reach_zero(px_waitgroup *wg)
+static int PX__NOINLINE reach_zero(px_waitgroup *wg)
 {
     if (px__waitq_elsewhere(&wg->waiters))
         return PX_ETHREAD;                     /* zero would end their wait */

@@ -25,8 +25,8 @@
 ** another thread and without the lock (px__arena_prefault_take, arena.c says
 ** which pages and why): the owner checks prefault_bytes after px__arena_fresh.
 */
-#ifndef PX_ARENA_H
-#define PX_ARENA_H
+#ifndef PX__TIMERQ_ARENA_H
+#define PX__TIMERQ_ARENA_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -200,4 +200,4 @@ static inline void px__arena_put(px__arena *a, void *rec)
         a->free_low = c / 64;
 }
 
-#endif /* PX_ARENA_H */
+#endif /* PX__TIMERQ_ARENA_H */

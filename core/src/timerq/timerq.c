@@ -280,8 +280,8 @@ static void ring_take(px_timerq *q)
         px__trec *r = atomic_load_explicit(&q->ring[end % RING], memory_order_acquire);
         if (r == NULL)
             break;
-        PX_PREFETCH_WRITE(r->node.link.prev);
-        PX_PREFETCH_WRITE(r->node.link.next);
+        PX__PREFETCH_WRITE(r->node.link.prev);
+        PX__PREFETCH_WRITE(r->node.link.next);
     }
     for (; head != end; head++)
         ring_unlink(q, atomic_exchange_explicit(&q->ring[head % RING], NULL, memory_order_relaxed));
@@ -559,7 +559,7 @@ static void queue_release(px_timerq *q)
 
 /* Out of line: the last unref is rare, and inlined into the worker's loop it
 ** would crowd the delivery path's registers. */
-static PX_NOINLINE void queue_destroy(px_timerq *q)
+static PX__NOINLINE void queue_destroy(px_timerq *q)
 {
     pthread_mutex_destroy(&q->lock);
     pthread_cond_destroy(&q->wake);
