@@ -125,7 +125,8 @@ static int next_event(const px__tset *s, int64_t *tick, int *level, unsigned *sl
 {
     for (int l = 0; l < PX__TSET_LEVELS; l++) {
         unsigned digit = DIGIT(s->cursor, l);
-        uint64_t later = digit == PX__TSET_SLOTS - 1 ? 0 : s->occupied[l] & (~UINT64_C(0) << (digit + 1));
+        uint64_t later =
+            digit == PX__TSET_SLOTS - 1 ? 0 : s->occupied[l] & (~UINT64_C(0) << (digit + 1));
         if (later) {
             int shift = (l + 1) * PX__TSET_SLOT_BITS;
             unsigned j = (unsigned)px__bits_low(later);
@@ -285,7 +286,8 @@ px__tnode *px__tset_expire(px__tset *s, int64_t now, size_t max)
 {
     px__list *out = NULL, **tail = &out;
     size_t room = max ? max : SIZE_MAX;
-    size_t look = max && max < SIZE_MAX / PX__TSET_LOOK_PER_NODE ? max * PX__TSET_LOOK_PER_NODE : SIZE_MAX;
+    size_t look =
+        max && max < SIZE_MAX / PX__TSET_LOOK_PER_NODE ? max * PX__TSET_LOOK_PER_NODE : SIZE_MAX;
     int64_t target = TICK(now > 0 ? now : 0);
 
     while (reach_rest(s, now, &tail, &room, &look)) {

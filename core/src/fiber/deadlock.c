@@ -170,7 +170,8 @@ int px__deadlock_report(px_sched *s)
     if (v)
         put_cycle(&b, s, v, n);
     free(v);
-    const char *text = b.failed || b.p == NULL ? "parataxis: deadlock detected (no memory for the report)\n" : b.p;
+    const char *text =
+        b.failed || b.p == NULL ? "parataxis: deadlock detected (no memory for the report)\n" : b.p;
     if (s->opts.on_deadlock) {
         s->in_hook = 1;   /* px_sched_next refuses to pull from here */
         s->opts.on_deadlock(s->opts.on_deadlock_ctx, text);

@@ -56,7 +56,8 @@ int px_token_cancel(px_token *t)
             px__scope_cancel_parked(here, sc->fiber_id);
         } else {
             px__item it = { .kind = PX__FIBER_ITEM_CANCEL, .id = sc->fiber_id };
-            px__sched_inbox_post(sc->sched, &it);   /* no memory: its next park still sees the flag */
+            /* No memory: its next park still sees the flag. */
+            px__sched_inbox_post(sc->sched, &it);
         }
     }
     pthread_mutex_unlock(&t->lock);

@@ -189,7 +189,7 @@ int px_chan_send(px_chan *ch, void *v)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(ch, CHAN_SEND, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(ch, CHAN_SEND, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return f ? send_outcome(px__waitq_own(f), r) : r;
     if (ch->closed)
         return PX_ECLOSED;
@@ -207,7 +207,7 @@ int px_chan_recv(px_chan *ch, void **v)
         return PX_EINVAL;
     px_fiber *f;
     int r;
-    if (px__waitq_enter(ch, CHAN_RECV, &f, &r)) {   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__waitq_enter(ch, CHAN_RECV, &f, &r)) {   /* off-fiber, a hosted re-call */
         if (r == 0)
             *v = px__waitq_own(f)->value;
         return r;

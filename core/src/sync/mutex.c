@@ -138,7 +138,7 @@ int px_mutex_lock(px_mutex *m)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(m, MUTEX_LOCK, &f, &r))
+    if (px__sync_enter(m, MUTEX_LOCK, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return r;
     /* Free (and no death to tell of) means nobody waits. */
     if (PX__LIKELY(m->hold.owner == MUTEX_FREE)) {

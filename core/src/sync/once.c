@@ -67,7 +67,7 @@ int px_once_begin(px_once *o)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(o, ONCE_BEGIN, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(o, ONCE_BEGIN, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return r;
     if (o->state == DONE)
         return 0;

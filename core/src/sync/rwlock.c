@@ -299,7 +299,7 @@ int px_rwlock_rdlock(px_rwlock *l)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(l, RWLOCK_READ, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(l, RWLOCK_READ, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return f ? after_wait(l, px__waitq_own(f), r) : r;
     if (read_now(l, f, &r))
         return r;
@@ -330,7 +330,7 @@ int px_rwlock_wrlock(px_rwlock *l)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(l, RWLOCK_WRITE, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(l, RWLOCK_WRITE, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return f ? after_wait(l, px__waitq_own(f), r) : r;
     if ((r = upgrade(l, f)) != 0)
         return r;

@@ -58,7 +58,7 @@ int px_waitgroup_wait(px_waitgroup *wg)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(wg, WAITGROUP_WAIT, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(wg, WAITGROUP_WAIT, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return r;
     if (wg->count == 0)
         return 0;

@@ -193,7 +193,8 @@ static void rec_free(px_timerq *q, px__trec *r)
         free(r->arg);
     r->fn = NULL;
     r->arg = NULL;
-    atomic_store_explicit(&r->node.tag, (gen + 1) << TAG_GEN_SHIFT | REC_FREE, memory_order_relaxed);
+    atomic_store_explicit(&r->node.tag, (gen + 1) << TAG_GEN_SHIFT | REC_FREE,
+                          memory_order_relaxed);
     if (gen != GEN_MAX)              /* a wrapped generation is retired for good */
         px__arena_put(&q->arena, r);
 }
