@@ -1,7 +1,9 @@
 /*
 ** fiber.h -- the fiber engine's private records, shared by sched.c (the run
-** loop, ids, the inbox), fiber.c (spawn, join, park, wake), scope.c, token.c,
-** deadlock.c and waitq.c.  Nothing here is public: parataxis.h is the API.
+** loop, ids, the inbox), fiber.c (spawn, join, park, wake), shared.c, scope.c,
+** token.c, deadlock.c, and waitq.h with waitq.c (so every primitive of sync/
+** includes it, but uses only the waiter and hold records: see waitq.h).
+** Nothing here is public: parataxis.h is the API.
 */
 #ifndef PX__FIBER_FIBER_H
 #define PX__FIBER_FIBER_H
