@@ -253,11 +253,8 @@ int px_chan_close(px_chan *ch)
     if (px__waitq_elsewhere(&ch->senders) || px__waitq_elsewhere(&ch->receivers))
         return PX_ETHREAD;                       /* would hand PX_ECLOSED over */
     ch->closed = 1;
-    px__waiter *w;
-    while ((w = px__waitq_first(&ch->receivers)) != NULL)
-        px__waitq_grant(w, PX_ECLOSED);                /* the ring is empty */
-    while ((w = px__waitq_first(&ch->senders)) != NULL)
-        px__waitq_grant(w, PX_ECLOSED);                /* their values stay theirs */
+    px__sync_grant_all(&ch->receivers, PX_ECLOSED);   /* the ring is empty */
+    px__sync_grant_all(&ch->senders, PX_ECLOSED);     /* their values stay theirs */
     return 0;
 }
 
