@@ -54,6 +54,7 @@ done
 # Names.  A PX_ name that the public header does not mention is an internal one
 # written with the public prefix (a use of it is as wrong as its definition).
 names_status=0
+cd "$src"
 public=$(grep -oE '\bPX_[A-Za-z0-9][A-Za-z0-9_]*' ../include/parataxis.h | sort -u)
 for f in $(find . -type f \( -name '*.c' -o -name '*.h' -o -name '*.S' \) | sed 's|^\./||' | sort); do
     for name in $(grep -oE '\bPX_[A-Za-z0-9][A-Za-z0-9_]*' "$f" | sort -u); do
@@ -74,7 +75,7 @@ done
 
 # Width.
 width_status=0
-cd ..
+cd "$src/.."
 for f in $(find . -type f \( -name '*.c' -o -name '*.h' -o -name '*.S' \) | sed 's|^\./||' | sort); do
     # expand: a tab counts to its stop, as an editor shows it.
     if expand "$f" | awk -v max=$limit -v f="core/$f" \
