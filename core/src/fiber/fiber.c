@@ -26,7 +26,7 @@ static inline void fiber_end(px_sched *s, px_fiber *f);
 /* The end of a C fiber, out of line: px__fiber_main's frame lies under the
 ** body's for the fiber's whole life, and on a shared stack it is copied with
 ** every parked fiber's bytes, so it keeps only what the call needs. */
-static PX_NOINLINE void fiber_finish(px_fiber *f)
+static PX__NOINLINE void fiber_finish(px_fiber *f)
 {
     fiber_end(f->s, f);
     px__context_switch_final(&f->ctx, &f->s->ctx);
@@ -76,7 +76,7 @@ px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_siz
     f->fn = fn;
     f->arg = arg;
     f->sleep_until = INT64_MAX;
-    f->timer.where = PX_TSET_OUT;
+    f->timer.where = PX__TSET_OUT;
     if (px__sched_id_add(s, f) != 0) {
         rec_recycle(s, f);
         return NULL;
@@ -103,7 +103,7 @@ px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_siz
     px__list_push(&s->all, &f->all_link);
     s->live++;
     px__sched_ready_push(s, f);
-    PX_TRACE(f->id, "spawn", NULL);
+    PX__TRACE(f->id, "spawn", NULL);
     return f;
 }
 
@@ -123,15 +123,15 @@ void px__fiber_free(px_sched *s, px_fiber *f)
 ** runs as for an interrupted park -- except when discarding, where it must
 ** not hand anything on to fibers that are being discarded too.
 */
-static PX_NOINLINE void leave_turn(px_sched *s, px_fiber *f, int discarding)
+static PX__NOINLINE void leave_turn(px_sched *s, px_fiber *f, int discarding)
 {
-    if (f->state == PX_F_PARKED) {
+    if (f->state == PX__FIBER_PARKED) {
         if (px__tset_contains(&f->timer))
             px__tset_remove(&s->tset, &f->timer);
         if (f->park.flags & PX_PARK_OUTSIDE)
             s->outside--;
         f->dereg_due = 1;
-    } else if (f->state == PX_F_READY && !discarding) {
+    } else if (f->state == PX__FIBER_READY && !discarding) {
         px__sched_ready_remove(s, f);   /* a yield, or woken in its own turn */
     }
     f->sleep_until = INT64_MAX;
@@ -145,7 +145,7 @@ static PX_NOINLINE void leave_turn(px_sched *s, px_fiber *f, int discarding)
 ** it ended, or px_sched_free discards it (`discarding`). */
 static void fiber_ending(px_sched *s, px_fiber *f, int discarding)
 {
-    if (!PX_LIKELY(f->state == PX_F_RUNNING))
+    if (!PX__LIKELY(f->state == PX__FIBER_RUNNING))
         leave_turn(s, f, discarding);
     px__scope_close_all(f);
     px__waitq_fiber_ended(f, discarding);
@@ -162,10 +162,10 @@ static void fiber_ending(px_sched *s, px_fiber *f, int discarding)
 static inline void fiber_end(px_sched *s, px_fiber *f)
 {
     fiber_ending(s, f, 0);
-    f->state = PX_F_DONE;
+    f->state = PX__FIBER_DONE;
     s->live--;
     px__sched_id_remove(s, f->id);
-    PX_TRACE(f->id, "exit", NULL);
+    PX__TRACE(f->id, "exit", NULL);
     px_fiber *last = f->joiners;
     f->joiners = NULL;
     if (last == NULL)
@@ -175,7 +175,7 @@ static inline void fiber_end(px_sched *s, px_fiber *f)
         px_fiber *next = j->join_next;
         j->joining = NULL;
         j->joined = f->result;
-        if (j->state == PX_F_PARKED)
+        if (j->state == PX__FIBER_PARKED)
             px__fiber_unpark(s, j, 0);
         if (j == last)
             break;
@@ -220,7 +220,7 @@ void px__fiber_reap(px_sched *s, px_fiber *f)
 /* px_sched_free: drop a record whatever its state. */
 void px__fiber_discard(px_sched *s, px_fiber *f)
 {
-    if (f->state != PX_F_DONE) {
+    if (f->state != PX__FIBER_DONE) {
         fiber_ending(s, f, 1);
         if (!f->hosted && f->fn != NULL)   /* never started */
             px__sched_unstarted(s, f->fn, f->arg);
@@ -304,7 +304,7 @@ static void join_append(px_fiber *f, px_fiber *me)
 static size_t join_holders(const void *object, uint64_t *out, size_t max)
 {
     const px_fiber *f = object;
-    if (max == 0 || f->state == PX_F_DONE)
+    if (max == 0 || f->state == PX__FIBER_DONE)
         return 0;
     out[0] = f->id;
     return 1;
@@ -321,7 +321,7 @@ int px_join(px_fiber *f, void **result)
         return PX_ETHREAD;
     if (f == me)
         return PX_EDEADLK;
-    if (f->state == PX_F_DONE) {
+    if (f->state == PX__FIBER_DONE) {
         if (result)
             *result = f->result;
         return 0;
@@ -354,7 +354,7 @@ void px_fiber_release(px_fiber *f)
         if (running)
             return;   /* another thread runs it: not ours to touch */
     }
-    if (f->state == PX_F_DONE)
+    if (f->state == PX__FIBER_DONE)
         px__fiber_free(s, f);
     else
         f->released = 1;
@@ -444,18 +444,18 @@ void px__fiber_unpark(px_sched *s, px_fiber *f, int code)
     f->sleep_until = INT64_MAX;
     f->park_result = code;
     f->dereg_due = code != 0;
-    PX_TRACE(f->id, code ? interrupt_event(code) : "wake", f->park.reason);
+    PX__TRACE(f->id, code ? interrupt_event(code) : "wake", f->park.reason);
     px__sched_ready_push(s, f);
 }
 
 void px__fiber_refuse(px_sched *s, px_fiber *f, int code)
 {
-    if (f->state == PX_F_PARKED)
+    if (f->state == PX__FIBER_PARKED)
         px__fiber_unpark(s, f, code);   /* interrupted: its dereg runs, as a scope's */
     else
         f->park_result = code;          /* a yield: px_yield returns it */
     px__sched_ready_unpush(s, f);       /* it runs now, before anyone */
-    f->state = PX_F_RUNNING;
+    f->state = PX__FIBER_RUNNING;
 }
 
 /* Its node in the set of deadlines came due: the sleep ended, or a scope's
@@ -485,7 +485,7 @@ int px__fiber_park(px_fiber *f)
         ** must not leave its deadline behind: the next park would take it
         ** for its own and px_wake would think that park a sleep. */
         f->sleep_until = INT64_MAX;
-        PX_TRACE(f->id, interrupt_event(r), info->reason);
+        PX__TRACE(f->id, interrupt_event(r), info->reason);
         f->park_result = r;
         f->dereg_due = 1;
         px__fiber_park_finish(f);
@@ -500,9 +500,9 @@ int px__fiber_park(px_fiber *f)
     }
     if (info->flags & PX_PARK_OUTSIDE)
         s->outside++;
-    f->state = PX_F_PARKED;
+    f->state = PX__FIBER_PARKED;
     f->park_result = 0;
-    PX_TRACE(f->id, "park", info->reason);
+    PX__TRACE(f->id, "park", info->reason);
     r = suspend(f);
     if (r != 0)
         return r;   /* PX_EYIELD: the host yields; dereg runs before resuming */
@@ -542,7 +542,7 @@ int px_park_result(void)
 int px__fiber_wake(px_sched *s, uint64_t id)
 {
     px_fiber *f = px__sched_lookup(s, id);
-    if (f == NULL || f->state != PX_F_PARKED || f->sleep_until != INT64_MAX)
+    if (f == NULL || f->state != PX__FIBER_PARKED || f->sleep_until != INT64_MAX)
         return 0;
     px__fiber_unpark(s, f, 0);
     return 1;
@@ -553,7 +553,7 @@ int px_wake(uint64_t id)
     px_sched *s = px__sched_here();
     if (id == 0)
         return 0;
-    if (s != NULL && PX_ID_SERIAL(id) == s->serial)
+    if (s != NULL && PX__FIBER_ID_SERIAL(id) == s->serial)
         return px__fiber_wake(s, id);
-    return px__sched_post_by_id(PX_I_WAKE, id);
+    return px__sched_post_by_id(PX__FIBER_ITEM_WAKE, id);
 }
