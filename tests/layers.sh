@@ -19,8 +19,8 @@
 # defines -- an internal macro, enumerator or guard is PX__ -- and each header's
 # guard is PX__ and its path (fiber/waitq.h: PX__FIBER_WAITQ_H).
 #
-# Width: no line of core/ (C, headers, assembly) is wider than 100 columns, the
-# ColumnLimit of .clang-format, comments included.
+# Width: no line of core/ (C, headers, assembly) or of the bindings' C is wider
+# than 100 columns, the ColumnLimit of .clang-format, comments included.
 #
 # Prints each breach and exits 1 if there is one.
 set -eu
@@ -99,16 +99,16 @@ for f in $(find . -type f \( -name '*.c' -o -name '*.h' -o -name '*.S' \) | sed 
 done
 [ $names_status = 0 ] && echo "layers: every PX_ name of core/src is public, every guard its header's path"
 
-# Width.
+# Width: core/ and the bindings' C.
 width_status=0
-cd "$src/.."
-for f in $(find . -type f \( -name '*.c' -o -name '*.h' -o -name '*.S' \) | sed 's|^\./||' | sort); do
+cd "$src/../.."
+for f in $(find core bindings/host bindings/lua/src -type f \( -name '*.c' -o -name '*.h' -o -name '*.S' -o -name '*.i' \) | sort); do
     # expand: a tab counts to its stop, as an editor shows it.
-    if expand "$f" | awk -v max=$limit -v f="core/$f" \
+    if expand "$f" | awk -v max=$limit -v f="$f" \
         'length > max { printf "layers: %s:%d is %d columns wide (at most %d)\n", f, NR, length, max; bad = 1 }
          END { exit bad }'; then :; else width_status=1; fi
 done
-[ $width_status = 0 ] && echo "layers: no line of core/ is wider than $limit columns"
+[ $width_status = 0 ] && echo "layers: no line of core/ or the bindings' C is wider than $limit columns"
 
 [ $names_status = 0 ] && [ $width_status = 0 ] || status=1
 exit $status

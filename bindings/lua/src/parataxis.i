@@ -61,7 +61,11 @@
 %typemap(in, numinputs=0) (long long *key, int *status) (long long k = 0, int st = 0)
 %{ $1 = &k; $2 = &st; %}
 %typemap(argout) (long long *key, int *status)
-%{ if (result) { lua_pushinteger(L, (lua_Integer)*$1); lua_pushinteger(L, (lua_Integer)*$2); SWIG_arg += 2; } %}
+%{ if (result) {
+    lua_pushinteger(L, (lua_Integer)*$1);
+    lua_pushinteger(L, (lua_Integer)*$2);
+    SWIG_arg += 2;
+} %}
 %typemap(out) int take %{ %}
 
 %rename(version) px_version;

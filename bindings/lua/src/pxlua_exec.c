@@ -169,7 +169,8 @@ static int stub_resume(void *ctx)
     lua_State *L = pxlua_run_state();
     if (!c->made) {
         c->made = 1;
-        if (!pxswig_deliver(c->t, c->head.fn, c->head.arg, c->head.status, &c->key, &c->st) || L == NULL)
+        pxhost_call *h = &c->head;
+        if (!pxswig_deliver(c->t, h->fn, h->arg, h->status, &c->key, &c->st) || L == NULL)
             return PX_HOST_DONE;
     }
     if (L == NULL || !lua_checkstack(L, 8))

@@ -873,7 +873,11 @@ static int mutex_gc(lua_State *L) { return sync_gc(L, MUTEX_MT, mutex_free); }
 
 /* RwLock */
 static int rwlock_free(void *p) { return px_rwlock_free(p); }
-static int l_rwlock(lua_State *L) { new_sync(L, px_rwlock_new(), RWLOCK_MT, "px.rwlock", 0); return 1; }
+static int l_rwlock(lua_State *L)
+{
+    new_sync(L, px_rwlock_new(), RWLOCK_MT, "px.rwlock", 0);
+    return 1;
+}
 static int rdlock_call(lua_State *L) { return px_rwlock_rdlock(ARG1(px_rwlock)); }
 static int wrlock_call(lua_State *L) { return px_rwlock_wrlock(ARG1(px_rwlock)); }
 static const wait_op RDLOCK = { "rwlock:rdlock", rdlock_call, rdlock_call, done_lock };
@@ -910,7 +914,8 @@ static int rwlock_wrunlock(lua_State *L)
 }
 static int rwlock_readers(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_rwlock_readers(SELF(px_rwlock, RWLOCK_MT, "rwlock:readers")));
+    lua_pushinteger(L,
+                    (lua_Integer)px_rwlock_readers(SELF(px_rwlock, RWLOCK_MT, "rwlock:readers")));
     return 1;
 }
 static int rwlock_writer(lua_State *L)
@@ -920,7 +925,8 @@ static int rwlock_writer(lua_State *L)
 }
 static int rwlock_waiters(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_rwlock_waiters(SELF(px_rwlock, RWLOCK_MT, "rwlock:waiters")));
+    lua_pushinteger(L,
+                    (lua_Integer)px_rwlock_waiters(SELF(px_rwlock, RWLOCK_MT, "rwlock:waiters")));
     return 1;
 }
 static int rwlock_gc(lua_State *L) { return sync_gc(L, RWLOCK_MT, rwlock_free); }
@@ -968,7 +974,8 @@ static int waitgroup_wait(lua_State *L)
 }
 static int waitgroup_count(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_waitgroup_count(SELF(px_waitgroup, WAITGROUP_MT,
+    lua_pushinteger(L,
+                    (lua_Integer)px_waitgroup_count(SELF(px_waitgroup, WAITGROUP_MT,
                                                             "waitgroup:count")));
     return 1;
 }
@@ -999,12 +1006,14 @@ static int barrier_arrive(lua_State *L)
 }
 static int barrier_phase(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_barrier_phase(SELF(px_barrier, BARRIER_MT, "barrier:phase")));
+    lua_pushinteger(L,
+                    (lua_Integer)px_barrier_phase(SELF(px_barrier, BARRIER_MT, "barrier:phase")));
     return 1;
 }
 static int barrier_waiting(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_barrier_waiting(SELF(px_barrier, BARRIER_MT,
+    lua_pushinteger(L,
+                    (lua_Integer)px_barrier_waiting(SELF(px_barrier, BARRIER_MT,
                                                             "barrier:waiting")));
     return 1;
 }
@@ -1264,13 +1273,15 @@ static int chan_close(lua_State *L)
 
 static int chan_len(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_chan_len(((lchan *)check_ud(L, 1, CHAN_MT, "channel:len"))->ch));
+    lchan *c = check_ud(L, 1, CHAN_MT, "channel:len");
+    lua_pushinteger(L, (lua_Integer)px_chan_len(c->ch));
     return 1;
 }
 
 static int chan_cap(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_chan_cap(((lchan *)check_ud(L, 1, CHAN_MT, "channel:cap"))->ch));
+    lchan *c = check_ud(L, 1, CHAN_MT, "channel:cap");
+    lua_pushinteger(L, (lua_Integer)px_chan_cap(c->ch));
     return 1;
 }
 
