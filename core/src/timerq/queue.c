@@ -234,9 +234,13 @@ static int intr_key_ok;
 static _Thread_local int intr_fd = -1;
 static _Thread_local unsigned intr_gen;
 
+/* On the exiting thread: its descriptor is forgotten as it is closed, so that
+** a wait from a destructor that runs after this one makes a new one (which a
+** further round of destructors closes) instead of polling a closed number. */
 static void close_intr(void *p)
 {
     close((int)(intptr_t)p - 1);
+    intr_fd = -1;
 }
 
 static void make_intr_key(void)
