@@ -224,7 +224,8 @@ int px_queue_wait(px_queue *q, int64_t timeout_ns)
 
 /*
 ** The calling thread's interrupt descriptor: an eventfd made at its first
-** interruptible wait, closed by the key's destructor when the thread exits.
+** interruptible wait, closed by the key's destructor when the thread exits
+** (while the library is loaded: forget_intr_key).
 ** The child of a fork makes its own: the one it inherited is shared with the
 ** parent's thread, whose interrupts it would otherwise see and steal.
 */
@@ -246,6 +247,16 @@ static void close_intr(void *p)
 static void make_intr_key(void)
 {
     intr_key_ok = pthread_key_create(&intr_key, close_intr) == 0;
+}
+
+/* When the library is unloaded (dlclose: a Lua module goes with its state),
+** the key goes first: a thread that outlives the library must not run
+** close_intr, which is no longer mapped, as it exits.  Its descriptor stays
+** open then -- one per such thread, never a crash. */
+__attribute__((destructor)) static void forget_intr_key(void)
+{
+    if (intr_key_ok)
+        (void)pthread_key_delete(intr_key);
 }
 
 static int thread_intr_fd(void)
