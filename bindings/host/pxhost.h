@@ -51,8 +51,10 @@
 **     its free is tried again when a run of that thread ends (after its
 **     scheduler is freed: none of its fibers is left).  One still busy then
 **     (fibers of another thread's scheduler use it) stays kept for the end
-**     of the next run.  Only when memory runs out to keep it is it left
-**     allocated: never unsafe.  Thread: the collecting thread, for both.
+**     of the next run; a thread that ends tries them once more as it
+**     exits.  Only one still busy then, or one no memory was left to keep,
+**     is left allocated: never unsafe.  Thread: the collecting thread, for
+**     both.
 */
 #ifndef PXHOST_H
 #define PXHOST_H
