@@ -70,14 +70,19 @@ typedef struct pxhost_exec pxhost_exec;
 
 /* The head of a binding's call record: its first member, so that the record,
 ** the call and the hosted fiber's host_ctx are one address.  The binding sets
-** fn and arg; the layer sets exec and status (the status the call was posted
-** with, once it is taken in). */
+** fn and arg; the layer sets exec and status, once the call is taken in:
+** the status it was posted with, or PX_ECANCELED when px_sched_free aborts
+** a call it never started. */
 typedef struct pxhost_call {
     pxhost_exec *exec;
     px_handler_fn fn;
     void *arg;
     int status;
 } pxhost_call;
+
+/* x may not be NULL in the calls below but pxhost_exec_ref/unref (which do
+** nothing with it) and pxhost_exec_post (PX_EINVAL): a binding holds its
+** executor from pxhost_exec_new to its last unref, so NULL is its own bug. */
 
 /* What the binding gives its run's executor. */
 typedef struct pxhost_exec_ops {

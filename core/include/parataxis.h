@@ -292,7 +292,8 @@ PX_API int px_queue_wait(px_queue *q, int64_t timeout_ns);
 ** an interrupt loses no readiness -- PX_ENOMEM when the calling thread's
 ** interrupt descriptor (an eventfd, made at its first call and closed when the
 ** thread exits, unless the library was unloaded before: then it stays open)
-** cannot be made, PX_EINVAL for NULL, PX_EFORKED in the child of a fork.
+** cannot be made or the kernel has no memory for the wait, PX_EINVAL for
+** NULL, PX_EFORKED in the child of a fork.
 ** Thread: any, but not a fiber, nor a signal handler.
 ** Parks: blocks the thread.
 */

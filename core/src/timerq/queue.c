@@ -296,8 +296,8 @@ static int poll_both(int efd, int ifd, int64_t deadline)
         int r = ppoll(pfd, 2, tsp, NULL);
         if (r > 0)
             return pfd[1].revents != 0 ? PX_EINTR : 1;
-        if (r < 0)
-            return errno == EINTR ? PX_EINTR : 0;
+        if (r < 0)   /* besides EINTR, ppoll fails only for want of kernel memory */
+            return errno == EINTR ? PX_EINTR : PX_ENOMEM;
         if (px_now() >= deadline)
             return 0;
         /* woken before the deadline (the clocks' rounding): never early */
