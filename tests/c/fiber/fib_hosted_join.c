@@ -14,6 +14,11 @@
 **   hosted_join_woken_stray_waits_on_for_its_target
 **     a px_wake aimed at the joiner is not the target's end: the re-call
 **     parks again (PX_EYIELD), and the one after the end returns 0.
+**   hosted_join_collected_by_park_result_leaves_no_join_behind
+**     a host may read the outcome with px_park_result instead, once the
+**     target ended, and release it (as the Lua binding does): a join of the
+**     next fiber, made in the target's recycled record, is a join of that
+**     fiber -- it parks -- not a re-call of the first.
 */
 #include <string.h>
 
@@ -195,6 +200,71 @@ static void hosted_join_woken_stray_waits_on_for_its_target(void)
     CHECK(j.later_result == &target_result);
 }
 
+/* -- collected by px_park_result ------------------------------------------- */
+
+static px_fiber *next_target;
+
+/* The first join parks; once the target ended, the second turn reads the
+** outcome, releases the target, spawns the next fiber and joins it. */
+static int release_then_join_next(void *ctx)
+{
+    joiner *j = ctx;
+    switch (j->resumes++) {
+    case 0:
+        CHECK_EQ(px_join(target, NULL), PX_EYIELD);
+        j->parked = 1;
+        return 0;
+    case 1: {
+        CHECK_EQ(px_park_result(), 0);           /* the target's end */
+        px_fiber *old = target;
+        px_fiber_release(target);
+        go = 0;
+        CHECK((next_target = px_spawn(target_body, NULL)) != NULL);
+        CHECK(next_target == old);               /* the same record, a new fiber */
+        target = next_target;
+        j->recalls[j->nrecalls++] = px_join(next_target, &j->recalled);
+        return 0;
+    }
+    default:
+        j->recalls[j->nrecalls++] = px_join(next_target, &j->recalled);
+        return PX_HOST_DONE;
+    }
+}
+
+static const px_host_ops release_ops = { release_then_join_next, NULL, NULL };
+
+static void *collected_main(void *arg)
+{
+    joiner *j = arg;
+    go = 0;
+    CHECK((target = px_spawn(target_body, NULL)) != NULL);
+    px_fiber *h = px_spawn_hosted(S, &release_ops, j);
+    CHECK(h != NULL);
+    for (int i = 0; !j->parked; i++) {
+        CHECK(i < 1000);
+        CHECK_EQ(px_yield(), 0);
+    }
+    let_target_end();
+    for (int i = 0; j->nrecalls == 0; i++) {     /* the first target ended */
+        CHECK(i < 1000);
+        CHECK_EQ(px_yield(), 0);
+    }
+    CHECK_EQ(px_yield(), 0);                     /* the next one runs, parks */
+    let_target_end();
+    join_both(h);
+    return NULL;
+}
+
+static void hosted_join_collected_by_park_result_leaves_no_join_behind(void)
+{
+    joiner j = { 0 };
+    run(collected_main, &j);
+    CHECK_EQ(j.nrecalls, 2);
+    CHECK_EQ(j.recalls[0], PX_EYIELD);           /* the next fiber runs on: parks */
+    CHECK_EQ(j.recalls[1], 0);                   /* its end */
+    CHECK(j.recalled == &target_result);
+}
+
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
@@ -206,6 +276,8 @@ int main(int argc, char **argv)
           hosted_join_interrupted_as_its_target_ends_reports_the_interrupt },
         { "hosted_join_woken_stray_waits_on_for_its_target",
           hosted_join_woken_stray_waits_on_for_its_target },
+        { "hosted_join_collected_by_park_result_leaves_no_join_behind",
+          hosted_join_collected_by_park_result_leaves_no_join_behind },
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
