@@ -905,8 +905,11 @@ PX_API px_fiber *px_spawn_sized(px_fiber_fn fn, void *arg, size_t stack_size);
 ** `f` is the calling fiber; PX_ENOMEM in a fiber on a shared stack when the
 ** memory to keep its stack while it waits cannot be had (it did not wait, and
 ** is no joiner); and
-** PX_EYIELD in a hosted fiber that must yield (see px_spawn_hosted; call
-** px_join again once resumed: it then returns at once).  Only the end of `f`
+** PX_EYIELD in a hosted fiber that must yield (see px_spawn_hosted): once
+** resumed, call px_join(f) again for the wait's outcome, what a C fiber's join
+** returns -- the scope's code when one interrupted it, even if `f` ended since
+** -- or PX_EYIELD again after a stray wake; a host that released `f` in the
+** meantime reads px_park_result() instead.  Only the end of `f`
 ** (or a scope) ends the wait: a px_wake aimed at the joiner makes it look and
 ** park again, even when it comes just as `f` ends.
 ** Thread: scheduler.  Parks: yes, wait reason "fiber join", object kind "fiber",
