@@ -1086,7 +1086,8 @@ PX_API int px_wake(uint64_t id);
 ** The outcome of the calling fiber's last park: 0 (woken, or no park yet; a
 ** yield also sets 0), PX_ETIMEDOUT, PX_ECANCELED; PX_ENOFIBER off-fiber.  A
 ** hosted fiber that got PX_EYIELD reads its result here once resumed (dereg
-** has run by then when it was interrupted).
+** has run by then when it was interrupted); read after a px_join, it collects
+** that join: a later px_join is a new one.
 ** Thread: scheduler.  Parks: no.
 */
 PX_API int px_park_result(void);

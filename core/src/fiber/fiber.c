@@ -314,7 +314,8 @@ static size_t join_holders(const void *object, uint64_t *out, size_t max)
 ** A join recorded in a fiber's waiter: wait.op JOIN_OP, no primitive's (theirs
 ** count from 0), and the joined fiber by id in wait.n, not by address: its host
 ** may release it before the re-call (it collects the outcome with
-** px_park_result then), and its record may then be a new fiber's.
+** px_park_result then, which clears the record), and its record may then be a
+** new fiber's.  It is the fiber's last park only while f->park is that join's.
 */
 enum { JOIN_OP = -1 };
 
@@ -361,7 +362,7 @@ static inline int join_wait(px_fiber *me, px_fiber *f, void **result)
 */
 static PX_NOINLINE int join_hosted(px_fiber *me, px_fiber *f, void **result)
 {
-    if (me->wait.op == JOIN_OP && me->wait.n == f->id) {
+    if (me->wait.op == JOIN_OP && me->wait.n == f->id && me->park.object == f) {
         me->wait.n = 0;    /* collected: no id is 0 */
         int r = me->park_result;
         if (r != 0)
@@ -592,7 +593,11 @@ int px_park(const char *reason, void (*dereg)(void *ctx), void *ctx)
 int px_park_result(void)
 {
     px_fiber *f = px__fiber_here();
-    return f ? f->park_result : PX_ENOFIBER;
+    if (f == NULL)
+        return PX_ENOFIBER;
+    if (f->wait.op == JOIN_OP)
+        f->wait.n = 0;   /* a recorded join, collected: the next px_join is a new one */
+    return f->park_result;
 }
 
 /* The one rule of a wake: only a fiber parked, and not asleep, is woken.  A

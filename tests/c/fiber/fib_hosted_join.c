@@ -15,10 +15,11 @@
 **     a px_wake aimed at the joiner is not the target's end: the re-call
 **     parks again (PX_EYIELD), and the one after the end returns 0.
 **   hosted_join_collected_by_park_result_leaves_no_join_behind
-**     a host may read the outcome with px_park_result instead, once the
-**     target ended, and release it (as the Lua binding does): a join of the
-**     next fiber, made in the target's recycled record, is a join of that
-**     fiber -- it parks -- not a re-call of the first.
+**     a host may read the outcome with px_park_result instead, and release
+**     the target once it ended (as the Lua binding does): a join of the next
+**     fiber, made in the target's recycled record, is a join of that fiber --
+**     it parks -- not a re-call of the first; and after an interrupt read so,
+**     a join of the same target is a new join, which parks.
 */
 #include <string.h>
 
@@ -94,17 +95,22 @@ static int resume(void *ctx)
 static const px_host_ops ops = { resume, NULL, NULL };
 
 /* Spawns the target and the hosted joiner, and yields until it parked. */
-static px_fiber *spawn_both(joiner *j)
+static px_fiber *spawn_both_with(joiner *j, const px_host_ops *host)
 {
     go = 0;
     CHECK((target = px_spawn(target_body, NULL)) != NULL);
-    px_fiber *h = px_spawn_hosted(S, &ops, j);
+    px_fiber *h = px_spawn_hosted(S, host, j);
     CHECK(h != NULL);
     for (int i = 0; !j->parked; i++) {
         CHECK(i < 1000);
         CHECK_EQ(px_yield(), 0);
     }
     return h;
+}
+
+static px_fiber *spawn_both(joiner *j)
+{
+    return spawn_both_with(j, &ops);
 }
 
 static void join_both(px_fiber *h)
@@ -236,20 +242,51 @@ static const px_host_ops release_ops = { release_then_join_next, NULL, NULL };
 static void *collected_main(void *arg)
 {
     joiner *j = arg;
-    go = 0;
-    CHECK((target = px_spawn(target_body, NULL)) != NULL);
-    px_fiber *h = px_spawn_hosted(S, &release_ops, j);
-    CHECK(h != NULL);
-    for (int i = 0; !j->parked; i++) {
-        CHECK(i < 1000);
-        CHECK_EQ(px_yield(), 0);
-    }
+    px_fiber *h = spawn_both_with(j, &release_ops);
     let_target_end();
     for (int i = 0; j->nrecalls == 0; i++) {     /* the first target ended */
         CHECK(i < 1000);
         CHECK_EQ(px_yield(), 0);
     }
     CHECK_EQ(px_yield(), 0);                     /* the next one runs, parks */
+    let_target_end();
+    join_both(h);
+    return NULL;
+}
+
+/* The first join parks under a cancel scope; once cancelled, the second turn
+** reads the interrupt, closes the scope and joins the same target again. */
+static int cancelled_then_join_again(void *ctx)
+{
+    joiner *j = ctx;
+    switch (j->resumes++) {
+    case 0:
+        CHECK_EQ(px_scope_push_cancel(tok), 0);
+        CHECK_EQ(px_join(target, NULL), PX_EYIELD);
+        j->parked = 1;
+        return 0;
+    case 1:
+        CHECK_EQ(px_park_result(), PX_ECANCELED);
+        CHECK_EQ(px_scope_pop(), PX_ECANCELED);
+        j->recalls[j->nrecalls++] = px_join(target, &j->recalled);
+        return 0;
+    default:
+        j->recalls[j->nrecalls++] = px_join(target, &j->recalled);
+        return PX_HOST_DONE;
+    }
+}
+
+static const px_host_ops cancelled_ops = { cancelled_then_join_again, NULL, NULL };
+
+static void *cancelled_main(void *arg)
+{
+    joiner *j = arg;
+    px_fiber *h = spawn_both_with(j, &cancelled_ops);
+    CHECK_EQ(px_token_cancel(tok), 1);           /* the target lives on */
+    for (int i = 0; j->nrecalls == 0; i++) {
+        CHECK(i < 1000);
+        CHECK_EQ(px_yield(), 0);
+    }
     let_target_end();
     join_both(h);
     return NULL;
@@ -263,6 +300,13 @@ static void hosted_join_collected_by_park_result_leaves_no_join_behind(void)
     CHECK_EQ(j.recalls[0], PX_EYIELD);           /* the next fiber runs on: parks */
     CHECK_EQ(j.recalls[1], 0);                   /* its end */
     CHECK(j.recalled == &target_result);
+
+    joiner k = { 0 };
+    run(cancelled_main, &k);
+    CHECK_EQ(k.nrecalls, 2);
+    CHECK_EQ(k.recalls[0], PX_EYIELD);           /* a new join: parks */
+    CHECK_EQ(k.recalls[1], 0);                   /* the target's end */
+    CHECK(k.recalled == &target_result);
 }
 
 int main(int argc, char **argv)
