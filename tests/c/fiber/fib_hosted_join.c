@@ -57,17 +57,20 @@ typedef struct joiner {
     void *recalled;                /* what the re-calls stored */
     int later;                     /* a join of the ended target after that */
     void *later_result;
+    int64_t deadline;              /* of its timeout scope */
 } joiner;
 
-static const int64_t TIMEOUT = PX_MSEC(50);
+static const int64_t TIMEOUT = PX_MSEC(100);
 
 /* Scopes the first join by its interrupt, if it has one. */
-static void open_scope(const joiner *j)
+static void open_scope(joiner *j)
 {
-    if (j->interrupt == PX_ECANCELED)
+    if (j->interrupt == PX_ECANCELED) {
         CHECK_EQ(px_scope_push_cancel(tok), 0);
-    else if (j->interrupt == PX_ETIMEDOUT)
-        CHECK_EQ(px_scope_push_timeout(TIMEOUT), 0);
+    } else if (j->interrupt == PX_ETIMEDOUT) {
+        j->deadline = px_now() + TIMEOUT;
+        CHECK_EQ(px_scope_push_deadline(j->deadline), 0);
+    }
 }
 
 /* One turn: the first joins and yields; each later one makes the re-call and
@@ -148,8 +151,7 @@ static void *interrupted_main(void *arg)
     } else {
         /* Past the joiner's deadline without leaving the CPU: the run
         ** expires it after this turn, behind the target made ready now. */
-        int64_t until = px_now() + 2 * TIMEOUT;
-        while (px_now() < until)
+        while (px_now() <= j->deadline)
             ;
         let_target_end();
     }
