@@ -907,8 +907,11 @@ PX_API px_fiber *px_spawn_sized(px_fiber_fn fn, void *arg, size_t stack_size);
 ** `f` is the calling fiber; PX_ENOMEM in a fiber on a shared stack when the
 ** memory to keep its stack while it waits cannot be had (it did not wait, and
 ** is no joiner); and
-** PX_EYIELD in a hosted fiber that must yield (see px_spawn_hosted; call
-** px_join again once resumed: it then returns at once).  Only the end of `f`
+** PX_EYIELD in a hosted fiber that must yield (see px_spawn_hosted): once
+** resumed, call px_join(f) again for the wait's outcome, what a C fiber's join
+** returns -- the scope's code when one interrupted it, even if `f` ended since
+** -- or PX_EYIELD again after a stray wake; a host that released `f` in the
+** meantime reads px_park_result() instead.  Only the end of `f`
 ** (or a scope) ends the wait: a px_wake aimed at the joiner makes it look and
 ** park again, even when it comes just as `f` ends.
 ** Thread: scheduler.  Parks: yes, wait reason "fiber join", object kind "fiber",
@@ -1085,7 +1088,8 @@ PX_API int px_wake(uint64_t id);
 ** The outcome of the calling fiber's last park: 0 (woken, or no park yet; a
 ** yield also sets 0), PX_ETIMEDOUT, PX_ECANCELED; PX_ENOFIBER off-fiber.  A
 ** hosted fiber that got PX_EYIELD reads its result here once resumed (dereg
-** has run by then when it was interrupted).
+** has run by then when it was interrupted); read after a px_join, it collects
+** that join: a later px_join is a new one.
 ** Thread: scheduler.  Parks: no.
 */
 PX_API int px_park_result(void);

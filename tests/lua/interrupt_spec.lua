@@ -97,7 +97,9 @@ end)
 print("pcall", ok, err)
 ]])
     assert.truthy(out:find("busy closed\n", 1, true), out)
-    assert.truthy(out:find("joined\tfalse\t[^\n]*interrupted!\n"), out)
+    -- The run is cancelled in the turn the busy fiber stops, before its end:
+    -- main's join is interrupted first and says so, as a C joiner's does.
+    assert.truthy(out:find("joined\tfalse\t[^\n]*cancelled %(ECANCELED%)\n"), out)
     caught_promptly(out, took)
   end)
 

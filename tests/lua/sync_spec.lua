@@ -1584,13 +1584,9 @@ describe("hostile", function()
     end)
   end)
 
-  -- Pending: a Lua fiber's join is hosted; interrupted (3) while its target
-  -- ends, its re-call finds the target done and returns the target's results
-  -- where C's joiner gets ECANCELED (px_join's hosted retry answers a done
-  -- fiber before the interrupt).  The body asserts what C asserts.
+  -- A Lua fiber's join is hosted: joiner 3, interrupted as its target ends,
+  -- gets ECANCELED from its re-call, as C's joiner does.
   it("joiners_stray_woken_interrupted_and_parked_each_return_once", function()
-    pending("a hosted join interrupted as its target ends returns the results, not ECANCELED")
-    do return end
     run(function()
       local go, tok, joins, res, j = px.event(), px.token(), {}, {}, {}
       local target = px.spawn(function() go:wait(); return "target" end)

@@ -678,13 +678,21 @@ static int join_call(lua_State *L)
     lfiber *f = lua_touserdata(L, 1);
     return f->state != F_LIVE ? 0 : px_join(f->h, NULL);
 }
+/* The re-call: px_join's, or, once the fiber ended (its handle given up at
+** its end), the park's own outcome -- an interrupt that came before the end
+** is reported, as px_join reports it. */
+static int join_again(lua_State *L)
+{
+    lfiber *f = lua_touserdata(L, 1);
+    return f->state != F_LIVE ? px_park_result() : px_join(f->h, NULL);
+}
 static int join_done(lua_State *L, int rc, const char *name)
 {
     if (rc != 0)
         return raise_code(L, rc, name);
     return push_results(L, lua_touserdata(L, 1));
 }
-static const wait_op JOIN = { "fiber:join", join_call, join_call, join_done };
+static const wait_op JOIN = { "fiber:join", join_call, join_again, join_done };
 
 /* The Fiber at 1 (check_ud's test, with the metatable found by its key). */
 static lfiber *check_fiber(lua_State *L, const char *where)

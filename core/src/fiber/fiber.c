@@ -310,6 +310,77 @@ static size_t join_holders(const void *object, uint64_t *out, size_t max)
     return 1;
 }
 
+/*
+** A join recorded in a fiber's waiter: wait.op JOIN_OP, no primitive's (theirs
+** count from 0), and the joined fiber by id in wait.n, not by address: its host
+** may release it before the re-call (it collects the outcome with
+** px_park_result then, which clears the record), and its record may then be a
+** new fiber's.  It is the fiber's last park only while f->park is that join's.
+*/
+enum { JOIN_OP = -1 };
+
+/* A hosted fiber that must yield records its join, for the re-call to
+** collect (join_hosted). */
+static PX__NOINLINE void join_record(px_fiber *me, px_fiber *f)
+{
+    me->wait.obj = NULL;   /* no primitive's wait under way */
+    me->wait.op = JOIN_OP;
+    me->wait.n = f->id;
+}
+
+/* The join of a fiber that ended: at once. */
+static inline int join_ended(px_fiber *f, void **result)
+{
+    if (result)
+        *result = f->result;
+    return 0;
+}
+
+/* Parks `me`, one of f's joiners, until f ends or a scope interrupts it. */
+static inline int join_wait(px_fiber *me, px_fiber *f, void **result)
+{
+    /* In the record, not in this frame, which lies under the parked fiber. */
+    me->park = (px_park_info){ .reason = "fiber join", .dereg = join_dereg, .ctx = me,
+                               .object = f, .kind = "fiber", .holders = join_holders };
+    int r;
+    do   /* a px_wake from elsewhere is not f's end: wait on */
+        r = px__fiber_park(me);
+    while (r == 0 && me->joining == f);
+    if (r == 0 && result)
+        *result = me->joined;
+    else if (r == PX_EYIELD)
+        join_record(me, f);
+    return r;
+}
+
+/*
+** px_join in a hosted fiber.  One whose host cannot switch inside C gets
+** PX_EYIELD and calls px_join(f) again once resumed: that re-call returns the
+** outcome of the park it recorded, whatever happened since -- an interrupt
+** (its dereg ran before the resume: no joiner any more) even when f ended
+** before the re-call, as a C fiber's join reports it; a stray wake waits on.
+*/
+static PX__NOINLINE int join_hosted(px_fiber *me, px_fiber *f, void **result)
+{
+    if (me->wait.op == JOIN_OP && me->wait.n == f->id && me->park.object == f) {
+        me->wait.n = 0;    /* collected: no id is 0 */
+        int r = me->park_result;
+        if (r != 0)
+            return r;
+        if (me->joining != f) {
+            if (result)
+                *result = me->joined;
+            return 0;
+        }
+        return join_wait(me, f, result);   /* still a joiner */
+    }
+    if (f->state == PX__FIBER_DONE)
+        return join_ended(f, result);
+    if (me->joining != f)   /* not if its host left a recorded join uncollected */
+        join_append(f, me);
+    return join_wait(me, f, result);
+}
+
 int px_join(px_fiber *f, void **result)
 {
     if (f == NULL)
@@ -321,23 +392,12 @@ int px_join(px_fiber *f, void **result)
         return PX_ETHREAD;
     if (f == me)
         return PX_EDEADLK;
-    if (f->state == PX__FIBER_DONE) {
-        if (result)
-            *result = f->result;
-        return 0;
-    }
-    if (me->joining != f)   /* not registered yet (a hosted retry is) */
-        join_append(f, me);
-    /* In the record, not in this frame, which lies under the parked fiber. */
-    me->park = (px_park_info){ .reason = "fiber join", .dereg = join_dereg, .ctx = me,
-                               .object = f, .kind = "fiber", .holders = join_holders };
-    int r;
-    do   /* a px_wake from elsewhere is not f's end: wait on */
-        r = px__fiber_park(me);
-    while (r == 0 && me->joining == f);
-    if (r == 0 && result)
-        *result = me->joined;
-    return r;
+    if (!PX__LIKELY(!me->hosted))
+        return join_hosted(me, f, result);
+    if (f->state == PX__FIBER_DONE)
+        return join_ended(f, result);
+    join_append(f, me);   /* a C fiber's join is over when px_join returns */
+    return join_wait(me, f, result);
 }
 
 void px_fiber_release(px_fiber *f)
@@ -533,7 +593,11 @@ int px_park(const char *reason, void (*dereg)(void *ctx), void *ctx)
 int px_park_result(void)
 {
     px_fiber *f = px__fiber_here();
-    return f ? f->park_result : PX_ENOFIBER;
+    if (f == NULL)
+        return PX_ENOFIBER;
+    if (f->wait.op == JOIN_OP)
+        f->wait.n = 0;   /* a recorded join, collected: the next px_join is a new one */
+    return f->park_result;
 }
 
 /* The one rule of a wake: only a fiber parked, and not asleep, is woken.  A

@@ -36,7 +36,8 @@ typedef struct px__hold px__hold;
 ** for one thing at a time, so each fiber record carries exactly one: a wait
 ** needs no allocation, and the record outlives the C stack of the operation
 ** (a hosted fiber returns from the operation with PX_EYIELD before it is
-** woken, and calls it again to collect the outcome).
+** woken, and calls it again to collect the outcome).  A hosted fiber's join
+** records itself here too (fiber.c: op JOIN_OP, the joined fiber's id in n).
 */
 struct px__waiter {
     px__list link;            /* in q, FIFO; on none while q is NULL */
