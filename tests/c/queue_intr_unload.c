@@ -12,12 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(c) do { \
-    if (!(c)) { \
-        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-        exit(1); \
-    } \
-} while (0)
+#include "check.h"   /* its macros call nothing of the library: no link needed */
 
 typedef void *(*new_fn)(void);
 typedef int (*wait_fn)(void *, int64_t);
