@@ -46,7 +46,7 @@ Executor = Union[None, "HandlerQueue", asyncio.AbstractEventLoop, concurrent.fut
 
 _NULL = ffi.NULL
 _ECANCELED = lib.PX_ECANCELED
-_EINTR = lib.PXPY_EINTR
+_EINTR = lib.PX_EINTR
 _CTX: Dict[int, Any] = {}               # id(queue state) -> what its executor's ctx needs
 _QUEUES: "weakref.WeakSet[TimerQueue]" = weakref.WeakSet()
 _HQUEUES: "weakref.WeakSet[HandlerQueue]" = weakref.WeakSet()
@@ -311,7 +311,7 @@ class HandlerQueue:
         Signals are handled while it waits: Ctrl-C raises KeyboardInterrupt."""
         end = -1 if timeout is None else min(lib.px_now() + _ns(timeout, "timeout"),
                                              _INT64_MAX)
-        # Back from C at each signal (PXPY_EINTR), so the Python signal handlers
+        # Back from C at each signal (PX_EINTR), so the Python signal handlers
         # run here (PEP 475): the loop's next turn raises what they raise.
         while True:
             rc = lib.pxpy_queue_wait(self._g, end)

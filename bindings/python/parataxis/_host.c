@@ -93,6 +93,11 @@ static PyObject *fail(int code)
     return NULL;
 }
 
+int pxh_in_run(void)
+{
+    return run_here != NULL;
+}
+
 static hrun *need_run(void)
 {
     hrun *r = run_here;
@@ -603,6 +608,7 @@ static PyObject *h_finish_run(PyObject *self, PyObject *noargs)
     ** are dropped, GreenletExit runs their finally blocks, which find no run. */
     run_here = NULL;
     px_sched_free(r->s);
+    (void)pxhost_sweep();   /* what the collector found busy: no fiber is left */
     run_here = r->forked;   /* a forked run this one hid: its loop goes on */
     PyObject *failure = r->failure ? r->failure : Py_NewRef(Py_None);
     PyObject *report = r->report ? PyUnicode_DecodeUTF8(r->report, strlen(r->report), "replace")

@@ -38,6 +38,9 @@ int pxh_op_target(int op, PyObject *obj, PyObject *value, pxh_op *w);
 /* Makes the call once: its outcome (PX_EYIELD: park, then call again). */
 int pxh_op_call(pxh_op *w);
 
+/* 1 while this thread runs a scheduler (_host.c), else 0. */
+int pxh_in_run(void);
+
 /* Adds Prim, Token and the op and kind constants to the module; 0 or -1. */
 int pxh_add_handles(PyObject *m);
 

@@ -40,7 +40,6 @@ class _Lib:
     PX_EFORKED: int
     PX_ETHREAD: int
     PX_EINTR: int
-    PXPY_EINTR: int
 
     def px_now(self) -> int: ...
     def px_version(self) -> CData: ...

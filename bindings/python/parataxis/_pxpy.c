@@ -8,9 +8,7 @@
 #include <Python.h>
 #include <structmember.h>
 
-#include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -420,36 +418,24 @@ int pxpy_queue_fd(pxpy_gate *g)
 }
 
 /*
-** HandlerQueue.wait: poll(2) on the queue's descriptor until a call is queued
-** (1) or px_now() reaches `deadline` (0; a negative deadline is none).  A signal
-** returns PXPY_EINTR at once, not a retry as px_queue_wait does: Python runs its
-** signal handlers when the call returns (Ctrl-C raises KeyboardInterrupt there)
-** and calls again.  A wait that close() interrupted returns the refusal.
+** HandlerQueue.wait: px_queue_wait_intr until a call is queued (1) or px_now()
+** reaches `deadline` (0; a negative deadline is none).  A signal returns
+** PX_EINTR at once: Python runs its signal handlers when the call returns
+** (Ctrl-C raises KeyboardInterrupt there) and calls again.  A wait that close()
+** interrupted (see pxpy_queue_shut) returns the refusal.
 */
 int pxpy_queue_wait(pxpy_gate *g, int64_t deadline)
 {
     int rc = pxpy_enter(g);
     if (rc != 0)
         return rc;
-    struct pollfd pfd = { .fd = px_queue_fd(g->obj), .events = POLLIN };
-    rc = pfd.fd < 0 ? pfd.fd : 0;
-    while (rc == 0) {
-        int ms = -1;
-        if (deadline >= 0) {
-            int64_t left = deadline - px_now();
-            if (left < 0)
-                left = 0;
-            /* rounded up: never early */
-            ms = left / 1000000 >= INT_MAX ? INT_MAX : (int)((left + 999999) / 1000000);
-        }
-        int r = poll(&pfd, 1, ms);
-        if (r > 0)
-            rc = 1;
-        else if (r < 0 && errno == EINTR)
-            rc = PXPY_EINTR;
-        else if (r < 0 || (deadline >= 0 && px_now() >= deadline))
-            break;
+    int64_t timeout = -1;
+    if (deadline >= 0) {
+        timeout = deadline - px_now();
+        if (timeout < 0)
+            timeout = 0;
     }
+    rc = px_queue_wait_intr(g->obj, timeout);
     size_t use = atomic_load_explicit(&g->use, memory_order_relaxed);
     int refuse = atomic_load_explicit(&g->refuse, memory_order_relaxed);
     pxpy_leave(g);
@@ -466,28 +452,21 @@ int64_t pxpy_queue_size(pxpy_gate *g)
     return (int64_t)n;
 }
 
-static void pxpy_nothing(void *arg, int status)
-{
-    (void)arg;
-    (void)status;
-}
-
 /*
 ** Shuts a handler queue's gate.  `own` counts the drains of this queue under way
 ** on the caller's own thread (close() from one of its handlers): those cannot
 ** leave before the caller returns, so it does not wait for them, and Python
 ** frees the queue when the outermost of them returns.  A thread blocked in
-** px_queue_wait would never leave: while others are inside, an empty queue
-** gets a no-op handler posted, which wakes every waiter (px_queue_free runs it,
-** or a drain under way does).
+** HandlerQueue.wait would not leave before a call is queued: while others are
+** inside, px_queue_interrupt ends the waits under way (a wait that entered the
+** gate but had not started yet is ended at the next round).
 */
 int pxpy_queue_shut(pxpy_gate *g, size_t own)
 {
     if (!gate_close(g))
         return 0;
     for (unsigned round = 0; !gate_idle(g, own); round++) {
-        if (px_queue_size(g->obj) == 0)
-            px_queue_post(g->obj, pxpy_nothing, NULL, 0);
+        px_queue_interrupt(g->obj);
         gate_pause(round);
     }
     return 1;

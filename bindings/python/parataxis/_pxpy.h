@@ -54,12 +54,11 @@ int pxpy_timer_close(pxpy_gate *g, pxpy_gate *qg);
 ** their helpers; 0, or -1 when that failed. */
 int pxpy_export(void);
 
-/* The handler queue's calls.  pxpy_queue_wait returns PXPY_EINTR when a signal
+/* The handler queue's calls.  pxpy_queue_wait returns PX_EINTR when a signal
 ** ended the wait. */
 int pxpy_queue_drain(pxpy_gate *g, size_t max);
 void pxpy_drain_stop(void);
 int pxpy_queue_fd(pxpy_gate *g);
-#define PXPY_EINTR 2
 int pxpy_queue_wait(pxpy_gate *g, int64_t deadline);
 int64_t pxpy_queue_size(pxpy_gate *g);
 int pxpy_queue_shut(pxpy_gate *g, size_t own);
