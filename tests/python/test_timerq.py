@@ -158,7 +158,7 @@ def test_exception_goes_to_unraisablehook_and_worker_survives(unraisable, rec):
 
 
 def test_exceptions_in_one_batch_each_reported_and_the_rest_still_run(unraisable):
-    # 300 timers due together reach Python as one batch (see pxpy_run_keys):
+    # 300 timers due together reach Python as one batch (see run_keys, _timers.c):
     # every third raises; every handler still runs once, every raise is reported.
     ran = []
     done = threading.Event()

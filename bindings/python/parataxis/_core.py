@@ -682,6 +682,7 @@ class Timer:
 
     def __init__(self, queue: TimerQueue) -> None:
         self._g = _NULL
+        self._gate: Any = None
         if not isinstance(queue, TimerQueue):
             raise TypeError("Timer needs a TimerQueue")
         self._queue = queue

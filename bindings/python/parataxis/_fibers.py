@@ -17,7 +17,7 @@ import weakref
 from typing import (Any, Callable, Dict, Generic, List, Literal, Optional, Tuple, TypeVar,
                     Union)
 
-from greenlet import getcurrent
+from greenlet import getcurrent, greenlet
 
 from . import _core, _host
 from ._errors import (BusyError, Cancelled, Closed, DeadlockError,
@@ -48,9 +48,10 @@ class Fiber(Generic[T]):
     __slots__ = ("_f", "_run", "id", "_fn", "_args", "_ctx", "_done", "_result", "_exc",
                  "_joined", "__weakref__")
 
-    def __init__(self, run: "_Run", fn: Callable[..., T], args: tuple = (),
+    def __init__(self, run: "_Run", fn: Callable[..., T], args: Tuple[Any, ...] = (),
                  ctx: Optional[contextvars.Context] = None) -> None:
-        self._ctx = contextvars.copy_context() if ctx is None else ctx
+        self._ctx: Optional[contextvars.Context] = (contextvars.copy_context() if ctx is None
+                                                    else ctx)
         self._run = run
         self._fn: Union[Callable[..., T], str, None] = fn
         self._args: Optional[Tuple[Any, ...]] = args
@@ -206,12 +207,12 @@ def _factory(key: Optional[int], call: Any) -> "Fiber[Any]":
 
 # Scheduler.post's calls, by key, from the post until their fiber starts:
 # fn, args and a copy of the poster's context.
-_POSTED: Dict[int, Tuple[Callable[..., Any], tuple, contextvars.Context]] = {}
+_POSTED: Dict[int, Tuple[Callable[..., Any], Tuple[Any, ...], contextvars.Context]] = {}
 _POSTED_LOCK = threading.Lock()
 _next_key = iter(range(1, 1 << 62)).__next__
 
 
-def _take_posted(key: int) -> Tuple[Callable[..., Any], tuple, contextvars.Context]:
+def _take_posted(key: int) -> Tuple[Callable[..., Any], Tuple[Any, ...], contextvars.Context]:
     with _POSTED_LOCK:
         return _POSTED.pop(key)
 

@@ -4,9 +4,9 @@
 ** Each Python fiber is a pulled fiber of a C scheduler run on a greenlet: the
 ** scheduler decides whose turn it is (px_sched_next), the greenlets switch
 ** straight to one another.  A greenlet is a worker: once its fiber ended it
-** runs the next new one, or waits idle in a bounded pool (see retire).  A fiber that would park gets PX_EYIELD from the
-** C call, pulls the next turn and switches to it; once switched back, it
-** collects the outcome.  So no C frame of the library is ever on a parked
+** runs the next new one, or waits idle in a bounded pool (see retire).  A
+** fiber that would park gets PX_EYIELD from the C call, pulls the next turn
+** and switches to it; once switched back, it collects the outcome.  So no C frame of the library is ever on a parked
 ** greenlet's stack (greenlet copies a parked greenlet's stack slice away and
 ** lets others use the space), and a yield is one C call and one switch.
 **
@@ -17,7 +17,8 @@
 **
 ** The state of a run lives in a thread-local record (a thread runs one
 ** scheduler at a time); the Python side (_fibers.py) makes the scheduler and
-** gives it to begin().
+** gives it to begin().  The module's other files are _handles.c (the sync
+** objects' handles, the waits) and _timers.c (the timer queues' side).
 */
 #include "_host.h"
 #include <greenlet.h>   /* greenlet's C API: from its package directory */

@@ -116,11 +116,7 @@ void pxpy_gate_forked(pxpy_gate *g)
     gate_close(g);
 }
 
-/* The timer queue's calls.  `key` is the handle's key (see pxpy_handler).
-** `when` is the deadline in seconds on px_now()'s clock, as Python computed it
-** (the clock plus the delay, so the handle knows it): rounded up to the
-** nanosecond, it is never before that delay has passed.  Past the clock's
-** range (2^63 ns) it saturates to "never", as px_timerq_add does. */
+/* The timer queue's calls (its add and cancel are _host's: _timers.c). */
 int64_t pxpy_cancel_all(pxpy_gate *g)
 {
     int rc = pxpy_gate_enter(g);
