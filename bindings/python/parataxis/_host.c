@@ -6,9 +6,10 @@
 ** straight to one another.  A greenlet is a worker: once its fiber ended it
 ** runs the next new one, or waits idle in a bounded pool (see retire).  A
 ** fiber that would park gets PX_EYIELD from the C call, pulls the next turn
-** and switches to it; once switched back, it collects the outcome.  So no C frame of the library is ever on a parked
-** greenlet's stack (greenlet copies a parked greenlet's stack slice away and
-** lets others use the space), and a yield is one C call and one switch.
+** and switches to it; once switched back, it collects the outcome.  So no C
+** frame of the library is ever on a parked greenlet's stack (greenlet copies a
+** parked greenlet's stack slice away and lets others use the space), and a
+** yield is one C call and one switch.
 **
 ** This is a CPython extension rather than cffi code because its calls must
 ** switch greenlets, which needs the GIL, and cffi releases the GIL around
@@ -913,7 +914,8 @@ static PyObject *posted_fn;  /* Python: _fibers._posted(key, status) */
 static void posted_call(void *arg, int status)
 {
     PyGILState_STATE g = PyGILState_Ensure();
-    PyObject *r = PyObject_CallFunction(posted_fn, "Ki", (unsigned long long)(uintptr_t)arg, status);
+    PyObject *r = PyObject_CallFunction(posted_fn, "Ki", (unsigned long long)(uintptr_t)arg,
+                                        status);
     if (r == NULL)
         PyErr_WriteUnraisable(posted_fn);
     Py_XDECREF(r);

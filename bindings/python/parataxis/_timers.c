@@ -34,7 +34,7 @@
 ** the _State whose handler runs), _refused(code, what) and _run_handler. */
 static PyObject *tls, *refused, *run_handler, *str_current;
 
-/* -- the GIL hand-over -------------------------------------------------------- */
+/* -- the GIL hand-over ---------------------------------------------------- */
 
 /*
 ** add and cancel keep the GIL, so a thread that waits for it would get it only
@@ -66,7 +66,7 @@ static void gil_yield(void)
     }
 }
 
-/* -- the handles ---------------------------------------------------------------- */
+/* -- the handles ---------------------------------------------------------- */
 
 typedef struct hlink {
     struct hlink *prev, *next;
@@ -214,7 +214,7 @@ static int handle_call(handle *h, int status)
     return r == NULL ? -1 : 0;
 }
 
-/* -- the trampolines ------------------------------------------------------------ */
+/* -- the trampolines ------------------------------------------------------ */
 
 /*
 ** While a batch runs on a worker (batch_flush), one-shot handlers are not
@@ -359,7 +359,7 @@ static void trampoline(void *arg, int status)
     k->n++;
 }
 
-/* -- the library's calls with the GIL held ---------------------------------------- */
+/* -- the library's calls with the GIL held -------------------------------- */
 
 /*
 ** TimerQueue's add and cancel keep the GIL, which is safe: px_timerq_add_at
@@ -432,7 +432,7 @@ static int timer_wait(pxpy_gate *g, handle *h)
     return rc;
 }
 
-/* -- TimerHandle ------------------------------------------------------------------- */
+/* -- TimerHandle ---------------------------------------------------------- */
 
 /* 1 or 0 from px_timerq_cancel as True or False; else the refusal raised. */
 static PyObject *cancel_result(int rc, handle *h)
@@ -512,7 +512,7 @@ static PyTypeObject handle_type = {
     .tp_members = handle_members,
 };
 
-/* -- Gate: a gate's memory ----------------------------------------------------------- */
+/* -- Gate: a gate's memory ------------------------------------------------ */
 
 /*
 ** Not tracked by the garbage collector and with no finalizer: it is freed when
@@ -571,7 +571,7 @@ static PyTypeObject gate_type = {
     .tp_new = gate_new,
 };
 
-/* -- _TimerQueueBase: TimerQueue's add and cancel ----------------------------------- */
+/* -- _TimerQueueBase: TimerQueue's add and cancel ------------------------- */
 
 /*
 ** TimerQueue's add and cancel are the C methods of its base class, which keeps
@@ -800,7 +800,7 @@ static PyTypeObject queue_type = {
     .tp_new = PyType_GenericNew,
 };
 
-/* -- Call: one call of the library's, owed to a handler ------------------------------ */
+/* -- Call: one call of the library's, owed to a handler ------------------- */
 
 /*
 ** A call (fn, arg) the library handed to an executor, carried to where Python
@@ -887,7 +887,7 @@ static PyTypeObject call_type = {
     .tp_methods = call_methods,
 };
 
-/* -- Batch: the executor of a queue's worker ------------------------------------------ */
+/* -- Batch: the executor of a queue's worker ------------------------------ */
 
 /*
 ** The worker's calls, a batch at a time.  Each call into Python takes the GIL,
@@ -1035,7 +1035,7 @@ static PyTypeObject batch_type = {
     .tp_new = batch_new,
 };
 
-/* -- the module's functions ------------------------------------------------------------ */
+/* -- the module's functions ----------------------------------------------- */
 
 PyDoc_STRVAR(timer_wait_doc, "timer_wait(gate, owner, sched, fn) -> int: a Timer's async_wait "
                              "(its Gate, its queue's _State and Scheduler or None): 0, or the "
