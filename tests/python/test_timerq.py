@@ -260,6 +260,27 @@ def test_only_exceptions_a_call_can_raise_are_exported():
     assert issubclass(parataxis.Cancelled, Exception)   # `except Exception` sees it
 
 
+def test_every_code_of_the_header_raises_its_own_exception():
+    # The header's codes by their names (px_errname, -1 down to the first it
+    # does not know): each raises the class whose code it is, but the two the
+    # binding acts on itself and never raises (a park, a signal).
+    from parataxis._errors import raise_for
+    from parataxis._parataxis import ffi, lib
+    names = {}
+    code = -1
+    while (name := ffi.string(lib.px_errname(code)).decode()) != "EUNKNOWN":
+        names[code] = name
+        code -= 1
+    assert len(names) >= 14 and names[lib.PX_EINVAL] == "EINVAL"
+    for code, name in names.items():
+        if name in ("EYIELD", "EINTR"):
+            continue
+        with pytest.raises(parataxis.Error) as info:
+            raise_for(code)
+        assert type(info.value) is not parataxis.Error, name
+        assert info.value.code == code == getattr(lib, "PX_" + name), name
+
+
 def test_timer_waiters_fire_together(rec):
     with parataxis.TimerQueue() as q:
         t = parataxis.Timer(q)
