@@ -1124,8 +1124,9 @@ PyMODINIT_FUNC PyInit__host(void)
         || worker_fn == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyType_Ready(&hexec_type) != 0 || pxh_add_handles(m) != 0
-                      || pxh_add_timers(m) != 0))
+    if (m != NULL && (PyType_Ready(&hexec_type) != 0
+                      || PyModule_AddObjectRef(m, "Executor", (PyObject *)&hexec_type) != 0
+                      || pxh_add_handles(m) != 0 || pxh_add_timers(m) != 0))
         Py_CLEAR(m);
     return m;
 }
