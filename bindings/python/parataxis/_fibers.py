@@ -3,9 +3,10 @@ scopes, cancellation tokens and the scheduler as an executor.
 
 A fiber is a pulled fiber of a px_sched run on a greenlet (see _host.c): the
 C scheduler decides whose turn it is, the greenlets switch straight to one
-another.  A greenlet whose fiber ended is kept, idle, to run a later one.  Every blocking call is a C call that returns PX_EYIELD when it must
-wait; the fiber then hands the thread to the next one and, once switched back,
-collects the outcome.  A parked fiber therefore has no C frame of the library
+another.  A greenlet whose fiber ended is kept, idle, to run a later one.
+Every blocking call is a C call that returns PX_EYIELD when it must wait; the
+fiber then hands the thread to the next one and, once switched back, collects
+the outcome.  A parked fiber therefore has no C frame of the library
 on its stack, which greenlet may copy away while others run.
 """
 from __future__ import annotations
