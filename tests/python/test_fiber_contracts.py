@@ -506,7 +506,7 @@ def test_a_given_up_run_calls_every_handler_it_took_in(monkeypatch, rec):
     real = _fibers._factory
     queue = []
 
-    def failing(fn, arg, status):
+    def failing(key, call):
         monkeypatch.setattr(_fibers, "_factory", real)
         q = queue[0]
         q.add(0, rec)

@@ -80,3 +80,64 @@ def test_a_released_spawn_handle_is_spent():
             _host.wait(_host.JOIN, h)
 
     px.run(main)
+
+
+def test_the_cffi_module_is_the_c_api_and_nothing_is_added_to_it():
+    # Two modules, each for one reason: cffi's holds ffi and lib only (no type
+    # added at import), what holds the GIL is _host's, and no function of
+    # either takes or gives a C address as an int.
+    from parataxis import _parataxis
+    assert {n for n in vars(_parataxis) if not n.startswith("__")} == {"ffi", "lib"}
+    for name in ("TimerHandle", "_TimerQueueBase", "Gate", "Batch", "Call", "Executor"):
+        assert isinstance(getattr(_host, name), type), name
+    assert px.TimerHandle is _host.TimerHandle
+    assert not hasattr(_host, "handler_kind")
+    assert not [n for n in dir(_parataxis.lib) if n.startswith("pxpy_") and
+                n in ("pxpy_export", "pxpy_handler", "pxpy_post", "pxpy_invoke")]
+
+
+def test_handles_of_the_timer_side_refuse_what_is_not_theirs():
+    from parataxis._parataxis import ffi, lib
+    with pytest.raises(TypeError):
+        _host.Call()                    # made by C only: no address from Python
+    with pytest.raises(TypeError):
+        _host.Executor()
+    with pytest.raises(TypeError):
+        _host.timer_wait(object(), None, None, print)
+    with pytest.raises(TypeError):
+        _host.Batch(42)                 # None or a callable
+    # A gate is shut until pxpy_gate_init opens it: a call refuses, touches nothing.
+    assert lib.pxpy_enter(ffi.from_buffer("pxpy_gate *", _host.Gate())) == lib.PX_ECLOSED
+    q = px.TimerQueue()
+    q._gate = None
+    with pytest.raises(RuntimeError):
+        q.add(1, print)                 # no gate: refused, nothing added
+    q._gate = object()
+    with pytest.raises(TypeError):
+        q.add(1, print)
+
+
+def test_a_library_call_handed_to_an_executor_is_made_once():
+    # A concurrent.futures executor gets each call as a _host.Call: it makes
+    # the library's call once; a second making raises instead of calling C
+    # with a record that may be gone.
+    import concurrent.futures
+
+    import threading
+    got, ran, done = [], [], threading.Event()
+
+    class Keep(concurrent.futures.Executor):
+        def submit(self, fn, *args, **kwargs):
+            got.append(fn)
+            done.set()
+            return concurrent.futures.Future()
+
+    q = px.TimerQueue(Keep())
+    q.add(0, ran.append)
+    assert done.wait(5)
+    call = got[0].call
+    call(0)
+    with pytest.raises(RuntimeError, match="made already"):
+        call(0)
+    q.close()
+    assert ran == [False]

@@ -158,7 +158,7 @@ def test_exception_goes_to_unraisablehook_and_worker_survives(unraisable, rec):
 
 
 def test_exceptions_in_one_batch_each_reported_and_the_rest_still_run(unraisable):
-    # 300 timers due together reach Python as one batch (see pxpy_run_keys):
+    # 300 timers due together reach Python as one batch (see run_keys, _timers.c):
     # every third raises; every handler still runs once, every raise is reported.
     ran = []
     done = threading.Event()
@@ -258,6 +258,27 @@ def test_only_exceptions_a_call_can_raise_are_exported():
         assert issubclass(cls, parataxis.Error) and cls.__module__ == "parataxis"
     assert issubclass(parataxis.Timeout, TimeoutError)
     assert issubclass(parataxis.Cancelled, Exception)   # `except Exception` sees it
+
+
+def test_every_code_of_the_header_raises_its_own_exception():
+    # The header's codes by their names (px_errname, -1 down to the first it
+    # does not know): each raises the class whose code it is, but the two the
+    # binding acts on itself and never raises (a park, a signal).
+    from parataxis._errors import raise_for
+    from parataxis._parataxis import ffi, lib
+    names = {}
+    code = -1
+    while (name := ffi.string(lib.px_errname(code)).decode()) != "EUNKNOWN":
+        names[code] = name
+        code -= 1
+    assert len(names) >= 14 and names[lib.PX_EINVAL] == "EINVAL"
+    for code, name in names.items():
+        if name in ("EYIELD", "EINTR"):
+            continue
+        with pytest.raises(parataxis.Error) as info:
+            raise_for(code)
+        assert type(info.value) is not parataxis.Error, name
+        assert info.value.code == code == getattr(lib, "PX_" + name), name
 
 
 def test_timer_waiters_fire_together(rec):

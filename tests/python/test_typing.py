@@ -69,7 +69,7 @@ def _doc_fiber_blocks():
 
 def test_mypy_strict_is_clean(tmp_path):
     pytest.importorskip("mypy")
-    files = [str(ROOT / "python" / "parataxis")]
+    files = [str(ROOT / "bindings" / "python" / "parataxis")]
     files += sorted(str(p) for p in (ROOT / "docs" / "examples").glob("*.py"))
     for i, code in enumerate(_doc_fiber_blocks()):
         p = tmp_path / f"python_md_block{i}.py"

@@ -4,8 +4,9 @@ Run at build time by bindings/python/CMakeLists.txt:
     python _build_ffi.py OUT.c [core/include/parataxis.h]
 CMake then compiles OUT.c and _pxpy.c (the binding's own C) into one Python
 module under the project's warnings and links it to libparataxis.so.  The cdef
-is generated from parataxis.h (the whole C API, never restated by hand), the
-declarations of _pxpy.h, and the Python functions that C calls.
+is generated from parataxis.h (the whole C API, never restated by hand) and
+the declarations of _pxpy.h (the calls on the queues' gates, made without the
+GIL).  Nothing here calls into Python: what needs the GIL is parataxis._host.
 """
 import os
 import re
@@ -45,21 +46,6 @@ def pxpy_cdef(path: str = HEADER) -> str:
     return text[text.index(begin) + len(begin):text.index(end)]
 
 
-# The gate's fields are C11 atomics, which cffi cannot read: it learns the
-# struct's size from the compiler (_pxpy.h defines it), so that Python can own
-# a gate's memory (ffi.new; see _new_gate in _core.py).
-GATE = r"""
-struct pxpy_gate { ...; };
-"""
-
-# Python functions that C calls: compiled by cffi, defined in _core.py.  The
-# "Python+C" ones are called by _pxpy.c too (declared in _pxpy.h); pxpy_post is
-# taken from Python as a px_executor's post.
-EXTERN_PYTHON = r"""
-extern "Python+C" void pxpy_handler(uintptr_t key, int status);
-extern "Python" int pxpy_post(void *ctx, px_handler_fn fn, void *arg, int status);
-"""
-
 # _pxpy.c is compiled next to what cffi generates (bindings/python/CMakeLists.txt),
 # under the project's warnings: the module's init function is declared first for
 # -Wmissing-prototypes (cffi defines it without a prototype).
@@ -68,7 +54,7 @@ SOURCE = '#include "_pxpy.h"\nPyMODINIT_FUNC PyInit__parataxis(void);\n'
 
 def make_ffi(api_header: str = API_HEADER) -> cffi.FFI:
     ffi = cffi.FFI()
-    ffi.cdef(header_cdef(api_header) + pxpy_cdef() + GATE + EXTERN_PYTHON)
+    ffi.cdef(header_cdef(api_header) + pxpy_cdef())
     ffi.set_source("parataxis._parataxis", SOURCE)
     return ffi
 

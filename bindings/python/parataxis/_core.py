@@ -2,35 +2,37 @@
 
 How a Python handler reaches C and comes back exactly once:
 
-- Each add wraps the callable in a TimerHandle, a C type (_pxpy.c), which
-  holds it, its queue's _State and the contextvars context copied at the add
-  (the handler runs in it, as loop.call_later's callbacks do).  Its address is
-  the C `arg`, the key; while the call is owed the handle is on a live list in
-  C that holds it (a root the garbage collector cannot break, even when the
+- Each add wraps the callable in a TimerHandle, a C type (_host, _timers.c),
+  which holds it, its queue's _State and the contextvars context copied at the
+  add (the handler runs in it, as loop.call_later's callbacks do).  Its address
+  is the C `arg` (C to C: never a Python int); while the call is owed the handle
+  is on a live list in C that holds it (a root the garbage collector cannot break, even when the
   TimerQueue object itself is gone), until the handler's final call -- a
   one-shot's only call, a periodic timer's aborted call -- takes it off.  That
   call is the release point; nothing else is.  A handle refers to its queue's
   _State, never to the TimerQueue, so pending timers do not keep a dropped
   queue alive.  A Timer's waits are such handles too, never shown.
 - Every C call on a queue, timer or handler queue goes through the object's
-  gate (pxpy_gate in _pxpy.c): close() shuts the gate, waits for the calls
-  under way in other threads, and only then frees the C object.  A call that
-  loses the race is refused and raises Closed.
-- The C side calls the compiled extern "Python+C" function pxpy_handler; cffi takes
-  the GIL for it.  Every other C call runs with the GIL released (cffi's rule), so
-  px_timerq_free and px_queue_wait never block Python threads -- except
-  TimerQueue.add and cancel, C methods of its base _TimerQueueBase, which are
-  short and keep it (see _pxpy.c).
+  gate (_gate.h, _pxpy.c): close() shuts the gate, waits for the calls under
+  way in other threads, and only then frees the C object.  A call that loses
+  the race is refused and raises Closed.  Its memory is a _host.Gate, which
+  cffi views as a pxpy_gate *.
+- The library calls a handler through _host's C trampolines, which take the
+  GIL and call _run_handler here.  Every C call from cffi runs with the GIL
+  released (cffi's rule), so px_timerq_free and a HandlerQueue wait never block
+  Python threads -- except TimerQueue.add and cancel, C methods of its base
+  _host._TimerQueueBase, which are short and keep it (see _timers.c).
 - A queue without an executor, or with a concurrent.futures one, gets the C
-  executor pxpy_batch: the worker's calls of one batch run (or are submitted)
+  executor _host.Batch: the worker's calls of one batch run (or are submitted)
   under one hold of the GIL, not one each, and the one-shot handlers among them
-  are called in one go from C, pxpy_run_keys; see _pxpy.c.
+  are called in one go from C; see _timers.c.
 """
 from __future__ import annotations
 
 import asyncio
 import atexit
 import concurrent.futures
+import functools
 import math
 import os
 import threading
@@ -38,6 +40,7 @@ import time
 import weakref
 from typing import Any, Callable, Dict, NoReturn, Optional, Set, Union
 
+from . import _host
 from ._errors import Closed, ForkedError, InvalidArgument, NoMemory, check, raise_for
 from ._parataxis import ffi, lib
 
@@ -46,7 +49,7 @@ Executor = Union[None, "HandlerQueue", asyncio.AbstractEventLoop, concurrent.fut
 
 _NULL = ffi.NULL
 _ECANCELED = lib.PX_ECANCELED
-_EINTR = lib.PXPY_EINTR
+_EINTR = lib.PX_EINTR
 _CTX: Dict[int, Any] = {}               # id(queue state) -> what its executor's ctx needs
 _QUEUES: "weakref.WeakSet[TimerQueue]" = weakref.WeakSet()
 _HQUEUES: "weakref.WeakSet[HandlerQueue]" = weakref.WeakSet()
@@ -56,15 +59,12 @@ _tls = threading.local()
 # delivery hands the GIL to the worker and back, several microseconds here, so
 # the worker gathers a millisecond's aborts into one.
 _ABORT_LINGER_NS = 1_000_000
-# The handles and the hot pair in C, as CPython objects rather than cffi calls
-# (see _pxpy.c).
-if lib.pxpy_export() != 0:              # pragma: no cover - out of memory at import
-    raise ImportError("parataxis: pxpy_export failed")
-from ._parataxis import (TimerHandle, _claim, _drop_call, _live_clear,  # noqa: E402
-                         _live_owners, _new_call, _setup, _TimerQueueBase)
-_invoke = lib.pxpy_invoke
+# The handles and the hot pair, add and cancel, in C, as CPython objects
+# rather than cffi calls (see _timers.c).
+TimerHandle = _host.TimerHandle
+_TimerQueueBase = _host._TimerQueueBase
 # Executors that run a call in another process or interpreter: they cannot call
-# a handler (or the C trampoline) of this one.
+# a handler (or the library's call) of this one.
 _ELSEWHERE = tuple(c for c in (getattr(concurrent.futures, "ProcessPoolExecutor", None),
                                getattr(concurrent.futures, "InterpreterPoolExecutor", None))
                    if c is not None)
@@ -85,15 +85,9 @@ def _first_too_long() -> float:
 
 
 _TOO_LONG = _first_too_long()
-# Deadlines are float seconds on the clock of px_now() (CLOCK_MONOTONIC), taken
-# where the handle is made (add's in C, add_periodic's here), so that it knows
-# its when() without a second call into C; pxpy_add_at rounds them up to the
-# nanosecond (and saturates, as above).
-if time.get_clock_info("monotonic").implementation == "clock_gettime(CLOCK_MONOTONIC)":
-    _clock = time.monotonic
-else:                                   # pragma: no cover - not Linux
-    def _clock() -> float:
-        return lib.px_now() / 1e9
+# A timer's deadline is float seconds on the clock of px_now(), taken in C where
+# its handle is made (so that it knows its when() without a second call), and
+# rounded up to the nanosecond there (see add_at in _timers.c).
 
 
 class _State:
@@ -117,35 +111,33 @@ def _refused(code: int, what: str) -> NoReturn:
 
 
 def _new_gate(obj: Any) -> Any:
-    # A gate for the C object `obj` (see pxpy_gate in _pxpy.c), or NULL when
-    # memory ran out.  Its memory is this cdata's (ffi.new), which the garbage
-    # collector does not track: it is freed when the last Python object holding
-    # it is deallocated, after the __del__ of every holder has run.  An ffi.gc
-    # destructor would be a finalizer instead: in a reference cycle the collector
-    # may run it before the __del__ of the queue that holds the gate, whose
-    # close() would then shut freed memory (and wait for ever for a count that
-    # is no count).
+    # A gate for the C object `obj` (see _gate.h), as (its _host.Gate, cffi's
+    # pxpy_gate * view of it), or (None, NULL) when memory ran out.  The Gate
+    # is not tracked by the garbage collector and has no finalizer: it is freed
+    # when the last Python object holding it (or the view) is deallocated,
+    # after the __del__ of every holder has run.  A finalizer would be run by
+    # the collector in a reference cycle possibly before the __del__ of the
+    # queue that holds the gate, whose close() would then shut freed memory.
     try:
-        g = ffi.new("pxpy_gate *")
+        gate = _host.Gate()
     except MemoryError:
-        return _NULL
+        return None, _NULL
+    g = ffi.from_buffer("pxpy_gate *", gate)
     lib.pxpy_gate_init(g, obj)
-    return g
+    return gate, g
 
 
-@ffi.def_extern()
-def pxpy_handler(key: int, status: int) -> None:
-    # cffi reports an exception escaping this function through sys.unraisablehook
-    # and returns to C: the worker (or the draining thread) goes on.  But a
-    # KeyboardInterrupt or SystemExit (any BaseException that is no Exception)
+def _run_handler(fn: Handler, ctx: Any, owner: "_State", aborted: bool) -> None:
+    # A handler's call, from _host's trampolines (GIL taken), the handle claimed
+    # already (the final call released it).  An exception escaping goes to
+    # sys.unraisablehook and C goes on: the worker (or the draining thread).  But
+    # a KeyboardInterrupt or SystemExit (any BaseException that is no Exception)
     # in a handler that HandlerQueue.drain() runs stops that drain and is raised
     # by it, as Python users expect.
-    # The final call releases the handle (and its Scheduler's hold, see add).
-    fn, ctx, owner = _claim(key, status)
     prev = getattr(_tls, "current", None)
     _tls.current = owner
     try:
-        ctx.run(fn, status != 0)
+        ctx.run(fn, aborted)
     except Exception:
         raise
     except BaseException as e:
@@ -159,15 +151,15 @@ def pxpy_handler(key: int, status: int) -> None:
 
 
 class _Submitted:
-    """A call handed to a concurrent.futures executor.  It is made once, by
-    whichever comes first: the executor running it, or its future ending
-    without having run it (cancelled, failed to start), which makes it the
-    handler's aborted call, inline in the thread that ended the future."""
+    """A call (a _host.Call) handed to a concurrent.futures executor.  It is
+    made once, by whichever comes first: the executor running it, or its future
+    ending without having run it (cancelled, failed to start), which makes it
+    the handler's aborted call, inline in the thread that ended the future."""
 
-    __slots__ = ("fn", "arg", "token")
+    __slots__ = ("call", "token")
 
-    def __init__(self, fn: Any, arg: Any) -> None:
-        self.fn, self.arg, self.token = fn, arg, [None]
+    def __init__(self, call: Any) -> None:
+        self.call, self.token = call, [None]
 
     def claim(self) -> bool:
         try:
@@ -178,21 +170,20 @@ class _Submitted:
 
     def __call__(self) -> None:
         if self.claim():
-            _invoke(self.fn, self.arg, 0)
+            self.call(0)
 
     def ended(self, future: Any) -> None:
         if self.claim():
-            _invoke(self.fn, self.arg, _ECANCELED)
+            self.call(_ECANCELED)
 
 
-@ffi.def_extern()
-def pxpy_post(ctx: Any, fn: Any, arg: Any, status: int) -> int:
-    # Runs on the worker: hand the C trampoline (fn, arg) to the
-    # concurrent.futures executor.  The trampoline decides, when it runs, whether
+def _submit(executor: concurrent.futures.Executor, c: Any) -> int:
+    # A Batch's submit, on the worker: hand the library's call c to the
+    # concurrent.futures executor.  The library decides, when it runs, whether
     # the timer was cancelled meanwhile -- so cancel wins while it waits there.
-    call = _Submitted(fn, arg)
+    call = _Submitted(c)
     try:
-        future = ffi.from_handle(ctx).submit(call)
+        future = executor.submit(call)
     except BaseException:               # shut down: the worker runs it, aborted
         return lib.PX_ECLOSED if call.claim() else 0
     try:
@@ -227,7 +218,7 @@ def _check_handler(fn: object) -> None:
         raise TypeError(f"handler must be callable, not {type(fn).__name__}")
 
 
-_setup(_tls, _refused, _TOO_LONG)       # what the C handles and queues call back
+_host.timers_setup(_tls, _refused, _run_handler)   # what the C handles and queues call back
 
 
 class HandlerQueue:
@@ -241,7 +232,7 @@ class HandlerQueue:
         self._q = lib.px_queue_new()
         if self._q == _NULL:
             raise NoMemory("px_queue_new failed")
-        g = _new_gate(self._q)
+        self._gate, g = _new_gate(self._q)
         if g == _NULL:
             lib.px_queue_free(self._q)
             self._q = _NULL
@@ -288,7 +279,7 @@ class HandlerQueue:
         draining.append(self)           # close() from a handler must not wait for it
         prev = getattr(_tls, "drain", None)
         box: "list[BaseException]" = []
-        _tls.drain = box                # where pxpy_handler puts what must propagate
+        _tls.drain = box                # where _run_handler puts what must propagate
         try:
             rc = lib.pxpy_queue_drain(self._g, max)
         finally:
@@ -311,7 +302,7 @@ class HandlerQueue:
         Signals are handled while it waits: Ctrl-C raises KeyboardInterrupt."""
         end = -1 if timeout is None else min(lib.px_now() + _ns(timeout, "timeout"),
                                              _INT64_MAX)
-        # Back from C at each signal (PXPY_EINTR), so the Python signal handlers
+        # Back from C at each signal (PX_EINTR), so the Python signal handlers
         # run here (PEP 475): the loop's next turn raises what they raise.
         while True:
             rc = lib.pxpy_queue_wait(self._g, end)
@@ -404,8 +395,8 @@ class TimerQueue(_TimerQueueBase):
     HandlerQueue.  Handlers are called as fn(aborted), exactly once per timer
     (a periodic one once per tick, then once with aborted=True).
 
-    add and cancel are C methods of _TimerQueueBase (_pxpy.c), which keeps
-    _state, _sched, _loop and _gp (the gate's address) in C for them.
+    add and cancel are C methods of _TimerQueueBase (_timers.c), which keeps
+    _state, _sched, _loop and _gate (its _host.Gate) in C for them.
     """
 
     def __init__(self, executor: Executor = None) -> None:
@@ -427,20 +418,19 @@ class TimerQueue(_TimerQueueBase):
         if hq is not None:
             hq._enter()
         try:
-            ex = self._make_executor(executor)
+            ex = self._make_executor(executor)  # kept until px_timerq_new copied it
             opts = ffi.new("px_timerq_opts *")
-            keep = ffi.new("px_executor *", ex)     # copied by px_timerq_new
-            opts.executor = keep
+            opts.executor = ex
             opts.abort_linger_ns = _ABORT_LINGER_NS
             self._q = lib.px_timerq_new(opts)
-            g = _NULL if self._q == _NULL else _new_gate(self._q)
+            gate, g = (None, _NULL) if self._q == _NULL else _new_gate(self._q)
             if g == _NULL:
                 lib.px_timerq_free(self._q)         # NULL does nothing
                 self._q = _NULL
                 _CTX.pop(id(self._state), None)
                 raise NoMemory("px_timerq_new failed")
             self._g = self._state.g = g
-            self._gp = int(ffi.cast("uintptr_t", g))
+            self._gate = gate
         except BaseException:
             into, self._into = self._into, None
             if into is not None:        # no C queue posts into it
@@ -454,27 +444,28 @@ class TimerQueue(_TimerQueueBase):
             self._watch_loop()
         _QUEUES.add(self)
 
-    def _batched(self, inner: Any) -> Any:
+    def _batched(self, submit: Any) -> Any:
         # Handlers on the worker, or posts to a concurrent.futures executor, go
-        # a batch at a time under one hold of the GIL (see pxpy_batch).  The batch
-        # lives in _CTX as long as the worker may use it.
-        b = lib.pxpy_batch_new(inner)
-        if b == _NULL:
-            raise NoMemory("pxpy_batch_new failed")
-        b = ffi.gc(b, lib.pxpy_batch_free)
+        # a batch at a time under one hold of the GIL (see _host.Batch).  The
+        # batch lives in _CTX as long as the worker may use it.
+        try:
+            b = _host.Batch(submit)
+        except MemoryError:
+            raise NoMemory("no memory for the batch executor") from None
         _CTX.setdefault(id(self._state), []).append(b)
-        return lib.pxpy_batch_executor(b)
+        return ffi.from_buffer("px_executor *", b)
 
     def _make_executor(self, executor: Any) -> Any:
+        # The px_executor * that px_timerq_new copies.
         if executor is None:
-            return self._batched({"post": _NULL, "ctx": _NULL, "flush": _NULL})
+            return self._batched(None)
         if isinstance(executor, HandlerQueue):
             q = executor._ptr()
             executor._users.add(self)
             self._user_hq = executor
             executor._hold()            # inside its gate: it is open
             self._into = executor
-            return lib.px_queue_executor(q)
+            return ffi.new("px_executor *", lib.px_queue_executor(q))
         if isinstance(executor, asyncio.AbstractEventLoop):
             if executor.is_closed():
                 raise Closed("the event loop is closed")
@@ -482,7 +473,7 @@ class TimerQueue(_TimerQueueBase):
             self._hq = HandlerQueue()
             self._hq._hold()
             self._into = self._hq
-            return lib.px_queue_executor(self._hq._q)
+            return ffi.new("px_executor *", lib.px_queue_executor(self._hq._q))
         from ._fibers import Scheduler     # imports this module: imported late
         if isinstance(executor, Scheduler):
             self._sched = self._state.sched = executor
@@ -494,9 +485,7 @@ class TimerQueue(_TimerQueueBase):
                     f"executor {type(executor).__name__} (a {kind}) runs calls in another "
                     "process or interpreter, which cannot call this one's handlers: use "
                     "a ThreadPoolExecutor and submit to the process pool from a handler")
-            h = ffi.new_handle(executor)
-            _CTX.setdefault(id(self._state), []).append(h)
-            return self._batched({"post": lib.pxpy_post, "ctx": h, "flush": _NULL})
+            return self._batched(functools.partial(_submit, executor))
         raise TypeError("executor must be None, an asyncio loop, a "
                         "concurrent.futures.Executor or a HandlerQueue")
 
@@ -579,15 +568,7 @@ class TimerQueue(_TimerQueueBase):
         f = _ns(first, "first")
         if self._loop is not None:
             self._check_loop()
-        if self._sched is not None:
-            self._sched._hold()
-        h = _new_call(self._state, self._sched, fn, self._gp)
-        h._periodic = True
-        h._when = _clock() + f / 1e9
-        h._id = tid = lib.pxpy_add_periodic(self._g, f, p, h._key)
-        if tid == 0:
-            _drop_call(h)
-            self._not_added()
+        h: TimerHandle = self._arm_periodic(f, p, fn)
         return h
 
     def cancel_all(self) -> int:
@@ -701,6 +682,7 @@ class Timer:
 
     def __init__(self, queue: TimerQueue) -> None:
         self._g = _NULL
+        self._gate: Any = None
         if not isinstance(queue, TimerQueue):
             raise TypeError("Timer needs a TimerQueue")
         self._queue = queue
@@ -711,11 +693,12 @@ class Timer:
         queue._enter()
         try:
             t = lib.px_timer_new(queue._q)
-            g = _NULL if t == _NULL else _new_gate(t)
+            gate, g = (None, _NULL) if t == _NULL else _new_gate(t)
             if g == _NULL:
                 lib.px_timer_free(t)    # NULL does nothing
                 raise NoMemory("px_timer_new failed")
             self._g = g
+            self._gate = gate
             queue._timers.add(self._g)
         finally:
             queue._leave()
@@ -747,10 +730,8 @@ class Timer:
         sched = queue._sched
         if sched is not None:
             sched._hold()
-        call = _new_call(queue._state, sched, fn, 0)
-        rc = lib.pxpy_timer_wait(self._g, call._key)
-        if rc < 0:
-            _drop_call(call)
+        rc = _host.timer_wait(self._gate, queue._state, sched, fn)
+        if rc < 0:                      # fn will never be called
             if sched is not None:
                 sched._unhold()
             self._done(rc)
@@ -816,7 +797,7 @@ def _wait_deferred(timeout: float) -> None:
     # still delivers the aborted calls.  Let it finish before finalization.
     end = time.monotonic() + timeout
     while _DEFERRED and time.monotonic() < end:
-        owners = _live_owners()
+        owners = _host.live_owners()
         if not owners & _DEFERRED:
             break
         time.sleep(0.001)
@@ -835,7 +816,7 @@ def _after_fork_in_child() -> None:
     for hq in list(_HQUEUES):
         hq._forked = True
         lib.pxpy_gate_forked(hq._g)
-    _live_clear()
+    _host.live_clear()
     _CTX.clear()
     _DEFERRED.clear()
 

@@ -106,6 +106,11 @@ for _cls in _ALL:
     _cls.__module__ = "parataxis"
 del _cls
 
+# Code -> class, from the classes: each names its code once, as the header's
+# constant (lib.PX_E*, which cffi takes from parataxis.h), never as a number
+# or a string of its own.  Every code px_errname knows has its class here but
+# PX_EYIELD and PX_EINTR, which the binding acts on and never raises
+# (test_every_code_of_the_header_raises_its_own_exception).
 _BY_CODE: Dict[int, Type[Error]] = {c.code: c for c in _ALL[1:]}
 
 

@@ -3,9 +3,10 @@ scopes, cancellation tokens and the scheduler as an executor.
 
 A fiber is a pulled fiber of a px_sched run on a greenlet (see _host.c): the
 C scheduler decides whose turn it is, the greenlets switch straight to one
-another.  A greenlet whose fiber ended is kept, idle, to run a later one.  Every blocking call is a C call that returns PX_EYIELD when it must
-wait; the fiber then hands the thread to the next one and, once switched back,
-collects the outcome.  A parked fiber therefore has no C frame of the library
+another.  A greenlet whose fiber ended is kept, idle, to run a later one.
+Every blocking call is a C call that returns PX_EYIELD when it must wait; the
+fiber then hands the thread to the next one and, once switched back, collects
+the outcome.  A parked fiber therefore has no C frame of the library
 on its stack, which greenlet may copy away while others run.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ import weakref
 from typing import (Any, Callable, Dict, Generic, List, Literal, Optional, Tuple, TypeVar,
                     Union)
 
-from greenlet import getcurrent
+from greenlet import getcurrent, greenlet
 
 from . import _core, _host
 from ._errors import (BusyError, Cancelled, Closed, DeadlockError,
@@ -48,9 +49,10 @@ class Fiber(Generic[T]):
     __slots__ = ("_f", "_run", "id", "_fn", "_args", "_ctx", "_done", "_result", "_exc",
                  "_joined", "__weakref__")
 
-    def __init__(self, run: "_Run", fn: Callable[..., T], args: tuple = (),
+    def __init__(self, run: "_Run", fn: Callable[..., T], args: Tuple[Any, ...] = (),
                  ctx: Optional[contextvars.Context] = None) -> None:
-        self._ctx = contextvars.copy_context() if ctx is None else ctx
+        self._ctx: Optional[contextvars.Context] = (contextvars.copy_context() if ctx is None
+                                                    else ctx)
         self._run = run
         self._fn: Union[Callable[..., T], str, None] = fn
         self._args: Optional[Tuple[Any, ...]] = args
@@ -192,34 +194,26 @@ class _Run:
                 and not (self.cancelled and isinstance(exc, Cancelled)))
 
 
-def _factory(fn: int, arg: int, status: int) -> "Fiber[Any]":
+def _factory(key: Optional[int], call: Any) -> "Fiber[Any]":
     # A fiber that an executor's call started: its Fiber, at its first turn.
+    # Scheduler.post's call `key`, or a timer queue's call (a _host.Call, whose
+    # run() makes it and then the Python handler it reaches, which may wait).
     run = _host.current()
     assert run is not None              # only a run's turns call it
-    if _host.handler_kind(fn) == 1:
-        call, args, ctx = _take_posted(arg)
-        return Fiber(run, call, args, ctx)
-    return Fiber(run, _handler_call(fn, arg, status), (), run.context.copy())
-
-
-def _handler_call(fn: int, arg: int, status: int) -> Callable[[], None]:
-    def call() -> None:
-        key, hstatus = ffi.new("uintptr_t *"), ffi.new("int *")
-        cfn, carg = ffi.cast("px_handler_fn", fn), ffi.cast("void *", arg)
-        if lib.pxpy_deferred_call(cfn, carg, status, key, hstatus):
-            from . import _core
-            _core.pxpy_handler(key[0], hstatus[0])   # a Python handler: may wait
-    return call
+    if key is not None:
+        fn, args, ctx = _take_posted(key)
+        return Fiber(run, fn, args, ctx)
+    return Fiber(run, call.run, (), run.context.copy())
 
 
 # Scheduler.post's calls, by key, from the post until their fiber starts:
 # fn, args and a copy of the poster's context.
-_POSTED: Dict[int, Tuple[Callable[..., Any], tuple, contextvars.Context]] = {}
+_POSTED: Dict[int, Tuple[Callable[..., Any], Tuple[Any, ...], contextvars.Context]] = {}
 _POSTED_LOCK = threading.Lock()
 _next_key = iter(range(1, 1 << 62)).__next__
 
 
-def _take_posted(key: int) -> Tuple[Callable[..., Any], tuple, contextvars.Context]:
+def _take_posted(key: int) -> Tuple[Callable[..., Any], Tuple[Any, ...], contextvars.Context]:
     with _POSTED_LOCK:
         return _POSTED.pop(key)
 
@@ -245,7 +239,7 @@ class Scheduler:
 
     def __init__(self, run: _Run) -> None:
         self._run = run
-        self._exec, self._post, self._ctx = _host.executor()
+        self._exec = _host.executor()
 
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
         """Starts fn(*args) as a new fiber of the run; returns None.
@@ -267,7 +261,7 @@ class Scheduler:
 
     def _hold(self) -> bool:
         # A timer queue delivering here owes a handler call (its add, in
-        # _pxpy.c): the run must neither end nor report a deadlock before the
+        # _timers.c): the run must neither end nor report a deadlock before the
         # call's fiber starts; _unhold at its final call.  False (no hold)
         # once the run was cancelled or is over: the call is then aborted.
         return _host.hold(self._exec)
@@ -276,9 +270,9 @@ class Scheduler:
         _host.unhold(self._exec)
 
     def _executor(self) -> Any:
-        # The px_executor a TimerQueue copies; it keeps self._exec alive.
-        return {"post": ffi.cast("int (*)(void *, px_handler_fn, void *, int)", self._post),
-                "ctx": ffi.cast("void *", self._ctx), "flush": ffi.NULL}
+        # The px_executor * a TimerQueue copies: the buffer of self._exec, which
+        # the TimerQueue keeps alive through this Scheduler.
+        return ffi.from_buffer("px_executor *", self._exec)
 
     def __repr__(self) -> str:
         state = "running" if self._run.alive else "done"

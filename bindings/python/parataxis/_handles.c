@@ -10,9 +10,11 @@
 ** object's address with no bytes (nothing reads or writes through the buffer),
 ** and the view keeps the handle alive.  So no address is ever a Python int, and
 ** the op a wait makes is checked against the kind of object it is given: a wrong
-** pairing raises TypeError instead of calling C with the wrong object.  Python
-** frees a Prim's object (_Primitive.__del__ in _sync.py decides when); a Token
-** frees its px_token when it is deallocated.
+** pairing raises TypeError instead of calling C with the wrong object.  Both
+** hand their object to the collector's rule of bindings/host (pxhost_collect:
+** freed now, or kept while busy and freed when a run of the thread ends): a
+** Prim when Python calls its collect() (_Primitive.__del__ in _sync.py decides
+** when), a Token when it is deallocated.
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,6 +23,7 @@
 #include <stdint.h>
 
 #include "_host.h"
+#include "pxhost.h"
 
 typedef struct {
     PyObject_HEAD
@@ -53,6 +56,25 @@ static void *make(int kind, size_t n)
     }
     return NULL;
 }
+
+/* Each kind's px_*_free as the collector's pxhost_free_fn. */
+#define FREE_AS(kind, fn) static int free_##kind(void *p) { return fn(p); }
+FREE_AS(mutex, px_mutex_free)
+FREE_AS(rwlock, px_rwlock_free)
+FREE_AS(waitgroup, px_waitgroup_free)
+FREE_AS(barrier, px_barrier_free)
+FREE_AS(once, px_once_free)
+FREE_AS(sem, px_sem_free)
+FREE_AS(event, px_event_free)
+FREE_AS(chan, px_chan_free)
+#undef FREE_AS
+
+static const pxhost_free_fn free_of[PXH_NKINDS] = {
+    [PXH_K_MUTEX] = free_mutex,       [PXH_K_RWLOCK] = free_rwlock,
+    [PXH_K_WAITGROUP] = free_waitgroup, [PXH_K_BARRIER] = free_barrier,
+    [PXH_K_ONCE] = free_once,         [PXH_K_SEM] = free_sem,
+    [PXH_K_EVENT] = free_event,       [PXH_K_CHAN] = free_chan,
+};
 
 static PyObject *prim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
@@ -94,6 +116,24 @@ static PyObject *prim_slot(pxh_prim *o, void *closure)
     return PyLong_FromSize_t(o->slot);
 }
 
+/* collect(): the object is Python's no more; freed now, or kept while fibers
+** hold it or wait on it (pxhost_collect).  A second call does nothing. */
+static PyObject *prim_collect(pxh_prim *o, PyObject *unused)
+{
+    (void)unused;
+    void *p = o->p;
+    o->p = NULL;
+    pxhost_collect(free_of[o->kind], p, 0);     /* NULL does nothing */
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef prim_methods[] = {
+    { "collect", (PyCFunction)prim_collect, METH_NOARGS,
+      "collect(): frees the C object, or keeps it while it is busy and frees it when a run "
+      "of this thread ends; the handle is spent." },
+    { NULL, NULL, 0, NULL },
+};
+
 static PyGetSetDef prim_getset[] = {
     { "slot", (getter)prim_slot, NULL, "what the last recv through wait() received", NULL },
     { NULL, NULL, NULL, NULL, NULL },
@@ -104,9 +144,10 @@ static PyTypeObject prim_type = {
     .tp_name = "parataxis._host.Prim",
     .tp_basicsize = sizeof(pxh_prim),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Prim(kind, n=0): a sync object's C memory, made here, freed by Python "
-              "(see _prims.c).",
+    .tp_doc = "Prim(kind, n=0): a sync object's C memory, made here, handed back by "
+              "collect() (see _handles.c).",
     .tp_as_buffer = &prim_buffer,
+    .tp_methods = prim_methods,
     .tp_getset = prim_getset,
     .tp_new = prim_new,
 };
@@ -172,8 +213,10 @@ int pxh_op_call(pxh_op *w)
 }
 
 /*
-** Token: a px_token, freed when this object is deallocated -- what
-** CancellationToken (_fibers.py) holds.  The garbage collector does not track
+** Token: a px_token, collected when this object is deallocated -- what
+** CancellationToken (_fibers.py) holds.  During a run of this thread a scope
+** of the run may still use it, which no free can check: it is freed when the
+** run ends (pxhost_collect's `later`).  The garbage collector does not track
 ** it, so it is freed only once the objects that hold it are deallocated, after
 ** every finalizer of their reference cycle ran: a finalizer in the cycle may
 ** still cancel or read the token.  An ffi.gc object would be a finalizer
@@ -201,9 +244,15 @@ static PyObject *token_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     return (PyObject *)o;
 }
 
+static int free_token(void *p)
+{
+    px_token_free(p);
+    return 0;
+}
+
 static void token_dealloc(pxh_token *o)
 {
-    px_token_free(o->t);                /* NULL does nothing */
+    pxhost_collect(free_token, o->t, pxh_in_run());     /* NULL does nothing */
     Py_TYPE(o)->tp_free((PyObject *)o);
 }
 

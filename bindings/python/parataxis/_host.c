@@ -4,11 +4,12 @@
 ** Each Python fiber is a pulled fiber of a C scheduler run on a greenlet: the
 ** scheduler decides whose turn it is (px_sched_next), the greenlets switch
 ** straight to one another.  A greenlet is a worker: once its fiber ended it
-** runs the next new one, or waits idle in a bounded pool (see retire).  A fiber that would park gets PX_EYIELD from the
-** C call, pulls the next turn and switches to it; once switched back, it
-** collects the outcome.  So no C frame of the library is ever on a parked
-** greenlet's stack (greenlet copies a parked greenlet's stack slice away and
-** lets others use the space), and a yield is one C call and one switch.
+** runs the next new one, or waits idle in a bounded pool (see retire).  A
+** fiber that would park gets PX_EYIELD from the C call, pulls the next turn
+** and switches to it; once switched back, it collects the outcome.  So no C
+** frame of the library is ever on a parked greenlet's stack (greenlet copies a
+** parked greenlet's stack slice away and lets others use the space), and a
+** yield is one C call and one switch.
 **
 ** This is a CPython extension rather than cffi code because its calls must
 ** switch greenlets, which needs the GIL, and cffi releases the GIL around
@@ -17,7 +18,8 @@
 **
 ** The state of a run lives in a thread-local record (a thread runs one
 ** scheduler at a time); the Python side (_fibers.py) makes the scheduler and
-** gives it to begin().
+** gives it to begin().  The module's other files are _handles.c (the sync
+** objects' handles, the waits) and _timers.c (the timer queues' side).
 */
 #include "_host.h"
 #include <greenlet.h>   /* greenlet's C API: from its package directory */
@@ -56,7 +58,7 @@ typedef struct hrun {
     px_sched *s;
     PyObject *obj;           /* the Python run (_fibers._Run) */
     char *report;            /* the last deadlock report, malloc'd */
-    PyObject *exec;          /* its executor's capsule, once asked for */
+    PyObject *exec;          /* its Executor (see executor()), once asked for */
     PyObject *root;          /* the greenlet that called run() */
     PyObject *factory;       /* factory(fn, arg, status) -> greenlet */
     PyObject *failure;       /* an exception a signal raised while it waited */
@@ -80,6 +82,7 @@ static PyObject *empty;      /* () */
 
 static void release_fiber(void *ctx);
 static void drop_holds(hrun *r, int close);
+static void posted_call(void *arg, int status);
 
 static const px_host_ops pulled = { NULL, NULL, release_fiber };
 
@@ -91,6 +94,11 @@ static PyObject *fail(int code)
     if (!PyErr_Occurred())
         PyErr_Format(PyExc_SystemError, "parataxis: no exception for code %d", code);
     return NULL;
+}
+
+int pxh_in_run(void)
+{
+    return run_here != NULL;
 }
 
 static hrun *need_run(void)
@@ -126,6 +134,23 @@ static void release_fiber(void *ctx)
 
 static PyObject *worker_fn;  /* the run of every fiber's greenlet: worker() */
 
+/* The job of a fiber that handler call c started: factory(key, None) for a
+** Scheduler.post's call (key: its entry in _fibers._POSTED), factory(None,
+** call) for any other (a _host.Call, see _timers.c).  A new reference, or NULL
+** with an exception set. */
+static PyObject *new_job(hrun *r, pxhost_call *c)
+{
+    if (c->fn == posted_call)
+        return PyObject_CallFunction(r->factory, "KO", (unsigned long long)(uintptr_t)c->arg,
+                                     Py_None);
+    PyObject *call = pxh_call_new(c->fn, c->arg, c->status);
+    if (call == NULL)
+        return NULL;
+    PyObject *job = PyObject_CallFunctionObjArgs(r->factory, Py_None, call, NULL);
+    Py_DECREF(call);
+    return job;
+}
+
 /* Binds `h` to a greenlet at its first turn: `reuse` if not NULL, else an
 ** idle worker, else a new one that the root will start.  Its job is made
 ** first if a handler started it.  Returns the greenlet (a new reference), or
@@ -135,14 +160,8 @@ static PyObject *greenlet_of(hrun *r, hfiber *h, PyObject *reuse)
     if (h->cur != NULL)
         return Py_NewRef(h->cur);
     if (h->glet == NULL) {
-        if (h->job == NULL) {
-            h->job = PyObject_CallFunction(r->factory, "KKi",
-                                           (unsigned long long)(uintptr_t)h->call.fn,
-                                           (unsigned long long)(uintptr_t)h->call.arg,
-                                           h->call.status);
-            if (h->job == NULL)
-                return NULL;
-        }
+        if (h->job == NULL && (h->job = new_job(r, &h->call)) == NULL)
+            return NULL;
         if (reuse != NULL)
             h->glet = Py_NewRef(reuse);
         else if (r->nidle > 0)
@@ -603,6 +622,7 @@ static PyObject *h_finish_run(PyObject *self, PyObject *noargs)
     ** are dropped, GreenletExit runs their finally blocks, which find no run. */
     run_here = NULL;
     px_sched_free(r->s);
+    (void)pxhost_sweep();   /* what the collector found busy: no fiber is left */
     run_here = r->forked;   /* a forked run this one hid: its loop goes on */
     PyObject *failure = r->failure ? r->failure : Py_NewRef(Py_None);
     PyObject *report = r->report ? PyUnicode_DecodeUTF8(r->report, strlen(r->report), "replace")
@@ -844,9 +864,8 @@ static PyObject *h_scope_top(PyObject *self, PyObject *noargs)
 ** Timer queues and Scheduler.post use it from any thread, for as long as
 ** their Python objects live -- longer than the run: once it ended (closed) a
 ** call is aborted at once, as an executor may do with what it cannot run.
-** Its capsule owns the executor's one reference.
+** Its Executor object owns the executor's one reference.
 */
-static void posted_call(void *arg, int status);
 
 /* Off-fiber (no fiber could be made for it, or the scheduler was freed with
 ** the call posted): it runs inline, as a handler is owed its one call --
@@ -895,28 +914,60 @@ static PyObject *posted_fn;  /* Python: _fibers._posted(key, status) */
 static void posted_call(void *arg, int status)
 {
     PyGILState_STATE g = PyGILState_Ensure();
-    PyObject *r = PyObject_CallFunction(posted_fn, "Ki", (unsigned long long)(uintptr_t)arg, status);
+    PyObject *r = PyObject_CallFunction(posted_fn, "Ki", (unsigned long long)(uintptr_t)arg,
+                                        status);
     if (r == NULL)
         PyErr_WriteUnraisable(posted_fn);
     Py_XDECREF(r);
     PyGILState_Release(g);
 }
 
-static void *fn_address(px_handler_fn fn)
+/*
+** The run's executor as Python holds it: an Executor object owns the
+** executor's one reference, and the buffer it exports is the px_executor a
+** timer queue copies ({ post_handler, the executor, no flush }), which cffi
+** views typed (ffi.from_buffer("px_executor *", executor)).
+*/
+typedef struct hexec_obj {
+    PyObject_HEAD
+    px_executor e;
+    pxhost_exec *x;
+} hexec_obj;
+
+static void hexec_dealloc(hexec_obj *o)
 {
-    void *p;
-    memcpy(&p, &fn, sizeof p);   /* POSIX: function and object pointers convert */
-    return p;
+    pxhost_exec_unref(o->x);
+    Py_TYPE(o)->tp_free((PyObject *)o);
 }
 
-static void exec_free(PyObject *capsule)
+static int hexec_getbuffer(hexec_obj *o, Py_buffer *view, int flags)
 {
-    pxhost_exec_unref(PyCapsule_GetPointer(capsule, "parataxis.hexec"));
+    return PyBuffer_FillInfo(view, (PyObject *)o, &o->e, sizeof o->e, 1, flags);
 }
 
-PyDoc_STRVAR(executor_doc, "executor() -> (capsule, post, ctx): the executor of this thread's "
-                           "run: a capsule that owns it, the address of its post function and "
-                           "of its ctx (for a px_executor).");
+static PyBufferProcs hexec_buffer = { (getbufferproc)hexec_getbuffer, NULL };
+
+static PyTypeObject hexec_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "parataxis._host.Executor",
+    .tp_basicsize = sizeof(hexec_obj),
+    .tp_dealloc = (destructor)hexec_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The executor of a run (executor()): its buffer is a px_executor.",
+    .tp_as_buffer = &hexec_buffer,
+};
+
+/* The executor of an Executor object, or NULL with TypeError set. */
+static pxhost_exec *exec_of(PyObject *o)
+{
+    if (Py_IS_TYPE(o, &hexec_type))
+        return ((hexec_obj *)o)->x;
+    PyErr_Format(PyExc_TypeError, "expected a _host.Executor, not %s", Py_TYPE(o)->tp_name);
+    return NULL;
+}
+
+PyDoc_STRVAR(executor_doc, "executor() -> Executor: the executor of this thread's run, whose "
+                           "buffer is the px_executor a timer queue copies.");
 
 static PyObject *h_executor(PyObject *self, PyObject *noargs)
 {
@@ -925,33 +976,31 @@ static PyObject *h_executor(PyObject *self, PyObject *noargs)
     if (r == NULL)
         return NULL;
     if (r->exec == NULL) {
-        pxhost_exec *x = pxhost_exec_new(r->s, &exec_ops);
-        if (x == NULL)
-            return PyErr_NoMemory();
-        r->exec = PyCapsule_New(x, "parataxis.hexec", exec_free);
-        if (r->exec == NULL) {
-            pxhost_exec_unref(x);
+        hexec_obj *o = PyObject_New(hexec_obj, &hexec_type);
+        if (o == NULL)
             return NULL;
+        o->x = pxhost_exec_new(r->s, &exec_ops);
+        if (o->x == NULL) {
+            Py_DECREF(o);
+            return PyErr_NoMemory();
         }
+        o->e = (px_executor){ post_handler, o->x, NULL };
+        r->exec = (PyObject *)o;
     }
-    pxhost_exec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
-    void *post;
-    int (*p)(void *, px_handler_fn, void *, int) = post_handler;
-    memcpy(&post, &p, sizeof post);
-    return Py_BuildValue("(ONN)", r->exec, PyLong_FromVoidPtr(post), PyLong_FromVoidPtr(x));
+    return Py_NewRef(r->exec);
 }
 
-PyDoc_STRVAR(post_doc, "post(capsule, key) -> int: posts Scheduler.post's call `key` through the "
-                       "executor of `capsule` (any thread); 0, or a C error code.");
+PyDoc_STRVAR(post_doc, "post(executor, key) -> int: posts Scheduler.post's call `key` through "
+                       "the Executor (any thread); 0, or a C error code.");
 
 static PyObject *h_post(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *capsule;
+    PyObject *exec;
     unsigned long long key;
-    if (!PyArg_ParseTuple(args, "OK", &capsule, &key))
+    if (!PyArg_ParseTuple(args, "OK", &exec, &key))
         return NULL;
-    pxhost_exec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
+    pxhost_exec *x = exec_of(exec);
     if (x == NULL)
         return NULL;
     /* PX_ECLOSED after the run: Scheduler.post raises Closed (the caller is
@@ -965,39 +1014,34 @@ static void drop_holds(hrun *r, int close)
 {
     if (r->exec == NULL)
         return;
-    pxhost_exec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
+    pxhost_exec *x = ((hexec_obj *)r->exec)->x;
     if (close)
         (void)pxhost_exec_close(x, 1);
     else
         pxhost_exec_cancel(x);
 }
 
-static pxhost_exec *exec_of(PyObject *capsule)
-{
-    return PyCapsule_GetPointer(capsule, "parataxis.hexec");
-}
-
-PyDoc_STRVAR(hold_doc, "hold(capsule) -> bool: holds the run of the executor (px_sched_hold: "
+PyDoc_STRVAR(hold_doc, "hold(executor) -> bool: holds the run of the Executor (px_sched_hold: "
                        "it neither ends nor reports a deadlock) for a timer whose handler "
                        "will post to it; False (no hold) once the run is cancelled or over.  "
                        "Any thread.");
 
-static PyObject *h_hold(PyObject *self, PyObject *capsule)
+static PyObject *h_hold(PyObject *self, PyObject *exec)
 {
     (void)self;
-    pxhost_exec *x = exec_of(capsule);
+    pxhost_exec *x = exec_of(exec);
     if (x == NULL)
         return NULL;
     return PyBool_FromLong(pxhost_exec_hold(x));
 }
 
-PyDoc_STRVAR(unhold_doc, "unhold(capsule): lets go of one hold() that returned True (nothing "
+PyDoc_STRVAR(unhold_doc, "unhold(executor): lets go of one hold() that returned True (nothing "
                          "once the run dropped its holds).  Any thread.");
 
-static PyObject *h_unhold(PyObject *self, PyObject *capsule)
+static PyObject *h_unhold(PyObject *self, PyObject *exec)
 {
     (void)self;
-    pxhost_exec *x = exec_of(capsule);
+    pxhost_exec *x = exec_of(exec);
     if (x == NULL)
         return NULL;
     pxhost_exec_unhold(x);
@@ -1015,7 +1059,7 @@ static PyObject *h_close_executor(PyObject *self, PyObject *noargs)
         return NULL;
     if (r->exec == NULL)
         Py_RETURN_TRUE;
-    return PyBool_FromLong(pxhost_exec_close(PyCapsule_GetPointer(r->exec, "parataxis.hexec"), 0));
+    return PyBool_FromLong(pxhost_exec_close(((hexec_obj *)r->exec)->x, 0));
 }
 
 PyDoc_STRVAR(configure_doc, "configure(posted): the Python function that runs Scheduler.post's "
@@ -1026,18 +1070,6 @@ static PyObject *h_configure(PyObject *self, PyObject *fn)
     (void)self;
     Py_XSETREF(posted_fn, Py_NewRef(fn));
     Py_RETURN_NONE;
-}
-
-PyDoc_STRVAR(handler_kind_doc, "handler_kind(fn) -> int: 1 for Scheduler.post's calls, 0 for "
-                               "any other handler address.");
-
-static PyObject *h_handler_kind(PyObject *self, PyObject *arg)
-{
-    (void)self;
-    void *fn = PyLong_AsVoidPtr(arg);
-    if (fn == NULL && PyErr_Occurred())
-        return NULL;
-    return PyLong_FromLong(fn == fn_address(posted_call));
 }
 
 /* -- the module ------------------------------------------------------------- */
@@ -1062,7 +1094,6 @@ static PyMethodDef methods[] = {
     { "close_executor", h_close_executor, METH_NOARGS, close_exec_doc },
     { "hold", h_hold, METH_O, hold_doc },
     { "unhold", h_unhold, METH_O, unhold_doc },
-    { "handler_kind", h_handler_kind, METH_O, handler_kind_doc },
     { "configure", h_configure, METH_O, configure_doc },
     { NULL, NULL, 0, NULL },
 };
@@ -1093,7 +1124,9 @@ PyMODINIT_FUNC PyInit__host(void)
         || worker_fn == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && pxh_add_handles(m) != 0)
+    if (m != NULL && (PyType_Ready(&hexec_type) != 0
+                      || PyModule_AddObjectRef(m, "Executor", (PyObject *)&hexec_type) != 0
+                      || pxh_add_handles(m) != 0 || pxh_add_timers(m) != 0))
         Py_CLEAR(m);
     return m;
 }

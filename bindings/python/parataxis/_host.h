@@ -1,7 +1,8 @@
 /*
 ** _host.h -- what the C files of the extension parataxis._host give one
 ** another: _host.c (the greenlet host and the module), _handles.c (the handles of
-** the sync family's objects and tokens, the calls that may park).
+** the sync family's objects and tokens, the calls that may park), _timers.c
+** (the timer queues' handles, add and cancel, trampolines and executors).
 */
 #ifndef PXH_HOST_H
 #define PXH_HOST_H
@@ -37,6 +38,17 @@ int pxh_op_target(int op, PyObject *obj, PyObject *value, pxh_op *w);
 
 /* Makes the call once: its outcome (PX_EYIELD: park, then call again). */
 int pxh_op_call(pxh_op *w);
+
+/* 1 while this thread runs a scheduler (_host.c), else 0. */
+int pxh_in_run(void);
+
+/* A _host.Call of fn(arg, status), the library's call owed to a handler (see
+** _timers.c); a new reference, or NULL with the error set. */
+PyObject *pxh_call_new(px_handler_fn fn, void *arg, int status);
+
+/* Adds TimerHandle, _TimerQueueBase, Gate, Call, Batch and the timers'
+** functions to the module (_timers.c); 0 or -1. */
+int pxh_add_timers(PyObject *m);
 
 /* Adds Prim, Token and the op and kind constants to the module; 0 or -1. */
 int pxh_add_handles(PyObject *m);

@@ -1,23 +1,25 @@
-"""Types of parataxis._host, the greenlet host of Python fibers (_host.c) and
-the handles of the C objects it waits on (_handles.c).
+"""Types of parataxis._host, the CPython extension for what holds the GIL: the
+greenlet host of Python fibers (_host.c), the handles of the C objects they wait
+on (_handles.c), and the timer queues' handles, add and cancel, trampolines and
+executors (_timers.c).
 
-A px_fiber is a capsule (spawn's handle); a sync object or token is a Prim or
-Token, which cffi views typed with ffi.from_buffer.  The executor's post and
-ctx and a handler call's fn and arg are still ints (see executor(), begin()).
-Every function but current(), configure() and handler_kind() raises
-NoFiberError when this thread runs no px.run; those that switch greenlets may
-raise what the switch raised.
+A px_fiber is a capsule (spawn's handle); a sync object, token, gate, batch or
+run executor is an object whose buffer cffi views typed (ffi.from_buffer): no
+address is a Python int.  Every fiber function (begin ... close_executor)
+raises NoFiberError when this thread runs no px.run, but current() and
+configure(); those that switch greenlets may raise what the switch raised.
 """
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional, Set, Tuple
 
 from greenlet import greenlet
 
 from ._fibers import _Run
 
 def begin(run: _Run, root: greenlet,
-          factory: Callable[[int, int, int], Any]) -> None:
+          factory: Callable[[Optional[int], Optional["Call"]], Any]) -> None:
     """Starts this thread's run with a new scheduler.  BusyError while a run
-    is under way (or on a fiber)."""
+    is under way (or on a fiber).  factory(key, None) makes the Fiber of
+    Scheduler.post's call `key`, factory(None, call) that of a timer queue's."""
 def finish_run() -> Tuple[Optional[BaseException], Optional[str]]:
     """Ends this thread's run and frees its scheduler; returns what a signal
     raised while it waited, and the last deadlock report."""
@@ -48,13 +50,17 @@ def wait(op: int, obj: object, value: int = ...) -> int:
 
 class Prim:
     """A sync object's C memory (kind K_*, n: a Barrier's parties, a
-    Semaphore's value, a Channel's capacity); Python frees it."""
+    Semaphore's value, a Channel's capacity), until collect()."""
     def __init__(self, kind: int, n: int = ...) -> None: ...
     @property
     def slot(self) -> int: ...
+    def collect(self) -> None:
+        """Frees the C object now, or once a run of this thread ends while
+        fibers still hold it or wait on it; the handle is spent."""
 
 class Token:
-    """A px_token, freed when this object is deallocated."""
+    """A px_token, collected when this object is deallocated (freed at the
+    end of the run during one)."""
 
 MUTEX_LOCK: int
 MUTEX_UNLOCK: int
@@ -76,12 +82,19 @@ K_ONCE: int
 K_SEM: int
 K_EVENT: int
 K_CHAN: int
-def executor() -> Tuple[object, int, int]:
-    """The executor of this thread's run: (capsule that owns it, address of
-    its post function, address of its ctx)."""
-def post(capsule: object, key: int) -> int:
-    """Posts Scheduler.post's call `key` through the executor of `capsule`
-    (any thread); 0 or a C error code."""
+class Executor:
+    """The executor of a run; its buffer is the px_executor a timer queue
+    copies."""
+def executor() -> Executor:
+    """The executor of this thread's run (one a run)."""
+def post(executor: Executor, key: int) -> int:
+    """Posts Scheduler.post's call `key` through the executor (any thread);
+    0 or a C error code."""
+def hold(executor: Executor) -> bool:
+    """Holds the run for a call owed to it; False once it is cancelled or
+    over.  Any thread."""
+def unhold(executor: Executor) -> None:
+    """Lets go of one hold that hold() gave.  Any thread."""
 def close_executor() -> bool:
     """Closes the run's executor unless calls are still posted (False: the
     run must go on)."""
@@ -94,8 +107,51 @@ def scope_pop(scope: object, outer: object) -> bool:
     nothing changes."""
 def scope_top() -> Any:
     """The calling fiber's innermost open scope, or None (also off-fiber)."""
-def handler_kind(fn: int) -> int:
-    """1 for the address of Scheduler.post's handler, else 0."""
 def configure(posted: Callable[[int, int], object]) -> None:
     """Sets the function that runs Scheduler.post's call `key` inline, as
     posted(key, status)."""
+
+# The timer queues (_timers.c).
+
+class TimerHandle:
+    @property
+    def _owner(self) -> Any: ...
+    def cancel(self) -> bool: ...
+    def cancelled(self) -> bool: ...
+    def when(self) -> float: ...
+
+class Gate:
+    """A gate's memory (_gate.h), viewed as a pxpy_gate *; shut until
+    pxpy_gate_init."""
+
+class _TimerQueueBase:
+    _state: Any
+    _sched: Any
+    _loop: Any
+    _gate: Optional[Gate]
+    def add(self, delay: float, fn: Callable[[bool], Any]) -> TimerHandle: ...
+    def cancel(self, handle: TimerHandle) -> bool: ...
+    def _arm(self, delay: float, fn: Callable[[bool], Any]) -> TimerHandle: ...
+    def _arm_periodic(self, first_ns: int, period_ns: int,
+                      fn: Callable[[bool], Any]) -> TimerHandle: ...
+
+class Call:
+    """A call of the library's owed to a handler; made once."""
+    def __call__(self, status: int) -> None: ...
+    def run(self) -> None: ...
+
+class Batch:
+    """A worker's executor (its buffer is a px_executor): the calls of a
+    batch run under one hold of the GIL, or go to submit(call) -> 0 or a C
+    code."""
+    def __init__(self, submit: Optional[Callable[[Call], int]]) -> None: ...
+
+def timers_setup(tls: Any, refused: Callable[[int, str], Any],
+                 run_handler: Callable[[Callable[[bool], Any], Any, Any, bool], None]) -> None:
+    """Once, from _core.py: what the handles and queues call back."""
+def timer_wait(gate: Gate, owner: Any, sched: Any, fn: Callable[[bool], Any]) -> int:
+    """A Timer's async_wait: 0, or the C code that refused it."""
+def live_owners() -> Set[Any]:
+    """The owners (_State) with a handler call owed."""
+def live_clear() -> None:
+    """In a fork's child: drops every owed call without a call."""

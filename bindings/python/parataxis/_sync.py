@@ -56,16 +56,15 @@ class _Primitive:
     """The C object: `_h` (a _host.Prim, which made it) and `_p`, cffi's typed
     view of it for the calls that never park; and the run it belongs to."""
 
-    __slots__ = ("_p", "_h", "_run", "_free", "__weakref__")
+    __slots__ = ("_p", "_h", "_run", "__weakref__")
     _what = "primitive"
 
-    def _own(self, kind: int, n: int, ctype: str, free: Any) -> None:
+    def _own(self, kind: int, n: int, ctype: str) -> None:
         try:
             self._h = _host.Prim(kind, n)
         except MemoryError:
             raise NoMemory(f"{type(self).__name__}: out of memory") from None
         self._p = ffi.from_buffer(ctype, self._h)
-        self._free = free
         self._run: Any = None
 
     def _bind(self) -> None:
@@ -93,14 +92,16 @@ class _Primitive:
         return rc
 
     def __del__(self) -> None:
-        # Freed by the thread of its run (or with no run): C objects are not
-        # thread-safe.  One still in use (PX_EBUSY) is left, never torn down.
-        p = getattr(self, "_p", None)
-        if p is None:
+        # Collected by the thread of its run (or with no run): C objects are
+        # not thread-safe.  One still in use (PX_EBUSY) is kept, and freed when
+        # a run of this thread ends (see _handles.c); one that fibers of
+        # another thread's run still use is left allocated, never torn down.
+        h = getattr(self, "_h", None)
+        if h is None:
             return
         run = self._run
         if run is None or not run.alive or _host.current() is run:
-            self._free(p)
+            h.collect()
 
 
 class Mutex(_Primitive):
@@ -116,7 +117,7 @@ class Mutex(_Primitive):
     _what = "Mutex"
 
     def __init__(self) -> None:
-        self._own(_host.K_MUTEX, 0, "px_mutex *", lib.px_mutex_free)
+        self._own(_host.K_MUTEX, 0, "px_mutex *")
 
     def lock(self) -> None:
         """Waits until the caller owns it (FIFO); returns None.
@@ -224,7 +225,7 @@ class RwLock(_Primitive):
     _what = "RwLock"
 
     def __init__(self) -> None:
-        self._own(_host.K_RWLOCK, 0, "px_rwlock *", lib.px_rwlock_free)
+        self._own(_host.K_RWLOCK, 0, "px_rwlock *")
 
     def read(self) -> _Hold:
         """A context manager: rdlock() on entry, rdunlock() on exit."""
@@ -317,7 +318,7 @@ class WaitGroup(_Primitive):
     _what = "WaitGroup"
 
     def __init__(self) -> None:
-        self._own(_host.K_WAITGROUP, 0, "px_waitgroup *", lib.px_waitgroup_free)
+        self._own(_host.K_WAITGROUP, 0, "px_waitgroup *")
 
     def add(self, n: int = 1) -> None:
         """Adds n (may be negative) to the count; at zero, wakes the waiters.
@@ -362,7 +363,7 @@ class Barrier(_Primitive):
             raise TypeError("Barrier(parties): an int")
         if parties < 1:
             raise ValueError("Barrier(parties): parties >= 1")
-        self._own(_host.K_BARRIER, parties, "px_barrier *", lib.px_barrier_free)
+        self._own(_host.K_BARRIER, parties, "px_barrier *")
 
     def arrive_and_wait(self) -> bool:
         """Waits until `parties` fibers arrived; True for the phase's leader,
@@ -397,7 +398,7 @@ class Once(_Primitive):
     _what = "Once"
 
     def __init__(self) -> None:
-        self._own(_host.K_ONCE, 0, "px_once *", lib.px_once_free)
+        self._own(_host.K_ONCE, 0, "px_once *")
 
     def do(self, fn: Callable[..., T], *args: Any) -> Optional[T]:
         """Runs fn(*args) if no fiber has: returns its result (or raises its
@@ -435,7 +436,7 @@ class Semaphore(_Primitive):
             raise TypeError("Semaphore(value): an int")
         if value < 0:
             raise ValueError("Semaphore(value): value >= 0")
-        self._own(_host.K_SEM, value, "px_sem *", lib.px_sem_free)
+        self._own(_host.K_SEM, value, "px_sem *")
 
     def acquire(self) -> None:
         """Takes one unit, waiting for one if none is free (FIFO).
@@ -492,7 +493,7 @@ class Event(_Primitive):
     _what = "Event"
 
     def __init__(self) -> None:
-        self._own(_host.K_EVENT, 0, "px_event *", lib.px_event_free)
+        self._own(_host.K_EVENT, 0, "px_event *")
 
     def set(self) -> int:
         """Sets it and wakes every waiter; returns how many it woke.
@@ -536,7 +537,7 @@ class Channel(_Primitive, Generic[T]):
             raise TypeError("Channel(capacity): an int")
         if capacity < 0:
             raise ValueError("Channel(capacity): capacity >= 0")
-        self._own(_host.K_CHAN, capacity, "px_chan *", lib.px_chan_free)
+        self._own(_host.K_CHAN, capacity, "px_chan *")
         # C carries keys; the values wait here.  One slot serves every
         # receiver: a receive reads it before any other fiber runs.  recv's is
         # the Prim's (wait fills it); try_recv's is the void * px_chan_tryrecv
