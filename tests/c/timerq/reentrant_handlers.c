@@ -5,7 +5,7 @@
 */
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../check.h"
 
 static px_timerq *q;
 

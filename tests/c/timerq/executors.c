@@ -11,7 +11,7 @@
 #include <poll.h>
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../check.h"
 
 static int fd_readable(int fd)
 {

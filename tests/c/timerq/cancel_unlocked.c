@@ -10,7 +10,7 @@
 **   - cancel_all and single cancels from two threads on the same timers: each
 **     timer is won by exactly one of them, and its one call says so.
 */
-#include "check.h"
+#include "../check.h"
 
 enum { MANY = 20000, PERIODIC_ROUNDS = 300, RACE = 4000 };
 

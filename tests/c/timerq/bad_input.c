@@ -6,7 +6,7 @@
 */
 #include <string.h>
 
-#include "check.h"
+#include "../check.h"
 
 static status_latch called;
 

@@ -5,7 +5,7 @@
 */
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../check.h"
 
 #define P        PX_MSEC(100)   /* period of the phase test */
 #define LATE_MAX PX_MSEC(40)    /* how late a tick may start on a noisy VM */

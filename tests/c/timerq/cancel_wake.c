@@ -22,7 +22,7 @@
 */
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../check.h"
 
 enum { SINGLE_ROUNDS = 3000, BURST = 3000, BURST_ROUNDS = 20, CANCELLERS = 3 };
 enum { PERIODIC = 200, ONESHOT = 4000 };

@@ -12,7 +12,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../check.h"
 
 static px_latch called;
 static atomic_int n_ok, n_cancelled;
