@@ -10,8 +10,10 @@
 **         ...CHECKs...
 **     }
 **
-** ending with SPECS(fifo_handoff, ...) to list them, or SPECS_SETUP(setup,
-** fifo_handoff, ...) when every spec needs setup() first (a latch to init).
+** ending with SPECS(fifo_handoff, ...) to list them, or SPECS_AROUND(setup,
+** teardown, fifo_handoff, ...) when the specs need setup() first (a latch to
+** init, a queue to make) and teardown() after (its free, and what it checks);
+** either may be NULL.
 ** Run with a name it runs that one (ctest runs each by name), without one it
 ** runs them all.  Each SPEC(...) line must start its line: CMake reads the
 ** names from the source, and so does tests/conformance.py.  A second argument
@@ -32,17 +34,23 @@ typedef struct spec {
 
 #define SPEC(name) static void spec_##name(void)
 
+typedef struct spec_hooks {
+    void (*setup)(void);      /* before the spec(s) run, or NULL */
+    void (*teardown)(void);   /* after they ran, or NULL */
+} spec_hooks;
+
 static const char *spec_arg;     /* the second argument, or NULL */
 
 /* SPECS(a, b, c): the table and main().  Up to 32 names per file. */
-#define SPECS(...) SPECS_SETUP(NULL, __VA_ARGS__)
+#define SPECS(...) SPECS_AROUND(NULL, NULL, __VA_ARGS__)
 
-/* The same, setup() called once before the spec(s) run. */
-#define SPECS_SETUP(setup, ...) \
+/* The same, setup() called once before the spec(s) run and teardown() once after. */
+#define SPECS_AROUND(setup, teardown, ...) \
     static const spec specs_[] = { SPEC_EACH_(__VA_ARGS__) }; \
     int main(int argc, char **argv) \
     { \
-        return spec_main(specs_, sizeof specs_ / sizeof specs_[0], setup, argc, argv); \
+        const spec_hooks hooks_ = { setup, teardown }; \
+        return spec_main(specs_, sizeof specs_ / sizeof specs_[0], &hooks_, argc, argv); \
     }
 
 #define SPEC_E_(x) { #x, spec_##x },
@@ -87,25 +95,25 @@ static const char *spec_arg;     /* the second argument, or NULL */
 #define SPEC_31_(a, ...) SPEC_E_(a) SPEC_30_(__VA_ARGS__)
 #define SPEC_32_(a, ...) SPEC_E_(a) SPEC_31_(__VA_ARGS__)
 
-static inline int spec_main(const spec *s, size_t n, void (*setup)(void), int argc,
+static inline int spec_main(const spec *s, size_t n, const spec_hooks *hooks, int argc,
                             char **argv)
 {
     if (argc > 2)
         spec_arg = argv[2];
-    if (setup)
-        setup();
-    for (size_t i = 0; i < n; i++) {
-        if (argc > 1 && strcmp(argv[1], s[i].name) != 0)
-            continue;
-        s[i].run();
-        printf("ok %s\n", s[i].name);
-        if (argc > 1)
-            return 0;
-    }
-    if (argc > 1) {
+    size_t ran = 0;
+    for (size_t i = 0; i < n; i++)
+        if (argc < 2 || strcmp(argv[1], s[i].name) == 0) {
+            if (ran++ == 0 && hooks->setup)
+                hooks->setup();
+            s[i].run();
+            printf("ok %s\n", s[i].name);
+        }
+    if (ran == 0) {
         fprintf(stderr, "no specification named %s\n", argv[1]);
         return 2;
     }
+    if (hooks->teardown)
+        hooks->teardown();
     return 0;
 }
 
