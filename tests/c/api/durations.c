@@ -12,7 +12,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 
-#include "../check.h"
+#include "../spec.h"
 
 static px_latch called;
 static atomic_int n_ok, n_cancelled;
@@ -355,23 +355,62 @@ static void test_sched_slack(int64_t slack)
     px_sched_free(s);
 }
 
-int main(void)
+static const int64_t v[4] = { 0, 1, INT64_MAX, INT64_MIN };
+
+static void setup(void)
 {
-    static const int64_t v[4] = { 0, 1, INT64_MAX, INT64_MIN };
     ev_init(&called);
+}
+
+/* A timer queue's three kinds of duration: add, periodic, the deadline timer. */
+SPEC(timerq_delays_saturate)
+{
     px_timerq *q = px_timerq_new(NULL);
     CHECK(q != NULL);
     test_add(q);
+    px_timerq_free(q);
+}
+
+SPEC(timerq_periods_saturate)
+{
+    px_timerq *q = px_timerq_new(NULL);
+    CHECK(q != NULL);
     test_periodic(q);
+    px_timerq_free(q);
+}
+
+SPEC(deadline_timer_durations_saturate)
+{
+    px_timerq *q = px_timerq_new(NULL);
+    CHECK(q != NULL);
     test_timer(q);
     px_timerq_free(q);
+}
+
+SPEC(timerq_options_saturate)
+{
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++)
             test_opts(v[i], v[j]);
+}
+
+SPEC(queue_wait_timeouts_saturate)
+{
     test_queue_wait();
+}
+
+SPEC(fiber_waits_and_scopes_saturate)
+{
     CHECK_EQ(px_run(fiber_main, NULL, NULL), 0);
+}
+
+SPEC(scheduler_slack_saturates)
+{
     for (int i = 0; i < 4; i++)
         test_sched_slack(v[i]);
-    puts("ok");
-    return 0;
 }
+
+SPECS_AROUND(setup, NULL, timerq_delays_saturate, timerq_periods_saturate,
+             deadline_timer_durations_saturate, timerq_options_saturate,
+             queue_wait_timeouts_saturate, fiber_waits_and_scopes_saturate,
+             scheduler_slack_saturates)
