@@ -25,13 +25,13 @@
 **     made by px_<noun>_new and released by px_<noun>_free.  Every _free accepts
 **     NULL and does nothing with it.  No call on an object may follow its _free,
 **     and none may still be under way in another thread when _free is called.
-**   - Errors are negative PX_E* codes and 0 is success; px_strerror() names
-**     each one.  A call that returns a count or a flag returns it as a
-**     non-negative number; one that returns a pointer or an id returns NULL or 0
-**     when it fails, and its comment says why.  Bad input returns a code: the
-**     library never aborts on it and never loses a handler.  What no code can
-**     detect -- a freed or foreign handle, a handle released twice -- is
-**     undefined behaviour, as in libc.
+**   - Errors are negative PX_E* codes and 0 is success; px_strerror() says
+**     what each one means, px_errname() spells its name.  A call that returns
+**     a count or a flag returns it as a non-negative number; one that returns
+**     a pointer or an id returns NULL or 0 when it fails, and its comment says
+**     why.  Bad input returns a code: the library never aborts on it and
+**     never loses a handler.  What no code can detect -- a freed or foreign
+**     handle, a handle released twice -- is undefined behaviour, as in libc.
 **   - The synchronization family differs in two ways: px_<kind>_new returns NULL
 **     with errno set (EINVAL for a bad argument, ENOMEM), and px_<kind>_free
 **     returns an int: 0 (NULL included), or PX_EBUSY when the object is held or
@@ -129,6 +129,14 @@ PX_API const char *px_version(void);
 ** free it.  Thread: any.  Parks: no.
 */
 PX_API const char *px_strerror(int code);
+
+/*
+** Returns the name of error `code` as it is spelled here without "PX_"
+** ("EINVAL" for PX_EINVAL), for a binding's error objects and for logs;
+** "EUNKNOWN" for 0 and any value that is no PX_E* code.  A static string: do
+** not free it.  Thread: any.  Parks: no.
+*/
+PX_API const char *px_errname(int code);
 
 /* Nanoseconds from microseconds, milliseconds, seconds.  They do not check for
 ** overflow: PX_SEC(n) overflows for n beyond about 9.2e9 (292 years). */
@@ -273,6 +281,34 @@ PX_API int px_queue_fd(px_queue *q);
 ** Parks: blocks the thread.
 */
 PX_API int px_queue_wait(px_queue *q, int64_t timeout_ns);
+
+/*
+** Waits as px_queue_wait does, but a signal or another thread can end the wait:
+** the form for a binding's or an event loop's thread that must act on Ctrl-C,
+** or be told to stop.  Returns 1 when handlers wait, 0 on timeout (never
+** early), PX_EINTR when a signal handler ran on this thread during the wait
+** (ppoll's EINTR) or px_queue_interrupt(q) was called during it -- then
+** whatever was posted meanwhile is still queued and px_queue_fd still readable:
+** an interrupt loses no readiness -- PX_ENOMEM when the calling thread's
+** interrupt descriptor (an eventfd, made at its first call and closed when the
+** thread exits, unless the library was unloaded before: then it stays open)
+** cannot be made or the kernel has no memory for the wait, PX_EINVAL for
+** NULL, PX_EFORKED in the child of a fork.
+** Thread: any, but not a fiber, nor a signal handler.
+** Parks: blocks the thread.
+*/
+PX_API int px_queue_wait_intr(px_queue *q, int64_t timeout_ns);
+
+/*
+** Ends every px_queue_wait_intr on `q` under way when it is called: each
+** returns PX_EINTR.  A wait that starts later is not affected (a binding that
+** stops its waiters sets its own flag first, and calls this until they are
+** gone).  px_queue_wait is never interrupted.  Returns how many waits it
+** ended, PX_EINVAL for NULL, PX_EFORKED in the child of a fork.
+** Thread: any, but not a signal handler (it takes the queue's lock).
+** Parks: no.
+*/
+PX_API int px_queue_interrupt(px_queue *q);
 
 /*
 ** Returns how many handlers are queued, a snapshot (0 for NULL and in the child
@@ -871,8 +907,11 @@ PX_API px_fiber *px_spawn_sized(px_fiber_fn fn, void *arg, size_t stack_size);
 ** `f` is the calling fiber; PX_ENOMEM in a fiber on a shared stack when the
 ** memory to keep its stack while it waits cannot be had (it did not wait, and
 ** is no joiner); and
-** PX_EYIELD in a hosted fiber that must yield (see px_spawn_hosted; call
-** px_join again once resumed: it then returns at once).  Only the end of `f`
+** PX_EYIELD in a hosted fiber that must yield (see px_spawn_hosted): once
+** resumed, call px_join(f) again for the wait's outcome, what a C fiber's join
+** returns -- the scope's code when one interrupted it, even if `f` ended since
+** -- or PX_EYIELD again after a stray wake; a host that released `f` in the
+** meantime reads px_park_result() instead.  Only the end of `f`
 ** (or a scope) ends the wait: a px_wake aimed at the joiner makes it look and
 ** park again, even when it comes just as `f` ends.
 ** Thread: scheduler.  Parks: yes, wait reason "fiber join", object kind "fiber",
@@ -1049,7 +1088,8 @@ PX_API int px_wake(uint64_t id);
 ** The outcome of the calling fiber's last park: 0 (woken, or no park yet; a
 ** yield also sets 0), PX_ETIMEDOUT, PX_ECANCELED; PX_ENOFIBER off-fiber.  A
 ** hosted fiber that got PX_EYIELD reads its result here once resumed (dereg
-** has run by then when it was interrupted).
+** has run by then when it was interrupted); read after a px_join, it collects
+** that join: a later px_join is a new one.
 ** Thread: scheduler.  Parks: no.
 */
 PX_API int px_park_result(void);

@@ -14,8 +14,8 @@
 #include "base/list.h"
 #include "timerset.h"
 
-#define TICK(t)        ((t) >> PX_TSET_TICK_SHIFT)
-#define DIGIT(tick, l) ((unsigned)((tick) >> ((l) * PX_TSET_SLOT_BITS)) & (PX_TSET_SLOTS - 1))
+#define TICK(t)        ((t) >> PX__TSET_TICK_SHIFT)
+#define DIGIT(tick, l) ((unsigned)((tick) >> ((l) * PX__TSET_SLOT_BITS)) & (PX__TSET_SLOTS - 1))
 #define PULL_MAX       8   /* a slot this small may enter the heap early */
 
 /* -- lists ---------------------------------------------------------------- */
@@ -23,7 +23,7 @@
 /* Appends `n` to the NULL-terminated list ending at *tail. */
 static void out_append(px__list ***tail, px__tnode *n)
 {
-    n->where = PX_TSET_OUT;
+    n->where = PX__TSET_OUT;
     n->link.next = NULL;
     **tail = &n->link;
     *tail = &n->link.next;
@@ -34,7 +34,7 @@ static void out_append(px__list ***tail, px__tnode *n)
 static void heap_place(px__tset *s, size_t i, px__tnode *n)
 {
     s->heap[i] = n;
-    n->where = PX_TSET_IN_HEAP | (uint32_t)i;
+    n->where = PX__TSET_IN_HEAP | (uint32_t)i;
 }
 
 static void heap_sift_up(px__tset *s, size_t i, px__tnode *n)
@@ -70,7 +70,7 @@ static int heap_push(px__tset *s, px__tnode *n)
 {
     if (s->heap_len == s->heap_cap) {
         size_t cap = s->heap_cap ? 2 * s->heap_cap : 64;
-        px__tnode **heap = cap < PX_TSET_IN_HEAP ? realloc(s->heap, cap * sizeof *heap) : NULL;
+        px__tnode **heap = cap < PX__TSET_IN_HEAP ? realloc(s->heap, cap * sizeof *heap) : NULL;
         if (heap == NULL)
             return -1;
         s->heap = heap;
@@ -95,7 +95,7 @@ static void heap_delete(px__tset *s, size_t i)
 
 static int level_of(int64_t tick, int64_t cursor)
 {
-    return px__bits_high((uint64_t)(tick ^ cursor)) / PX_TSET_SLOT_BITS;
+    return px__bits_high((uint64_t)(tick ^ cursor)) / PX__TSET_SLOT_BITS;
 }
 
 /* Links `n` into the wheel as if it were due in `tick`, which is > cursor. */
@@ -104,7 +104,7 @@ static void wheel_link(px__tset *s, px__tnode *n, int64_t tick)
     int level = level_of(tick, s->cursor);
     unsigned slot = DIGIT(tick, level);
     px__list_push(&s->slot[level][slot], &n->link);
-    n->where = (uint32_t)(level * PX_TSET_SLOTS + slot);
+    n->where = (uint32_t)(level * PX__TSET_SLOTS + slot);
     s->occupied[level] |= UINT64_C(1) << slot;
 }
 
@@ -123,13 +123,14 @@ static void place_near(px__tset *s, px__tnode *n)
 */
 static int next_event(const px__tset *s, int64_t *tick, int *level, unsigned *slot)
 {
-    for (int l = 0; l < PX_TSET_LEVELS; l++) {
+    for (int l = 0; l < PX__TSET_LEVELS; l++) {
         unsigned digit = DIGIT(s->cursor, l);
-        uint64_t later = digit == PX_TSET_SLOTS - 1 ? 0 : s->occupied[l] & (~UINT64_C(0) << (digit + 1));
+        uint64_t later =
+            digit == PX__TSET_SLOTS - 1 ? 0 : s->occupied[l] & (~UINT64_C(0) << (digit + 1));
         if (later) {
-            int shift = (l + 1) * PX_TSET_SLOT_BITS;
+            int shift = (l + 1) * PX__TSET_SLOT_BITS;
             unsigned j = (unsigned)px__bits_low(later);
-            *tick = (s->cursor >> shift << shift) | ((int64_t)j << (l * PX_TSET_SLOT_BITS));
+            *tick = (s->cursor >> shift << shift) | ((int64_t)j << (l * PX__TSET_SLOT_BITS));
             *level = l;
             *slot = j;
             return 1;
@@ -151,8 +152,8 @@ static px__list *slot_detach(px__tset *s, int level, unsigned slot, px__list *ri
 
 void px__tset_init(px__tset *s, int64_t now)
 {
-    for (int l = 0; l < PX_TSET_LEVELS; l++) {
-        for (int j = 0; j < PX_TSET_SLOTS; j++)
+    for (int l = 0; l < PX__TSET_LEVELS; l++) {
+        for (int j = 0; j < PX__TSET_SLOTS; j++)
             px__list_init(&s->slot[l][j]);
         s->occupied[l] = 0;
     }
@@ -183,16 +184,16 @@ void px__tset_insert(px__tset *s, px__tnode *n)
 void px__tset_remove(px__tset *s, px__tnode *n)
 {
     s->count--;
-    if (n->where & PX_TSET_IN_HEAP) {
-        heap_delete(s, n->where & ~PX_TSET_IN_HEAP);
+    if (n->where & PX__TSET_IN_HEAP) {
+        heap_delete(s, n->where & ~PX__TSET_IN_HEAP);
     } else {
-        unsigned level = n->where / PX_TSET_SLOTS, slot = n->where % PX_TSET_SLOTS;
+        unsigned level = n->where / PX__TSET_SLOTS, slot = n->where % PX__TSET_SLOTS;
         px__list *head = &s->slot[level][slot];
         px__list_unlink(&n->link);
         if (px__list_empty(head))
             s->occupied[level] &= ~(UINT64_C(1) << slot);
     }
-    n->where = PX_TSET_OUT;
+    n->where = PX__TSET_OUT;
 }
 
 /* When the heap is empty and the next slot holds only a few nodes, moving them
@@ -230,14 +231,14 @@ int64_t px__tset_next(px__tset *s)
     if (s->heap_len == 0 && px__list_empty(&s->rest))
         pull_small_slot(s);
     int64_t best = s->heap_len ? s->heap[0]->deadline : INT64_MAX;
-    int64_t reached = s->cursor << PX_TSET_TICK_SHIFT;
+    int64_t reached = s->cursor << PX__TSET_TICK_SHIFT;
     if (!px__list_empty(&s->rest))        /* a capped expire stopped in a slot */
         return reached < best ? reached : best;
     int64_t tick;
     int level;
     unsigned slot;
-    if (next_event(s, &tick, &level, &slot) && (tick << PX_TSET_TICK_SHIFT) < best)
-        best = tick << PX_TSET_TICK_SHIFT;
+    if (next_event(s, &tick, &level, &slot) && (tick << PX__TSET_TICK_SHIFT) < best)
+        best = tick << PX__TSET_TICK_SHIFT;
     return best;
 }
 
@@ -285,7 +286,8 @@ px__tnode *px__tset_expire(px__tset *s, int64_t now, size_t max)
 {
     px__list *out = NULL, **tail = &out;
     size_t room = max ? max : SIZE_MAX;
-    size_t look = max && max < SIZE_MAX / PX_TSET_LOOK_PER_NODE ? max * PX_TSET_LOOK_PER_NODE : SIZE_MAX;
+    size_t look =
+        max && max < SIZE_MAX / PX__TSET_LOOK_PER_NODE ? max * PX__TSET_LOOK_PER_NODE : SIZE_MAX;
     int64_t target = TICK(now > 0 ? now : 0);
 
     while (reach_rest(s, now, &tail, &room, &look)) {
@@ -322,7 +324,7 @@ px__tnode *px__tset_take_all(px__tset *s)
     for (size_t i = 0; i < s->heap_len; i++)
         out_append(&tail, s->heap[i]);
     s->heap_len = 0;
-    for (int l = 0; l < PX_TSET_LEVELS; l++) {
+    for (int l = 0; l < PX__TSET_LEVELS; l++) {
         while (s->occupied[l]) {
             unsigned slot = (unsigned)px__bits_low(s->occupied[l]);
             px__list ring, *n, *next;

@@ -2,7 +2,7 @@
 ** timerset.h -- the ordered set of deadlines that both engines share.
 **
 ** A hierarchical timing wheel in front of a small binary heap.  The wheel has
-** PX_TSET_LEVELS levels of 64 slots; a level-0 slot spans one tick (2^16 ns,
+** PX__TSET_LEVELS levels of 64 slots; a level-0 slot spans one tick (2^16 ns,
 ** about 66 us) and each level above spans 64 times more.  The wheel only sorts
 ** coarsely.  Exactness comes from the heap: when time reaches a level-0 slot, its
 ** nodes that are due go straight to the caller and the rest enter the heap, which
@@ -13,8 +13,8 @@
 ** The set is not thread-safe: its owner locks around it.  Nodes are intrusive and
 ** never allocated here; only the heap array is.
 */
-#ifndef PX_TIMERSET_H
-#define PX_TIMERSET_H
+#ifndef PX__TIMERSET_H
+#define PX__TIMERSET_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -22,11 +22,11 @@
 
 #include "base/list.h"
 
-#define PX_TSET_TICK_SHIFT 16          /* a tick is 2^16 ns */
-#define PX_TSET_SLOT_BITS  6           /* 64 slots a level */
-#define PX_TSET_SLOTS      (1 << PX_TSET_SLOT_BITS)
-#define PX_TSET_LEVELS     8           /* 16 + 8 * 6 >= 63 bits: any int64 deadline */
-#define PX_TSET_LOOK_PER_NODE 16       /* a capped expire looks at most at 16 nodes a result */
+#define PX__TSET_TICK_SHIFT 16          /* a tick is 2^16 ns */
+#define PX__TSET_SLOT_BITS  6           /* 64 slots a level */
+#define PX__TSET_SLOTS      (1 << PX__TSET_SLOT_BITS)
+#define PX__TSET_LEVELS     8           /* 16 + 8 * 6 >= 63 bits: any int64 deadline */
+#define PX__TSET_LOOK_PER_NODE 16       /* a capped expire looks at most at 16 nodes a result */
 
 typedef struct px__tnode px__tnode;
 
@@ -40,18 +40,18 @@ typedef struct px__tnode px__tnode;
 struct px__tnode {
     px__list link;           /* in a slot's list (or, out of the set, the owner's) */
     int64_t deadline;        /* when it is due, on px_now()'s clock */
-    uint32_t where;          /* PX_TSET_OUT, a heap index | PX_TSET_IN_HEAP, or a slot */
+    uint32_t where;          /* PX__TSET_OUT, a heap index | PX__TSET_IN_HEAP, or a slot */
     _Atomic uint32_t tag;    /* the owner's */
 };
 
 _Static_assert(offsetof(px__tnode, link) == 0, "a node's link comes first");
 
-#define PX_TSET_OUT     UINT32_MAX
-#define PX_TSET_IN_HEAP 0x80000000u
+#define PX__TSET_OUT     UINT32_MAX
+#define PX__TSET_IN_HEAP 0x80000000u
 
 typedef struct px__tset {
-    px__list slot[PX_TSET_LEVELS][PX_TSET_SLOTS];    /* list sentinels */
-    uint64_t occupied[PX_TSET_LEVELS];              /* bit s: slot s is not empty */
+    px__list slot[PX__TSET_LEVELS][PX__TSET_SLOTS];    /* list sentinels */
+    uint64_t occupied[PX__TSET_LEVELS];              /* bit s: slot s is not empty */
     int64_t cursor;          /* every node due in a tick <= cursor is in the heap or `rest` */
     px__list rest;           /* the part of the slot being reached not yet looked at */
     px__tnode **heap;         /* min-heap on deadline */
@@ -72,7 +72,7 @@ void px__tset_insert(px__tset *s, px__tnode *n);
 void px__tset_remove(px__tset *s, px__tnode *n);
 
 /* Returns 1 when `n` is in a set. */
-static inline int px__tset_contains(const px__tnode *n) { return n->where != PX_TSET_OUT; }
+static inline int px__tset_contains(const px__tnode *n) { return n->where != PX__TSET_OUT; }
 
 /* The node whose link is `l`; NULL for NULL.  `link` comes first (asserted
 ** above), so the node is at the link's address: a cast, which keeps NULL. */
@@ -100,7 +100,7 @@ int64_t px__tset_next(px__tset *s);
 ** returns them as a list linked through `link.next`, ending in NULL (walk it
 ** with px__tset_after).  With max == 0 there is no limit and every due node is
 ** returned.  With a limit, a call also looks at no more than
-** PX_TSET_LOOK_PER_NODE * max nodes of the wheel, so that its owner holds its
+** PX__TSET_LOOK_PER_NODE * max nodes of the wheel, so that its owner holds its
 ** lock for a bounded time: it may then return fewer than `max`, or none, while
 ** due nodes remain; px__tset_next says so by returning a moment that has passed.
 **
@@ -113,4 +113,4 @@ px__tnode *px__tset_expire(px__tset *s, int64_t now, size_t max);
 /* Removes every node and returns them as a list like px__tset_expire's. */
 px__tnode *px__tset_take_all(px__tset *s);
 
-#endif /* PX_TIMERSET_H */
+#endif /* PX__TIMERSET_H */

@@ -3,14 +3,13 @@
 -- line after its first with the time, and prints the lines the C and Python
 -- demos print too (tests/install/demo_c.sh, tests/python/test_demos.py).
 local root = debug.getinfo(1, "S").source:match("^@(.*)/tests/lua/") or "."
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "helpers.lua")
 
+-- The lines the example `name` prints, then "status=N".
 local function piped(name)
-  local code = string.format("package.cpath = %q package.path = %q dofile(%q)",
-                             package.cpath, package.path, root .. "/docs/examples/" .. name)
-  local p = io.popen(string.format("lua5.4 -e %q 2>&1; echo \"status=$?\"", code))
+  local out = h.lua_child(h.with_paths(string.format("dofile(%q)", root .. "/docs/examples/" .. name)))
   local lines = {}
-  for line in p:lines() do lines[#lines + 1] = line end
-  p:close()
+  for line in out:gmatch("(.-)\n") do lines[#lines + 1] = line end
   return lines
 end
 
@@ -21,7 +20,7 @@ local function line_of(lines, text)
   error("no line with '" .. text .. "':\n" .. table.concat(lines, "\n"))
 end
 
-describe("make demo, Lua", function()
+describe("docs", function()
   it("the_timer_demo_prints_what_the_other_languages_print", function()
     local lines = piped("timer_demo.lua")
     assert.equal("status=0", table.remove(lines))

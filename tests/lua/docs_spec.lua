@@ -42,7 +42,7 @@ local function run_child(code)
   return out, stderr, status
 end
 
-describe("docs/lua.md", function()
+describe("docs", function()
   local blocks = fences(slurp(doc_path()))
   local has_luv = pcall(require, "luv")
   local n, luv_blocks = 0, 0
@@ -50,7 +50,7 @@ describe("docs/lua.md", function()
     if block.lang == "lua" then
       n = n + 1
       local output = blocks[i + 1] and blocks[i + 1].lang == "text" and blocks[i + 1].body
-      local name = "example #" .. n .. " prints what the page shows"
+      local name = "lua_md_example_" .. n .. "_prints_what_the_page_shows"
       local needs_luv = block.body:find('require "luv"', 1, true) ~= nil
       if needs_luv then luv_blocks = luv_blocks + 1 end
       if needs_luv and not has_luv then
@@ -68,10 +68,10 @@ describe("docs/lua.md", function()
       end
     end
   end
-  it("has_examples", function() assert.is_true(n >= 8) end)
-  it("has_a_luv_example", function() assert.equal(1, luv_blocks) end)
+  it("lua_md_has_examples", function() assert.is_true(n >= 8) end)
+  it("lua_md_has_a_luv_example", function() assert.equal(1, luv_blocks) end)
 
-  it("the_fiber_demo_runs_and_reports_its_deadlock", function()
+  it("lua_md_the_fiber_demo_runs_and_reports_its_deadlock", function()
     -- docs/examples/fiber_demo.lua, as make demo runs it, with this module
     local out, stderr, status = run_child(slurp(doc_path():gsub("lua%.md$", "examples/fiber_demo.lua")))
     out = out .. stderr

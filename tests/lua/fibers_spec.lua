@@ -2,24 +2,10 @@
 -- tokens, and the defined outcomes of the things a coroutine user may try.
 -- Names mirror the C suite (tests/c/fiber) where the behaviour is the same.
 local px = require "parataxis"
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "helpers.lua")
+local raised, lua_child = h.raised, h.lua_child
 
--- The error object `fn` raises (fails if it returns).
-local function raised(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  return err
-end
-
--- Runs a Lua chunk in a fresh interpreter; its exit status and output.
-local function lua_child(code)
-  local cmd = string.format("lua5.4 -e %q 2>&1; echo \"status=$?\"", code)
-  local p = io.popen(cmd)
-  local out = p:read("a")
-  p:close()
-  return out
-end
-
-describe("fibers", function()
+describe("fiber", function()
   it("run_returns_mains_results_and_passes_its_arguments", function()
     local a, b = px.run(function(x, y) return x + y, "two" end, 1, 2)
     assert.equal(3, a)
@@ -198,7 +184,7 @@ describe("fibers", function()
     end)
   end)
 
-  it("durations_of_2^63_ns_or_more_mean_never", function()
+  it("durations_of_2_63_ns_or_more_mean_never", function()
     -- C's rule: a sleep or a scope of 2^63 ns or more (math.huge too) is
     -- "never", not an error; such a sleep ends only by a scope.
     px.run(function()
@@ -234,7 +220,7 @@ describe("fibers", function()
 
   -- A to-be-closed variable's __close may wait when an error ends its fiber,
   -- as it may on a normal exit and under a pcall (Lua 5.4 yields there).
-  it("close handlers of a failed fiber can wait", function()
+  it("close_handlers_of_a_failed_fiber_can_wait", function()
     local log = {}
     local function closer(name)
       return setmetatable({}, { __close = function(_, e)
@@ -259,7 +245,7 @@ describe("fibers", function()
                   "main closed after its error: main failed" }, log)
   end)
 
-  it("a close handler's wait in a failed fiber is bounded by the run's cancel", function()
+  it("a_close_handlers_wait_in_a_failed_fiber_is_bounded_by_the_runs_cancel", function()
     local seen
     local err = raised(px.run, function()
       px.spawn(function()
@@ -412,7 +398,7 @@ end)
 
 -- TimerQueue{ executor = px.scheduler() }: each handler call a new fiber of the
 -- run (the Python suite's test_timerq_executor & co.).
-describe("timer handlers as fibers", function()
+describe("timerq", function()
   local LONG = 30      -- a bound no passing run comes near (noisy machine)
 
   -- A hook on the thread that called px.run, raising at the calls made on that
@@ -504,7 +490,7 @@ describe("timer handlers as fibers", function()
     assert.same({ 1, 2, 3 }, order)
   end)
 
-  it("a_timer_of_2^63_ns_or_more_never_fires_and_is_cancellable", function()
+  it("a_timer_of_2_63_ns_or_more_never_fires_and_is_cancellable", function()
     -- On the scheduler as on a plain queue (timers_spec.lua): the timer holds
     -- the run until its cancel's aborted call, a fiber, has started.
     local seen = {}

@@ -7,8 +7,9 @@
 **   local h = foreign.park(kind, obj)
 **       The thread's run arms obj and parks a fiber on it (as
 **       tests/c/sync/family.c does), then blocks its thread in its main
-**       fiber; returns once the fiber is parked.  kind "rwlock_read" parks
-**       nobody: the main fiber holds a read hold.
+**       fiber; returns once the fiber is parked.  Kinds "rwlock_read" and
+**       "mutex_held" park nobody: the main fiber holds a read hold, or the
+**       mutex.
 **   local wait_rc, run_rc = foreign.finish(h)
 **       Lets the parked fiber through, ends the run and joins the thread;
 **       returns what the fiber's wait returned and what px_run returned
@@ -72,6 +73,7 @@ static const kind kinds[] = {
     { "mutex", mutex_lock, mutex_lock, mutex_unlock, mutex_unlock },
     { "rwlock", wrlock, rdlock, rdunlock, wrunlock },
     { "rwlock_read", rdlock, NULL, NULL, rdunlock },
+    { "mutex_held", mutex_lock, NULL, NULL, mutex_unlock },
     { "waitgroup", wg_add, wg_wait, NULL, wg_done },
     { "barrier", NULL, arrive, NULL, arrive_last },
     { "once", once_run, once_begin, NULL, once_end },

@@ -1,7 +1,7 @@
 -- The Lua binding's dropped queues: a TimerQueue only collected, never closed,
 -- still calls every handler it accepted once; and a process that ends with live
 -- queues ends cleanly, saying so where it cannot deliver.
-local parataxis = require "parataxis"
+local px = require "parataxis"
 
 -- Makes a queue in a frame of its own, so that no register of the caller keeps
 -- it reachable; setup(q) adds its timers.  Returns a weak table that holds the
@@ -9,7 +9,7 @@ local parataxis = require "parataxis"
 local function drop_queue(setup)
   local weak = setmetatable({}, { __mode = "v" })
   ;(function()
-    local q = parataxis.TimerQueue()
+    local q = px.TimerQueue()
     setup(q)
     weak.q = q
   end)()
@@ -32,16 +32,16 @@ local function capture_warnings(fn)
   return warnings
 end
 
-describe("a TimerQueue dropped without close", function()
-  it("delivers every owed call as aborted when collected", function()
+describe("timerq", function()
+  it("dropped_without_close_delivers_every_owed_call_as_aborted_when_collected", function()
     local calls = {}
     local weak = drop_queue(function(q)
       for i = 1, 3 do q:add(60, function(a) calls[#calls + 1] = { "once" .. i, a } end) end
       q:add_periodic(60, 1, function(a) calls[#calls + 1] = { "periodic", a } end)
       q:add(0, function(a) calls[#calls + 1] = { "due", a } end)
       -- Until the due one is queued: a call already handed over is owed too.
-      local deadline = parataxis.now() + 5
-      while q.core:size() < 1 and parataxis.now() < deadline do q.core:wait(0.01) end
+      local deadline = px.now() + 5
+      while q.core:size() < 1 and px.now() < deadline do q.core:wait(0.01) end
       assert.equal(1, q.core:size())
     end)
     assert.same({}, calls)
@@ -56,7 +56,7 @@ describe("a TimerQueue dropped without close", function()
     assert.equal(5, #calls)                  -- once each, not again
   end)
 
-  it("is collected although its handlers capture it (a cycle)", function()
+  it("dropped_without_close_is_collected_although_its_handlers_capture_it_a_cycle", function()
     local calls = 0
     local weak = drop_queue(function(q)
       for _ = 1, 4 do
@@ -71,7 +71,7 @@ describe("a TimerQueue dropped without close", function()
     assert.equal(4, calls)
   end)
 
-  it("reports handler errors with warn and still runs the other calls", function()
+  it("dropped_without_close_reports_handler_errors_with_warn_and_still_runs_the_other_calls", function()
     local calls = 0
     local weak
     local warnings = capture_warnings(function()
@@ -91,7 +91,7 @@ describe("a TimerQueue dropped without close", function()
     assert.truthy(all:find("collected", 1, true), all)
   end)
 
-  it("refuses an add from a handler run at collection", function()
+  it("dropped_without_close_refuses_an_add_from_a_handler_run_at_collection", function()
     local refused, ran_later = false, false
     local warnings = capture_warnings(function()
       drop_queue(function(q)
@@ -106,7 +106,7 @@ describe("a TimerQueue dropped without close", function()
     assert.same({}, warnings)
   end)
 
-  it("kept by a handler at collection is a closed queue, safe to use", function()
+  it("dropped_without_close_kept_by_a_handler_at_collection_is_a_closed_queue_safe_to_use", function()
     local kept
     drop_queue(function(q)
       q:add(60, function() kept = q end)
@@ -126,7 +126,7 @@ describe("a TimerQueue dropped without close", function()
     full_gc()
   end)
 
-  it("closed before it was dropped calls nothing again", function()
+  it("dropped_without_close_closed_before_it_was_dropped_calls_nothing_again", function()
     local calls = 0
     drop_queue(function(q)
       q:add(60, function() calls = calls + 1 end)
@@ -143,24 +143,24 @@ end)
 -- kills a child that hangs; `env`, if given, is put before the command
 -- (assignments of environment variables, already quoted for the shell).
 local function child(script, env)
-  local t0 = parataxis.now()
+  local t0 = px.now()
   local p = assert(io.popen(string.format(
     "%s timeout 30 lua5.4 -e %q 2>&1; echo \"rc=$?\"", env or "", script)))
   local out = p:read("a")
   p:close()
   local rc = tonumber(out:match("rc=(%d+)%s*$"))
-  return out, rc, parataxis.now() - t0
+  return out, rc, px.now() - t0
 end
 
 local PRELUDE = table.concat({
-  'local parataxis = require "parataxis"',
+  'local px = require "parataxis"',
   'local function say(what) return function(a) io.write(what, ":", tostring(a), "\\n") end end',
 }, " ")
 
-describe("a process that ends with a live TimerQueue", function()
-  it("delivers the owed calls when the script ends (lua_close)", function()
+describe("timerq", function()
+  it("a_process_ending_with_a_live_queue_delivers_the_owed_calls_when_the_script_ends_lua_close", function()
     local out, rc = child(PRELUDE .. [[
-      Q = parataxis.TimerQueue()
+      Q = px.TimerQueue()
       Q:add(60, say("once"))
       Q:add_periodic(60, 1, say("periodic"))
     ]])
@@ -170,9 +170,9 @@ describe("a process that ends with a live TimerQueue", function()
     assert.is_nil(out:find("parataxis:", 1, true), out)
   end)
 
-  it("delivers the owed calls on os.exit(code, true)", function()
+  it("a_process_ending_with_a_live_queue_delivers_the_owed_calls_on_os_exit_code_true", function()
     local out, rc = child(PRELUDE .. [[
-      Q = parataxis.TimerQueue()
+      Q = px.TimerQueue()
       Q:add(60, say("once"))
       os.exit(3, true)
     ]])
@@ -181,15 +181,15 @@ describe("a process that ends with a live TimerQueue", function()
     assert.is_nil(out:find("parataxis:", 1, true), out)
   end)
 
-  it("exits cleanly on os.exit(code) and warns of the calls it cannot deliver", function()
+  it("a_process_ending_with_a_live_queue_exits_cleanly_on_os_exit_code_and_warns_of_the_calls_it_cannot_deliver", function()
     local out, rc, took = child(PRELUDE .. [[
-      Q = parataxis.TimerQueue()
+      Q = px.TimerQueue()
       Q:add(60, say("once"))
       Q:add(60, say("once"))
       Q:add(0, say("due"))
-      EMPTY = parataxis.TimerQueue()
-      local deadline = parataxis.now() + 5
-      while Q.core:size() == 0 and parataxis.now() < deadline do Q.core:wait(0.01) end
+      EMPTY = px.TimerQueue()
+      local deadline = px.now() + 5
+      while Q.core:size() == 0 and px.now() < deadline do Q.core:wait(0.01) end
       os.exit(5)
     ]])
     assert.equal(5, rc, out)
@@ -202,11 +202,11 @@ describe("a process that ends with a live TimerQueue", function()
     assert.truthy(out:find("2 timers pending and 1 calls queued", 1, true), out)
   end)
 
-  it("exits cleanly on os.exit while many workers fire", function()
+  it("a_process_ending_with_a_live_queue_exits_cleanly_on_os_exit_while_many_workers_fire", function()
     local out, rc, took = child(PRELUDE .. [[
       QS = {}
       for i = 1, 8 do
-        local q = parataxis.TimerQueue()
+        local q = px.TimerQueue()
         for _ = 1, 50 do q:add_periodic(0, 0.0005, function() end) end
         QS[i] = q
       end
@@ -217,13 +217,13 @@ describe("a process that ends with a live TimerQueue", function()
     assert.is_true(took < 20, "took " .. took .. " s")
   end)
 
-  it("stops a queue made while the state closes, and warns", function()
+  it("a_process_ending_with_a_live_queue_stops_a_queue_made_while_the_state_closes_and_warns", function()
     -- At lua_close, a handler run by the finalizer makes a queue that Lua will
     -- never finalize; the module is unloaded next.
     local out, rc = child(PRELUDE .. [[
-      Q = parataxis.TimerQueue()
+      Q = px.TimerQueue()
       Q:add(60, function()
-        LATE = parataxis.TimerQueue()
+        LATE = px.TimerQueue()
         LATE:add_periodic(0, 0.0005, function() end)
       end)
     ]])
@@ -237,7 +237,7 @@ describe("a process that ends with a live TimerQueue", function()
   -- then found nothing owed and said nothing (the test above, in a few runs
   -- of 300).  exit_race_shim.c holds the worker in that gap while the hook
   -- counts.
-  it("warns of a queue whose due call its worker is posting as the process ends", function()
+  it("a_process_ending_with_a_live_queue_warns_of_a_queue_whose_due_call_its_worker_is_posting_as_the_process_ends", function()
     local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
     local module = package.searchpath("parataxis_core", package.cpath)
     local shim = os.tmpname()
@@ -249,10 +249,10 @@ describe("a process that ends with a live TimerQueue", function()
       return
     end
     local out, rc = child(PRELUDE .. [[
-      Q = parataxis.TimerQueue()
+      Q = px.TimerQueue()
       Q:add(0, say("due"))
-      local deadline = parataxis.now() + 5
-      while Q.core:pending() ~= 0 and parataxis.now() < deadline do Q.core:wait(0.01) end
+      local deadline = px.now() + 5
+      while Q.core:pending() ~= 0 and px.now() < deadline do Q.core:wait(0.01) end
       os.exit(0)
     ]], string.format("PX_SHIM_MODULE=%q LD_PRELOAD=%q", module, shim))
     os.remove(shim)

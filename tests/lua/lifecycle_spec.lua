@@ -1,6 +1,6 @@
 -- The Lua binding's queue lifecycle: unbounded runs, close with failing
 -- handlers, and a descriptor that is readable whenever calls are owed.
-local parataxis = require "parataxis"
+local px = require "parataxis"
 
 -- Whether q:fileno() is readable, asked of the kernel itself: the descriptor
 -- is an eventfd, readable exactly while its counter is not zero, and Linux
@@ -15,23 +15,23 @@ end
 
 -- Calls fn() and returns how long it took and what it returned.
 local function timed(fn)
-  local t0 = parataxis.now()
+  local t0 = px.now()
   local r = fn()
-  return parataxis.now() - t0, r
+  return px.now() - t0, r
 end
 
-describe("TimerQueue:run without a bound", function()
+describe("timerq", function()
   local q
-  before_each(function() q = parataxis.TimerQueue() end)
+  before_each(function() q = px.TimerQueue() end)
   after_each(function() q:close() end)
 
   for _, case in ipairs({
-    { "math.huge", function(queue) return queue:run(math.huge) end },
+    { "math_huge", function(queue) return queue:run(math.huge) end },
     { "1e300", function(queue) return queue:run(1e300) end },
-    { "1e10 (above the C range)", function(queue) return queue:run(1e10) end },
-    { "no timeout", function(queue) return queue:run() end },
+    { "1e10_above_the_c_range", function(queue) return queue:run(1e10) end },
+    { "no_timeout", function(queue) return queue:run() end },
   }) do
-    it("with " .. case[1] .. " waits until a call is due", function()
+    it("run_without_a_bound_with_" .. case[1] .. "_waits_until_a_call_is_due", function()
       local calls = 0
       q:add(0.05, function() calls = calls + 1 end)
       local took, ran = timed(function() return case[2](q) end)
@@ -41,7 +41,7 @@ describe("TimerQueue:run without a bound", function()
     end)
   end
 
-  it("returns 0 at once when no call can ever come", function()
+  it("run_without_a_bound_returns_0_at_once_when_no_call_can_ever_come", function()
     local took, ran = timed(function() return q:run() end)
     assert.equal(0, ran)
     assert.is_true(took < 1)
@@ -52,7 +52,7 @@ describe("TimerQueue:run without a bound", function()
     assert.is_true(took < 1)
   end)
 
-  it("waits for a periodic timer's next tick", function()
+  it("run_without_a_bound_waits_for_a_periodic_timers_next_tick", function()
     local ticks = 0
     local id = q:add_periodic(0.03, 0.03, function(aborted)
       if not aborted then ticks = ticks + 1 end
@@ -64,7 +64,7 @@ describe("TimerQueue:run without a bound", function()
     assert.equal(1, q:run())                 -- the final aborted call
   end)
 
-  it("refuses a NaN or negative timeout and changes nothing", function()
+  it("run_without_a_bound_refuses_a_nan_or_negative_timeout_and_changes_nothing", function()
     local calls = 0
     q:add(0, function() calls = calls + 1 end)
     assert.has_error(function() q:run(0 / 0) end)
@@ -76,9 +76,9 @@ describe("TimerQueue:run without a bound", function()
   end)
 end)
 
-describe("TimerQueue:close with failing handlers", function()
-  it("delivers every owed call, then re-raises the error once", function()
-    local q = parataxis.TimerQueue()
+describe("timerq", function()
+  it("close_delivers_every_owed_call_then_re_raises_the_error_once", function()
+    local q = px.TimerQueue()
     local ok_calls = 0
     q:add(60, function() ok_calls = ok_calls + 1 end)
     q:add(60, function() error("boom", 0) end)
@@ -93,8 +93,8 @@ describe("TimerQueue:close with failing handlers", function()
     assert.equal(3, ok_calls)
   end)
 
-  it("with several failing handlers raises the first and warns of the others", function()
-    local q = parataxis.TimerQueue()
+  it("close_with_several_failing_handlers_raises_the_first_and_warns_of_the_others", function()
+    local q = px.TimerQueue()
     local ok_calls, raised = 0, 0
     for i = 1, 6 do
       if i % 2 == 0 then
@@ -115,10 +115,10 @@ describe("TimerQueue:close with failing handlers", function()
     assert.equal(2, #warnings)
   end)
 
-  it("delivers every owed call from a <close> scope that ends in an error", function()
+  it("close_delivers_every_owed_call_from_a_close_scope_that_ends_in_an_error", function()
     local calls = 0
     local ok = pcall(function()
-      local q <close> = parataxis.TimerQueue()
+      local q <close> = px.TimerQueue()
       q:add(60, function() error("in handler") end)
       q:add(60, function() calls = calls + 1 end)
       error("in scope")
@@ -128,9 +128,9 @@ describe("TimerQueue:close with failing handlers", function()
   end)
 end)
 
-describe("TimerQueue:close from a handler", function()
-  it("runs every other owed call and leaves the queue closed", function()
-    local q = parataxis.TimerQueue()
+describe("timerq", function()
+  it("close_from_a_handler_runs_every_other_owed_call_and_leaves_the_queue_closed", function()
+    local q = px.TimerQueue()
     local aborted = 0
     for _ = 1, 3 do q:add(60, function(a) if a then aborted = aborted + 1 end end) end
     q:add(0, function() q:close() end)
@@ -142,12 +142,12 @@ describe("TimerQueue:close from a handler", function()
   end)
 end)
 
-describe("TimerQueue:fileno", function()
+describe("timerq", function()
   local q
-  before_each(function() q = parataxis.TimerQueue() end)
+  before_each(function() q = px.TimerQueue() end)
   after_each(function() q:close() end)
 
-  it("is readable exactly while calls are owed", function()
+  it("fileno_is_readable_exactly_while_calls_are_owed", function()
     assert.is_false(fd_readable(q))
     q:add(0, function() end)
     assert.equal(1, q:run(5))
@@ -156,16 +156,16 @@ describe("TimerQueue:fileno", function()
     assert.is_true(q:run(5) == 1)
   end)
 
-  it("stays readable after a handler error while calls are owed", function()
+  it("fileno_stays_readable_after_a_handler_error_while_calls_are_owed", function()
     local calls, errors = 0, 0
     q:add(0.001, function() error("boom") end)
     for _ = 1, 4 do q:add(0.001, function() calls = calls + 1 end) end
     -- Until the worker has queued all five (in one batch or a few).
-    local deadline = parataxis.now() + 5
-    while q.core:size() < 5 and parataxis.now() < deadline do q.core:wait(0.01) end
+    local deadline = px.now() + 5
+    while q.core:size() < 5 and px.now() < deadline do q.core:wait(0.01) end
     assert.equal(5, q.core:size())
     -- An fd-driven loop: poll the descriptor, drain only when it is readable.
-    while calls < 4 and parataxis.now() < deadline do
+    while calls < 4 and px.now() < deadline do
       if q.core:wait(0.5) == 1 then          -- poll(fileno, 0.5 s)
         if not pcall(q.drain, q) then
           errors = errors + 1
@@ -179,11 +179,11 @@ describe("TimerQueue:fileno", function()
   end)
 end)
 
-describe("TimerQueue:run without a bound, interrupted", function()
+describe("timerq", function()
   -- Ctrl-C (SIGINT) ends an unbounded run in the standalone interpreter as it
   -- ends any Lua code: with "interrupted!".  A child lua5.4 waits on a timer
   -- 10 s away; it is signalled once it reports that it is about to wait.
-  it("ends on SIGINT with the interpreter's error, not at the timer", function()
+  it("run_without_a_bound_ends_on_sigint_with_the_interpreters_error_not_at_the_timer", function()
     local ready = os.tmpname()
     os.remove(ready)
     local script = table.concat({
@@ -198,7 +198,7 @@ describe("TimerQueue:run without a bound, interrupted", function()
       "n=0; until [ -s %q ] || [ $n -ge 1000 ]; do sleep 0.01; n=$((n+1)); done; " ..
       "kill -INT $pid; wait $pid; echo \"rc=$?\"",
       script, ready)
-    local t0 = parataxis.now()
+    local t0 = px.now()
     local p = assert(io.popen(sh))
     local out = p:read("a")
     p:close()
@@ -206,6 +206,6 @@ describe("TimerQueue:run without a bound, interrupted", function()
     assert.is_nil(out:find("returned"), out)
     assert.truthy(out:find("interrupted!"), out)
     assert.truthy(out:find("rc=1"), out)
-    assert.is_true(parataxis.now() - t0 < 9)
+    assert.is_true(px.now() - t0 < 9)
   end)
 end)

@@ -1,15 +1,8 @@
 -- px.timer(q): luv-style timer objects (uv_timer_* semantics, in seconds) whose
 -- handlers run on the Lua thread, from q:run / q:drain, each call at most once.
 local px = require "parataxis"
-
--- Runs q until cond() holds; fails instead of hanging (margins are generous).
-local function run_until(q, cond)
-  for _ = 1, 400 do
-    if cond() then return end
-    q:run(0.05)
-  end
-  error("condition not reached in 20 s")
-end
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "helpers.lua")
+local run_until = h.run_until
 
 -- Waits, without running anything, until n calls are due in q.
 local function wait_due(q, n)
@@ -23,7 +16,7 @@ describe("timer", function()
   before_each(function() q = px.TimerQueue() end)
   after_each(function() q:close() end)
 
-  it("fires a one-shot handler once with the timer, then is inactive", function()
+  it("fires_a_one_shot_handler_once_with_the_timer_then_is_inactive", function()
     local t = px.timer(q)
     local calls, active_inside = {}, nil
     assert.equal(0, t:start(0.005, 0, function(tt)
@@ -40,7 +33,7 @@ describe("timer", function()
     assert.equal(0, t:get_due_in())
   end)
 
-  it("runs handlers only from run or drain, never from the worker", function()
+  it("runs_handlers_only_from_run_or_drain_never_from_the_worker", function()
     local t, ran = px.timer(q), 0
     t:start(0, 0, function() ran = ran + 1 end)
     wait_due(q, 1)                           -- due, but nobody ran the queue
@@ -49,7 +42,7 @@ describe("timer", function()
     assert.equal(1, ran)
   end)
 
-  it("repeats until stopped from its handler", function()
+  it("repeats_until_stopped_from_its_handler", function()
     local t, n, active_inside = px.timer(q), 0, nil
     t:start(0.001, 0.001, function(tt)
       n = n + 1
@@ -64,7 +57,7 @@ describe("timer", function()
     assert.equal(0, q:pending())
   end)
 
-  it("stop before the deadline: the handler is never called", function()
+  it("stop_before_the_deadline_the_handler_is_never_called", function()
     local t, ran = px.timer(q), 0
     t:start(60, 0, function() ran = ran + 1 end)
     assert.equal(0, t:stop())
@@ -75,7 +68,7 @@ describe("timer", function()
     assert.equal(0, t:stop())                -- stopping a stopped timer does nothing
   end)
 
-  it("stop wins over a call already due that has not started", function()
+  it("stop_wins_over_a_call_already_due_that_has_not_started", function()
     local t, ran = px.timer(q), 0
     t:start(0, 0.001, function() ran = ran + 1 end)
     wait_due(q, 1)
@@ -86,7 +79,7 @@ describe("timer", function()
     assert.is_false(t:is_active())
   end)
 
-  it("start on an active timer restarts it with the new handler", function()
+  it("start_on_an_active_timer_restarts_it_with_the_new_handler", function()
     local t, seen = px.timer(q), {}
     t:start(0, 0, function() seen[#seen + 1] = "old" end)
     wait_due(q, 1)                           -- the old call is already due
@@ -96,7 +89,7 @@ describe("timer", function()
     assert.same({ "new" }, seen)
   end)
 
-  it("again restarts with the repeat value, stops a one-shot, refuses a fresh timer", function()
+  it("again_restarts_with_the_repeat_value_stops_a_one_shot_refuses_a_fresh_timer", function()
     local t, n = px.timer(q), 0
     local ok, err = pcall(t.again, t)
     assert.is_false(ok)
@@ -115,7 +108,7 @@ describe("timer", function()
     assert.equal(0, n)
   end)
 
-  it("set_repeat takes effect at the next arming, not the one due", function()
+  it("set_repeat_takes_effect_at_the_next_arming_not_the_one_due", function()
     local t, n, dues = px.timer(q), 0, {}
     t:start(0.001, 0.001, function(tt)
       n = n + 1
@@ -129,7 +122,7 @@ describe("timer", function()
     t:stop()
   end)
 
-  it("get_repeat and get_due_in report the timer's values", function()
+  it("get_repeat_and_get_due_in_report_the_timers_values", function()
     local t = px.timer(q)
     assert.equal(0, t:get_repeat())
     assert.equal(0, t:get_due_in())
@@ -142,7 +135,7 @@ describe("timer", function()
     assert.equal(2.5, t:get_repeat())
   end)
 
-  it("close stops the timer for good and twice is harmless", function()
+  it("close_stops_the_timer_for_good_and_twice_is_harmless", function()
     local t, ran = px.timer(q), 0
     t:start(0, 0, function() ran = ran + 1 end)
     wait_due(q, 1)
@@ -163,7 +156,7 @@ describe("timer", function()
     assert.equal(0, q:pending())
   end)
 
-  it("a closed queue aborts its active timers without calling them", function()
+  it("a_closed_queue_aborts_its_active_timers_without_calling_them", function()
     local t, ran = px.timer(q), 0
     t:start(60, 1, function() ran = ran + 1 end)
     q:close()
@@ -174,7 +167,7 @@ describe("timer", function()
     assert.matches("timer:start: the timer queue is closed", err)
   end)
 
-  it("a handler error propagates out of run and the timer keeps repeating", function()
+  it("a_handler_error_propagates_out_of_run_and_the_timer_keeps_repeating", function()
     local t, n = px.timer(q), 0
     t:start(0.001, 0.001, function() n = n + 1; if n == 1 then error("boom") end end)
     local ok, err
@@ -189,7 +182,7 @@ describe("timer", function()
     t:stop()
   end)
 
-  it("refuses bad arguments with a message naming the function", function()
+  it("refuses_bad_arguments_with_a_message_naming_the_function", function()
     local t = px.timer(q)
     local cases = {
       { function() t:start(-1, 0, print) end, "timer:start: timeout must be a number >= 0" },
@@ -210,7 +203,7 @@ describe("timer", function()
     assert.equal(0, q:pending())
   end)
 
-  it("takes a timeout or repeat of 2^63 ns or more as never", function()
+  it("takes_a_timeout_or_repeat_of_2_63_ns_or_more_as_never", function()
     -- C's rule (timers_spec.lua, durations_of_2^63_ns_or_more_mean_never).
     local calls = 0
     local t, u = px.timer(q), px.timer(q)
@@ -229,7 +222,7 @@ describe("timer", function()
     assert.equal(0, calls)
   end)
 
-  it("runs the example of docs/lua.md", function()
+  it("runs_the_example_of_docs_lua_md", function()
     local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
     local doc = assert(io.open(here .. "/../../docs/lua.md")):read("a")
     local section = doc:match("\n## Timer objects.-\n```lua\n(.-)```")

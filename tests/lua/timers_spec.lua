@@ -1,21 +1,14 @@
 -- The Lua binding's timers: every handler runs exactly once, on the Lua thread.
-local parataxis = require "parataxis"
+local px = require "parataxis"
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "helpers.lua")
+local run_until = h.run_until
 
--- Runs q until cond() holds; fails instead of hanging (margins are generous).
-local function run_until(q, cond)
-  for _ = 1, 400 do
-    if cond() then return end
-    q:run(0.05)
-  end
-  error("condition not reached in 20 s")
-end
-
-describe("TimerQueue", function()
+describe("timerq", function()
   local q
-  before_each(function() q = parataxis.TimerQueue() end)
+  before_each(function() q = px.TimerQueue() end)
   after_each(function() q:close() end)
 
-  it("runs an expired handler once with aborted = false", function()
+  it("runs_an_expired_handler_once_with_aborted_false", function()
     local calls = {}
     q:add(0.005, function(aborted) calls[#calls + 1] = aborted end)
     run_until(q, function() return #calls == 1 end)
@@ -24,7 +17,7 @@ describe("TimerQueue", function()
     assert.equal(0, q:pending())
   end)
 
-  it("runs a cancelled handler once with aborted = true", function()
+  it("runs_a_cancelled_handler_once_with_aborted_true", function()
     local calls = {}
     local id = q:add(60, function(aborted) calls[#calls + 1] = aborted end)
     assert.is_true(math.type(id) == "integer")
@@ -34,7 +27,7 @@ describe("TimerQueue", function()
     assert.same({ true }, calls)
   end)
 
-  it("fires in deadline order", function()
+  it("fires_in_deadline_order", function()
     local order = {}
     for _, d in ipairs({ 0.03, 0.01, 0.02 }) do
       q:add(d, function() order[#order + 1] = d end)
@@ -43,7 +36,7 @@ describe("TimerQueue", function()
     assert.same({ 0.01, 0.02, 0.03 }, order)
   end)
 
-  it("ticks a periodic timer, then calls it once more with true", function()
+  it("ticks_a_periodic_timer_then_calls_it_once_more_with_true", function()
     local ticks, finals = 0, 0
     local id
     id = q:add_periodic(0.001, 0.002, function(aborted)
@@ -56,7 +49,7 @@ describe("TimerQueue", function()
     assert.equal(1, finals)
   end)
 
-  it("lets handlers add and cancel timers", function()
+  it("lets_handlers_add_and_cancel_timers", function()
     local seen = {}
     local victim = q:add(60, function(aborted) seen[#seen + 1] = "victim " .. tostring(aborted) end)
     q:add(0.001, function()
@@ -69,7 +62,7 @@ describe("TimerQueue", function()
     assert.same({ "first", "second", "victim true" }, seen)
   end)
 
-  it("cancel_all aborts every pending timer", function()
+  it("cancel_all_aborts_every_pending_timer", function()
     local aborted = 0
     for _ = 1, 100 do q:add(60, function(a) if a then aborted = aborted + 1 end end) end
     assert.equal(100, q:pending())
@@ -77,7 +70,7 @@ describe("TimerQueue", function()
     run_until(q, function() return aborted == 100 end)
   end)
 
-  it("close runs the pending handlers with true, and refuses later adds", function()
+  it("close_runs_the_pending_handlers_with_true_and_refuses_later_adds", function()
     local calls = {}
     q:add(60, function(a) calls[#calls + 1] = a end)
     q:close()
@@ -86,7 +79,7 @@ describe("TimerQueue", function()
     q:close()                                -- twice is harmless
   end)
 
-  it("refuses bad input with a clear error", function()
+  it("refuses_bad_input_with_a_clear_error", function()
     assert.has_error(function() q:add(-1, function() end) end)
     assert.has_error(function() q:add(0 / 0, function() end) end)
     assert.has_error(function() q:add(1, "not callable") end)
@@ -95,7 +88,7 @@ describe("TimerQueue", function()
     assert.is_false(q:cancel(123456789))     -- unknown id
   end)
 
-  it("durations_of_2^63_ns_or_more_mean_never", function()
+  it("durations_of_2_63_ns_or_more_mean_never", function()
     -- C's rule, in every binding: a duration whose nanoseconds do not fit the
     -- C API's int64_t (2^63 ns or more, about 9223372036.85 s, 292 years;
     -- math.huge too) saturates to "never".  Such a timer is pending, never
@@ -121,7 +114,7 @@ describe("TimerQueue", function()
     assert.same({ false, true }, ticks)
   end)
 
-  it("an error in a handler propagates and loses no other call", function()
+  it("an_error_in_a_handler_propagates_and_loses_no_other_call", function()
     local ok_calls = 0
     q:add(0.001, function() error("boom") end)
     q:add(0.001, function() ok_calls = ok_calls + 1 end)
@@ -138,7 +131,7 @@ describe("TimerQueue", function()
     assert.is_true(raised)
   end)
 
-  it("has a file descriptor for event loops", function()
+  it("has_a_file_descriptor_for_event_loops", function()
     assert.is_true(q:fileno() >= 0)
   end)
 end)

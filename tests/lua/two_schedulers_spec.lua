@@ -74,31 +74,57 @@ local function refused(row, obj, calls)
   end
 end
 
+-- px_foreign parks a fiber of its run on a fresh object of the row; the
+-- calls of this thread's run, and those off-fiber, are refused and change
+-- nothing; the other run then goes on and its waiter gets what it waited for.
+local function two_schedulers(row)
+  local _, make, parks, _, on_fiber, off_fiber = table.unpack(row)
+  local obj = make()
+  local h = foreign.park(parks, obj)
+  local ok, err = pcall(function()
+    refused(row, obj, off_fiber)              -- this thread runs no scheduler now
+    px.run(function() refused(row, obj, on_fiber) end)
+  end)
+  local wait_rc, run_rc = foreign.finish(h)   -- the other run goes on
+  assert(ok, err)
+  assert.equal(0, wait_rc)
+  assert.equal(0, run_rc)
+end
+
+-- One test an area, over its rows (chan: a parked receiver, a parked sender).
+local areas, by_area = {}, {}
 for _, row in ipairs(rows) do
-  local area, make, parks, _, on_fiber, off_fiber = table.unpack(row)
+  local area = row[1]
+  if not by_area[area] then areas[#areas + 1] = area; by_area[area] = {} end
+  table.insert(by_area[area], row)
+end
+
+for _, area in ipairs(areas) do
   describe(area, function()
     it("two_schedulers_at_once_is_ethread_and_changes_nothing", function()
       if not foreign then pending("px_foreign is built only with the C tests") return end
-      local obj = make()
-      local h = foreign.park(parks, obj)
-      local ok, err = pcall(function()
-        refused(row, obj, off_fiber)              -- this thread runs no scheduler now
-        px.run(function() refused(row, obj, on_fiber) end)
-      end)
-      local wait_rc, run_rc = foreign.finish(h)   -- the other run goes on
-      assert(ok, err)
-      assert.equal(0, wait_rc)
-      assert.equal(0, run_rc)
+      for _, row in ipairs(by_area[area]) do two_schedulers(row) end
     end)
   end)
+end
+
+-- px_foreign's run holds obj (kind: "rwlock_read", "mutex_held"), with
+-- nobody waiting; body runs as a run of this thread meanwhile; then the other
+-- run lets go and ends: it waited for nothing, and ended well.
+local function beside_a_foreign_hold(kind, obj, body)
+  local h = foreign.park(kind, obj)
+  local ok, err = pcall(px.run, body)
+  local wait_rc, run_rc = foreign.finish(h)
+  assert(ok, err)
+  assert.equal(1, wait_rc)                        -- no waiter: nothing waited
+  assert.equal(0, run_rc)
 end
 
 describe("rwlock", function()
   it("read_hold_beside_another_schedulers_readers_is_ethread", function()
     if not foreign then pending("px_foreign is built only with the C tests") return end
     local l = px.rwlock()
-    local h = foreign.park("rwlock_read", l)
-    local ok, err = pcall(px.run, function()
+    beside_a_foreign_hold("rwlock_read", l, function()
       ethread(l.rdlock, l)
       ethread(l.tryrdlock, l)
       ethread(l.wrlock, l)
@@ -106,10 +132,21 @@ describe("rwlock", function()
       assert.is_nil(got); assert.equal("EBUSY", busy.code)
       assert.equal(1, l:readers()); assert.equal(0, l:waiters())
     end)
-    local wait_rc, run_rc = foreign.finish(h)
-    assert(ok, err)
-    assert.equal(1, wait_rc)                      -- no waiter: nothing waited
-    assert.equal(0, run_rc)
     assert.equal(0, l:readers())
+  end)
+end)
+
+describe("mutex", function()
+  it("lock_held_by_a_fiber_of_another_scheduler_is_ethread", function()
+    if not foreign then pending("px_foreign is built only with the C tests") return end
+    local m = px.mutex()
+    beside_a_foreign_hold("mutex_held", m, function()   -- its main fiber holds m
+      ethread(m.lock, m)                            -- would park on a foreign holder
+      local got, busy = m:trylock()
+      assert.is_nil(got); assert.equal("EBUSY", busy.code)
+      local unlocked, perm = pcall(m.unlock, m)
+      assert.is_false(unlocked); assert.equal("EPERM", perm.code)
+    end)
+    assert.equal(0, m:owner())
   end)
 end)

@@ -72,8 +72,8 @@ local function assert_clean(out, nprobes)
   assert.is_true(n >= nprobes, out)
 end
 
-describe("parataxis_core given foreign values", function()
-  it("every TimerQueue method refuses a foreign self with an error", function()
+describe("userdata", function()
+  it("every_core_method_refuses_a_foreign_self_with_an_error", function()
     local body = { "local methods = {" }
     for _, m in ipairs(CORE_METHODS) do
       local args = {}
@@ -89,7 +89,7 @@ end]==]
     assert_clean(child(table.concat(body, "\n")), #CORE_METHODS * 12)
   end)
 
-  it("a foreign value in place of a number or a scheduler is refused with an error", function()
+  it("core_refuses_a_foreign_value_in_place_of_a_number_or_a_scheduler", function()
     local out = child([[
 each_foreign(function(k, v)
   if type(v) ~= "number" then
@@ -103,7 +103,7 @@ end)]])
     assert_clean(out, 4 * 10)
   end)
 
-  it("comparing a queue's core with a foreign userdata is false, in either order", function()
+  it("a_queues_core_compared_with_a_foreign_userdata_is_false_in_either_order", function()
     local out = child([[
 each_foreign(function(k, v)
   print(k, q.core == v, v == q.core)
@@ -115,7 +115,7 @@ print("self", q.core == q.core)]])
     assert.truthy(out:find("self\ttrue", 1, true), out)
   end)
 
-  it("SWIG's global helpers and the class's metamethods take no foreign userdata", function()
+  it("swigs_global_helpers_and_the_classs_metamethods_take_no_foreign_userdata", function()
     local out = child([[
 each_foreign(function(k, v)
   if swig_type then probe("swig_type " .. k, function() return assert(nil, swig_type(v)) end) end
@@ -133,10 +133,10 @@ end)]])
   end)
 end)
 
-describe("the fiber module's metamethods given foreign values", function()
+describe("userdata", function()
   -- getmetatable(m).__gc(io.stdout) is plain Lua: a finalizer or __tostring
   -- called by hand reads only its own kind of object.
-  it("each refuses or ignores a value of another kind", function()
+  it("fiber_metamethods_refuse_or_ignore_a_value_of_another_kind", function()
     local out = child([==[
 local objects = {
   mutex = px.mutex(), rwlock = px.rwlock(), waitgroup = px.waitgroup(),
@@ -173,9 +173,9 @@ end)]==])
   end)
 end)
 
-describe("an object whose finalizer ran", function()
+describe("userdata", function()
   -- as one resurrected by another finalizer sees it, or after __gc by hand
-  it("answers each method with a value or an error, never a crash", function()
+  it("an_object_whose_finalizer_ran_answers_each_method_with_a_value_or_an_error", function()
     local out = child([==[
 local objs = { px.mutex(), px.rwlock(), px.waitgroup(), px.barrier(2), px.once(),
                px.semaphore(), px.event(), px.channel(1), px.token(), foreign.scheduler }
@@ -193,7 +193,7 @@ print("queue_on", pcall(px.TimerQueue, { executor = foreign.scheduler }))]==])
   end)
 end)
 
-describe("TimerQueue methods called on something else", function()
+describe("userdata", function()
   local q
   before_each(function() q = px.TimerQueue() end)
   after_each(function() q:close() end)
@@ -203,7 +203,7 @@ describe("TimerQueue methods called on something else", function()
     { "cancel_all" }, { "pending" }, { "fileno" }, { "drain" }, { "run", 0 }, { "close" },
   }
 
-  it("raise EINVAL naming the method", function()
+  it("timerqueue_methods_called_on_something_else_raise_einval_naming_the_method", function()
     local others = { io.stdout, px.mutex(), px.token(), {}, 7, "x", { core = q.core } }
     for _, m in ipairs(METHODS) do
       local fn = q[m[1]]
@@ -219,7 +219,7 @@ describe("TimerQueue methods called on something else", function()
     assert.equal(0, q:pending())
   end)
 
-  it("the Lua-side sync methods (guards, Once:call, Channel:values) raise EINVAL too", function()
+  it("the_lua_side_sync_methods_called_on_something_else_raise_einval_too", function()
     local calls = {
       { px.mutex().guard }, { px.rwlock().read_guard }, { px.rwlock().write_guard },
       { px.semaphore().guard }, { px.once().call, print }, { px.channel().values },
@@ -237,7 +237,7 @@ describe("TimerQueue methods called on something else", function()
     end)
   end)
 
-  it("a luv timer's methods on something else raise EINVAL too", function()
+  it("a_luv_timers_methods_called_on_something_else_raise_einval_too", function()
     local t = px.timer(q)
     for _, name in ipairs({ "start", "stop", "again", "close", "get_repeat" }) do
       local ok, err = pcall(t[name], io.stdout, 0.1, 0, function() end)

@@ -961,6 +961,42 @@ def test_a_stray_wake_does_not_end_a_join():
     assert px.run(main) == 7
 
 
+@pytest.mark.group("hostile")
+def test_joiners_stray_woken_interrupted_and_parked_each_return_once():
+    """tests/c/sync/hostile.c: a Python fiber's join is hosted; joiner 2,
+    interrupted as its target ends, gets Cancelled from its re-call, as C's
+    joiner gets ECANCELED, and each joiner returns once."""
+    def main():
+        go, tok = px.Event(), px.CancellationToken()
+        joins, res = [0] * 4, [None] * 4
+        def target():
+            go.wait()
+            return "target"
+        t = px.spawn(target)
+        def joiner(i):
+            try:
+                if i == 2:
+                    with px.cancel_scope(tok):
+                        res[i] = t.join()
+                else:
+                    res[i] = t.join()
+            except px.Cancelled:
+                res[i] = "Cancelled"
+            joins[i] += 1
+        j = [px.spawn(joiner, i) for i in range(4)]
+        px.yield_()                             # all park
+        assert go.set() == 1                    # the target is ready first
+        assert _stray(j[1].id) == 1             # 1: stray, ready
+        assert tok.cancel() is True             # 2: interrupted, ready
+        assert _stray(j[3].id) == 1             # 3: stray ...
+        for f in j:
+            f.join()
+        assert t.join() == "target"
+        assert joins == [1, 1, 1, 1]
+        assert res == ["target", "target", "Cancelled", "target"]
+    px.run(main)
+
+
 def test_stray_wake_sleep():
     def main():
         def sleeper():

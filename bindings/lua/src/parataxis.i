@@ -61,7 +61,11 @@
 %typemap(in, numinputs=0) (long long *key, int *status) (long long k = 0, int st = 0)
 %{ $1 = &k; $2 = &st; %}
 %typemap(argout) (long long *key, int *status)
-%{ if (result) { lua_pushinteger(L, (lua_Integer)*$1); lua_pushinteger(L, (lua_Integer)*$2); SWIG_arg += 2; } %}
+%{ if (result) {
+    lua_pushinteger(L, (lua_Integer)*$1);
+    lua_pushinteger(L, (lua_Integer)*$2);
+    SWIG_arg += 2;
+} %}
 %typemap(out) int take %{ %}
 
 %rename(version) px_version;
@@ -92,10 +96,10 @@ TimerQueue *pxswig_closed_queue(void);
 
 /* queue_on(px.scheduler()): a queue whose handler calls start as fibers of
 ** that run (pxlua_exec.c); the argument is checked by pxlua_exec_arg. */
-%typemap(in, checkfn="lua_isuserdata") pxlua_exec *x %{ $1 = pxlua_exec_arg(L, $input); %}
+%typemap(in, checkfn="lua_isuserdata") pxhost_exec *x %{ $1 = pxlua_exec_arg(L, $input); %}
 %newobject pxswig_queue_on;
 %rename(queue_on) pxswig_queue_on;
-TimerQueue *pxswig_queue_on(pxlua_exec *x);
+TimerQueue *pxswig_queue_on(pxhost_exec *x);
 
 /* Declared without bodies: SWIG calls new_TimerQueue, TimerQueue_add, ... */
 %extend TimerQueue {

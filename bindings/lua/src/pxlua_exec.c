@@ -3,18 +3,20 @@
 ** each handler call of a TimerQueue{ executor = px.scheduler() } starts as a
 ** new fiber of the run, which may lock, wait and sleep.
 **
-** The worker thread never touches the Lua state.  Its post (through the
-** queue's own executor in pxswig.c) hands the call to the C scheduler's
-** executor (px_sched_executor), which runs start_call on a C fiber of the run,
-** on the Lua thread.  That spawns a hosted fiber whose only turn runs on the
-** scheduler's own stack, where Lua may be called: it makes the call (the
-** queue's trampoline records which handler fired, and how) and spawns the Lua
-** fiber that runs the handler (parataxis.lua's dispatch function).
+** The executor, its reference count and its hold ledger are the bindings'
+** shared layer's (pxhost.h: the run as an executor); this file gives it the
+** Lua side.  The worker thread never touches the Lua state.  Its post
+** (through the queue's own executor in pxswig.c) hands the call to the run,
+** which spawns for it, on the Lua thread, a hosted fiber (the stub) whose only
+** turn runs on the scheduler's own stack, where Lua may be called: it makes
+** the call (the queue's trampoline records which handler fired, and how) and
+** spawns the Lua fiber that runs the handler (parataxis.lua's dispatch
+** function).  A call that cannot start as a fiber goes back to its queue.
 **
-** Holds: the Lua side takes one (px_sched_hold) when it adds a timer and lets
-** go of it when the handler's final call starts as a fiber, so the run neither
-** ends nor reports a deadlock while a call is owed to it.  A cancelled run lets
-** go of every hold and takes no more.  When the run is over the executor is
+** Holds: the Lua side takes one (s:hold()) when it adds a timer and lets go of
+** it when the handler's final call starts as a fiber, so the run neither ends
+** nor reports a deadlock while a call is owed to it.  A cancelled run lets go
+** of every hold and takes no more.  When the run is over the executor is
 ** closed before the scheduler is freed (a call posted and not yet started runs
 ** the scheduler again first): later calls go back to their queue's own handler
 ** queue, aborted, for q:run(), drain() or close() on the Lua thread -- never
@@ -23,34 +25,22 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "parataxis.h"
+#include "pxhost.h"
 #include "pxlua_exec.h"
 #include "pxswig.h"
 
 #define SCHED_MT "parataxis.Scheduler"
 #define DISPATCH_KEY "parataxis.dispatch"
 
-struct pxlua_exec {
-    pthread_mutex_t lock;
-    px_sched *s;             /* valid while !closed */
-    int closed;              /* the run is over: posts are refused */
-    int holds_off;           /* the run was cancelled: no more holds */
-    long holds;              /* px_sched_holds taken for owed calls */
-    long inflight;           /* posted, not started */
-    long refs;               /* the run, the Scheduler userdata, each queue */
-};
-
-/* One handler call on its way into the run. */
+/* One handler call on its way into the run: a pxhost_call (exec, fn, arg,
+** status), then what the Lua side needs of it. */
 typedef struct call {
-    pxlua_exec *x;
+    pxhost_call head;        /* fn: the queue's trampoline: call it exactly once */
     TimerQueue *t;
-    px_handler_fn fn;        /* the queue's trampoline: call it exactly once */
-    void *arg;
-    int status;
     int made;                /* fn was called: what it recorded is key, st */
     long long key;
     int st;
@@ -62,15 +52,15 @@ typedef struct call {
 enum { START_TRIES = 3 };
 
 /* The executor of the run on this thread, and its Scheduler (a registry ref). */
-static _Thread_local pxlua_exec *run_exec;
+static _Thread_local pxhost_exec *run_exec;
 static _Thread_local int sched_ref = LUA_NOREF;
 
-typedef struct lsched { pxlua_exec *x; } lsched;
+typedef struct lsched { pxhost_exec *x; } lsched;
 
 static int raise_code(lua_State *L, int rc, const char *msg)
 {
     lua_createtable(L, 0, 2);
-    lua_pushstring(L, rc == PX_ENOFIBER ? "ENOFIBER" : rc == PX_ENOMEM ? "ENOMEM" : "EINVAL");
+    lua_pushstring(L, px_errname(rc));
     lua_setfield(L, -2, "code");
     lua_pushstring(L, msg);
     lua_setfield(L, -2, "message");
@@ -78,27 +68,7 @@ static int raise_code(lua_State *L, int rc, const char *msg)
     return lua_error(L);
 }
 
-void pxlua_exec_ref(pxlua_exec *x)
-{
-    pthread_mutex_lock(&x->lock);
-    x->refs++;
-    pthread_mutex_unlock(&x->lock);
-}
-
-void pxlua_exec_unref(pxlua_exec *x)
-{
-    if (x == NULL)
-        return;
-    pthread_mutex_lock(&x->lock);
-    long n = --x->refs;
-    pthread_mutex_unlock(&x->lock);
-    if (n == 0) {
-        pthread_mutex_destroy(&x->lock);
-        free(x);
-    }
-}
-
-pxlua_exec *pxlua_exec_arg(lua_State *L, int idx)
+pxhost_exec *pxlua_exec_arg(lua_State *L, int idx)
 {
     lsched *u = luaL_testudata(L, idx, SCHED_MT);
     if (u == NULL || u->x == NULL) {      /* x: NULL once finalized (sched_gc) */
@@ -109,20 +79,12 @@ pxlua_exec *pxlua_exec_arg(lua_State *L, int idx)
     return u->x;
 }
 
-/* Lets go of every hold (x->lock held). */
-static void drop_holds(pxlua_exec *x)
-{
-    for (; x->holds > 0; x->holds--)
-        (void)px_sched_unhold(x->s);
-    x->holds_off = 1;
-}
-
 /* -- the way of a call -------------------------------------------------------- */
 
 /* The call cannot become a fiber: back to its queue, aborted (Lua thread). */
 static void give_back(call *c)
 {
-    pxswig_give_back(c->t, c->fn, c->arg);
+    pxswig_give_back(c->t, c->head.fn, c->head.arg);
 }
 
 /* Pushes dispatch, queues, qid, key, status (the last three: arguments 1-3)
@@ -207,7 +169,8 @@ static int stub_resume(void *ctx)
     lua_State *L = pxlua_run_state();
     if (!c->made) {
         c->made = 1;
-        if (!pxswig_deliver(c->t, c->fn, c->arg, c->status, &c->key, &c->st) || L == NULL)
+        pxhost_call *h = &c->head;
+        if (!pxswig_deliver(c->t, h->fn, h->arg, h->status, &c->key, &c->st) || L == NULL)
             return PX_HOST_DONE;
     }
     if (L == NULL || !lua_checkstack(L, 8))
@@ -241,42 +204,26 @@ static void stub_release(void *ctx)
 
 static const px_host_ops STUB_OPS = { stub_resume, NULL, stub_release };
 
-/* On a C fiber of the run; off-fiber when no fiber could be made for it, or
-** when the scheduler is freed with the call not taken in. */
-static void start_call(void *arg, int status)
+/* Off-fiber (pxhost.h): the call goes back to its queue, aborted. */
+static void cannot_start(pxhost_call *head, int over)
 {
-    call *c = arg;
-    pxlua_exec *x = c->x;
-    c->status = status;
-    pthread_mutex_lock(&x->lock);
-    x->inflight--;
-    pthread_mutex_unlock(&x->lock);
-    px_fiber *f = px_self() != 0 ? px_spawn_hosted(x->s, &STUB_OPS, c) : NULL;
-    if (f != NULL) {
-        px_fiber_release(f);   /* detached */
-        return;
-    }
+    (void)over;
+    call *c = (call *)head;
     give_back(c);
     free(c);
 }
 
-int pxlua_exec_post(pxlua_exec *x, TimerQueue *t, px_handler_fn fn, void *arg, int status)
+static const pxhost_exec_ops EXEC_OPS = { &STUB_OPS, cannot_start };
+
+int pxlua_exec_post(pxhost_exec *x, TimerQueue *t, px_handler_fn fn, void *arg, int status)
 {
     call *c = calloc(1, sizeof *c);
     if (c == NULL)
         return PX_ENOMEM;
-    c->x = x;
+    c->head.fn = fn;
+    c->head.arg = arg;
     c->t = t;
-    c->fn = fn;
-    c->arg = arg;
-    pthread_mutex_lock(&x->lock);
-    int rc = PX_ECLOSED;
-    if (!x->closed) {
-        px_executor in = px_sched_executor(x->s);
-        rc = in.post(in.ctx, start_call, c, status);
-        x->inflight += rc == 0;
-    }
-    pthread_mutex_unlock(&x->lock);
+    int rc = pxhost_exec_post(x, &c->head, status);
     if (rc != 0)
         free(c);
     return rc;
@@ -286,31 +233,21 @@ int pxlua_exec_post(pxlua_exec *x, TimerQueue *t, px_handler_fn fn, void *arg, i
 
 void pxlua_exec_cancelled(void)
 {
-    pxlua_exec *x = run_exec;
-    if (x == NULL)
-        return;
-    pthread_mutex_lock(&x->lock);
-    drop_holds(x);
-    pthread_mutex_unlock(&x->lock);
+    if (run_exec != NULL)
+        pxhost_exec_cancel(run_exec);
 }
 
 int pxlua_exec_close(lua_State *L, int force)
 {
-    pxlua_exec *x = run_exec;
+    pxhost_exec *x = run_exec;
     if (x == NULL)
         return 1;
-    pthread_mutex_lock(&x->lock);
-    if (x->inflight > 0 && !force) {
-        pthread_mutex_unlock(&x->lock);
+    if (!pxhost_exec_close(x, force))
         return 0;
-    }
-    drop_holds(x);
-    x->closed = 1;
-    pthread_mutex_unlock(&x->lock);
     run_exec = NULL;
     luaL_unref(L, LUA_REGISTRYINDEX, sched_ref);
     sched_ref = LUA_NOREF;
-    pxlua_exec_unref(x);       /* the run's */
+    pxhost_exec_unref(x);      /* the run's */
     return 1;
 }
 
@@ -331,12 +268,10 @@ static int l_scheduler(lua_State *L)
     luaL_setmetatable(L, SCHED_MT);
     lua_newtable(L);                      /* queues: qid -> queue owed a call */
     lua_setiuservalue(L, -2, 1);
-    pxlua_exec *x = calloc(1, sizeof *x);
+    pxhost_exec *x = pxhost_exec_new(s, &EXEC_OPS);
     if (x == NULL)
         return raise_code(L, PX_ENOMEM, "px.scheduler: no memory");
-    pthread_mutex_init(&x->lock, NULL);
-    x->s = s;
-    x->refs = 2;                          /* the run's and the userdata's */
+    pxhost_exec_ref(x);                   /* the run's and the userdata's */
     u->x = x;
     lua_pushvalue(L, -1);
     sched_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -355,9 +290,9 @@ static int l_set_dispatch(lua_State *L)
 
 /* The executor of the Scheduler at 1; EINVAL once it was finalized (its
 ** __gc called by hand, or from another finalizer that kept it). */
-static pxlua_exec *self_exec(lua_State *L)
+static pxhost_exec *self_exec(lua_State *L)
 {
-    pxlua_exec *x = ((lsched *)luaL_checkudata(L, 1, SCHED_MT))->x;
+    pxhost_exec *x = ((lsched *)luaL_checkudata(L, 1, SCHED_MT))->x;
     if (x == NULL)
         raise_code(L, PX_EINVAL, "Scheduler: finalized already");
     return x;
@@ -367,25 +302,14 @@ static pxlua_exec *self_exec(lua_State *L)
 ** is cancelled or over). */
 static int sched_hold(lua_State *L)
 {
-    pxlua_exec *x = self_exec(L);
-    pthread_mutex_lock(&x->lock);
-    int held = !x->closed && !x->holds_off && px_sched_hold(x->s) == 0;
-    x->holds += held;
-    pthread_mutex_unlock(&x->lock);
-    lua_pushboolean(L, held);
+    lua_pushboolean(L, pxhost_exec_hold(self_exec(L)));
     return 1;
 }
 
 /* s:unhold(): lets go of one hold that hold() gave (nothing once dropped). */
 static int sched_unhold(lua_State *L)
 {
-    pxlua_exec *x = self_exec(L);
-    pthread_mutex_lock(&x->lock);
-    if (x->holds > 0) {
-        x->holds--;
-        (void)px_sched_unhold(x->s);
-    }
-    pthread_mutex_unlock(&x->lock);
+    pxhost_exec_unhold(self_exec(L));
     return 0;
 }
 
@@ -399,11 +323,7 @@ static int sched_queues(lua_State *L)
 /* s:alive() -> true until the run is over. */
 static int sched_alive(lua_State *L)
 {
-    pxlua_exec *x = self_exec(L);
-    pthread_mutex_lock(&x->lock);
-    int alive = !x->closed;
-    pthread_mutex_unlock(&x->lock);
-    lua_pushboolean(L, alive);
+    lua_pushboolean(L, !pxhost_exec_closed(self_exec(L)));
     return 1;
 }
 
@@ -412,7 +332,7 @@ static int sched_gc(lua_State *L)
     lsched *u = luaL_testudata(L, 1, SCHED_MT);   /* called by hand, on anything */
     if (u == NULL)
         return 0;
-    pxlua_exec_unref(u->x);
+    pxhost_exec_unref(u->x);
     u->x = NULL;
     return 0;
 }
@@ -420,12 +340,7 @@ static int sched_gc(lua_State *L)
 static int sched_tostring(lua_State *L)
 {
     lsched *u = luaL_checkudata(L, 1, SCHED_MT);
-    int alive = 0;
-    if (u->x != NULL) {
-        pthread_mutex_lock(&u->x->lock);
-        alive = !u->x->closed;
-        pthread_mutex_unlock(&u->x->lock);
-    }
+    int alive = u->x != NULL && !pxhost_exec_closed(u->x);
     lua_pushfstring(L, "parataxis.Scheduler: %p (%s)", (void *)u, alive ? "running" : "done");
     return 1;
 }

@@ -8,25 +8,22 @@
 #define PXLUA_EXEC_H
 
 #include "parataxis.h"
+#include "pxhost.h"
 
 struct lua_State;
 struct TimerQueue;
-typedef struct pxlua_exec pxlua_exec;
 
 /* -- for pxswig.c and the SWIG wrapper ------------------------------------ */
 
 /* The executor of the Scheduler (px.scheduler()) at index idx, borrowed; raises
-** a Lua error (EINVAL) for anything else. */
-pxlua_exec *pxlua_exec_arg(struct lua_State *L, int idx);
-
-/* A queue that uses x takes a reference for as long as it may post. */
-void pxlua_exec_ref(pxlua_exec *x);
-void pxlua_exec_unref(pxlua_exec *x);
+** a Lua error (EINVAL) for anything else.  A queue that uses it takes a
+** reference (pxhost_exec_ref) for as long as it may post. */
+pxhost_exec *pxlua_exec_arg(struct lua_State *L, int idx);
 
 /* Hands the call fn(arg, status) of queue t to x's run, to start as a fiber
 ** there: 0, PX_ECLOSED once the run is over, PX_ENOMEM (nothing is kept on an
 ** error).  Thread: any (the queue's worker). */
-int pxlua_exec_post(pxlua_exec *x, struct TimerQueue *t, px_handler_fn fn, void *arg,
+int pxlua_exec_post(pxhost_exec *x, struct TimerQueue *t, px_handler_fn fn, void *arg,
                     int status);
 
 /* -- for pxlua_fiber.c ------------------------------------------------------ */

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "parataxis.h"
+#include "pxhost.h"
 #include "pxlua_exec.h"
 #include "pxlua_fiber.h"
 #include "pxlua_sigint.h"
@@ -51,32 +52,11 @@
 
 /* -- Errors --------------------------------------------------------------- */
 
-static const char *code_name(int rc)
-{
-    switch (rc) {
-    case PX_EINVAL: return "EINVAL";
-    case PX_ENOMEM: return "ENOMEM";
-    case PX_ETIMEDOUT: return "ETIMEDOUT";
-    case PX_ECANCELED: return "ECANCELED";
-    case PX_EDEADLK: return "EDEADLK";
-    case PX_EPERM: return "EPERM";
-    case PX_EBUSY: return "EBUSY";
-    case PX_EOWNERDEAD: return "EOWNERDEAD";
-    case PX_ENOFIBER: return "ENOFIBER";
-    case PX_EYIELD: return "EYIELD";
-    case PX_ECLOSED: return "ECLOSED";
-    case PX_EFORKED: return "EFORKED";
-    case PX_ETHREAD: return "ETHREAD";
-    case PX_EINTR: return "EINTR";
-    default: return "EUNKNOWN";
-    }
-}
-
 /* Pushes an error object with `code` and the message on top of the stack. */
 static void push_error_msg(lua_State *L, int rc)
 {
     lua_createtable(L, 0, 2);
-    lua_pushstring(L, code_name(rc));
+    lua_pushstring(L, px_errname(rc));
     lua_setfield(L, -2, "code");
     lua_rotate(L, -2, 1);
     lua_setfield(L, -2, "message");
@@ -127,11 +107,10 @@ static int64_t check_seconds(lua_State *L, int arg, const char *where)
 {
     if (lua_type(L, arg) != LUA_TNUMBER)
         arg_error(L, where, arg, "seconds", "a number >= 0");
-    double s = lua_tonumber(L, arg);
-    if (!(s >= 0))
+    int64_t ns;
+    if (pxhost_ns(lua_tonumber(L, arg), &ns) != 0)   /* 2^63 ns or more: never */
         arg_error(L, where, arg, "seconds", "a number >= 0");
-    double ns = s * 1e9;
-    return ns >= 0x1p63 ? INT64_MAX : (int64_t)ns;   /* too long for the clock: never */
+    return ns;
 }
 
 static void check_callable(lua_State *L, int arg, const char *where)
@@ -166,9 +145,6 @@ typedef struct lfiber {
     struct lfiber *prev, *next;   /* in run->fibers while h is live */
 } lfiber;
 
-/* What a collector found busy: freed once the run that holds it is over. */
-typedef struct grave { int (*free)(void *); void *p; } grave;
-
 struct lrun {
     lua_State *L;            /* the thread that called px.run */
     px_sched *s;
@@ -178,8 +154,6 @@ struct lrun {
     char *report;            /* the deadlock report, if any */
     int sigint;              /* it has SIGINT (pxlua_sigint.c) */
     int interrupted;         /* a SIGINT cancelled it */
-    grave *graves;
-    size_t ngraves, capgraves;
     int keep;                /* registry ref to the keep table: the idle
                                 coroutines at 1..nidle, the fibers the engine
                                 has at keys above POOL_MAX */
@@ -449,23 +423,8 @@ static void on_deadlock(void *ctx, const char *report)
         memcpy(r->report, report, n);
 }
 
-static void bury(lrun *r, int (*freefn)(void *), void *p)
-{
-    if (r->ngraves == r->capgraves) {
-        size_t cap = r->capgraves ? 2 * r->capgraves : 16;
-        grave *g = realloc(r->graves, cap * sizeof *g);
-        if (g == NULL)
-            return;                       /* it stays allocated: never unsafe */
-        r->graves = g;
-        r->capgraves = cap;
-    }
-    r->graves[r->ngraves].free = freefn;
-    r->graves[r->ngraves].p = p;
-    r->ngraves++;
-}
-
 /* Ends a run: frees the scheduler, forgets every handle of it, frees what
-** the collector found busy during it. */
+** the collector found busy (pxhost.h: kept until a run of the thread ends). */
 static void end_run(lrun *r)
 {
     cur_run = NULL;
@@ -478,9 +437,7 @@ static void end_run(lrun *r)
         f = next;
     }
     r->fibers.next = r->fibers.prev = &r->fibers;
-    for (size_t i = 0; i < r->ngraves; i++)
-        (void)r->graves[i].free(r->graves[i].p);
-    free(r->graves);
+    (void)pxhost_sweep();
     free(r->freekeys);
     luaL_unref(r->L, LUA_REGISTRYINDEX, r->keep);
 }
@@ -721,13 +678,21 @@ static int join_call(lua_State *L)
     lfiber *f = lua_touserdata(L, 1);
     return f->state != F_LIVE ? 0 : px_join(f->h, NULL);
 }
+/* The re-call: px_join's, or, once the fiber ended (its handle given up at
+** its end), the park's own outcome -- an interrupt that came before the end
+** is reported, as px_join reports it. */
+static int join_again(lua_State *L)
+{
+    lfiber *f = lua_touserdata(L, 1);
+    return f->state != F_LIVE ? px_park_result() : px_join(f->h, NULL);
+}
 static int join_done(lua_State *L, int rc, const char *name)
 {
     if (rc != 0)
         return raise_code(L, rc, name);
     return push_results(L, lua_touserdata(L, 1));
 }
-static const wait_op JOIN = { "fiber:join", join_call, join_call, join_done };
+static const wait_op JOIN = { "fiber:join", join_call, join_again, join_done };
 
 /* The Fiber at 1 (check_ud's test, with the metatable found by its key). */
 static lfiber *check_fiber(lua_State *L, const char *where)
@@ -805,7 +770,7 @@ static int l_pop(lua_State *L)
         return 0;
     if (rc != PX_ETIMEDOUT && rc != PX_ECANCELED)
         return raise_code(L, rc, "scope pop");
-    lua_pushstring(L, code_name(rc));
+    lua_pushstring(L, px_errname(rc));
     return 1;
 }
 
@@ -844,10 +809,7 @@ static int token_gc(lua_State *L)
     if (t == NULL || t->t == NULL)
         return 0;
     /* a scope of the run may still use it: free it once the run is over */
-    if (cur_run != NULL)
-        bury(cur_run, free_token, t->t);
-    else
-        px_token_free(t->t);
+    pxhost_collect(free_token, t->t, cur_run != NULL);
     t->t = NULL;
     return 0;
 }
@@ -868,16 +830,16 @@ static void *new_sync(lua_State *L, void *p, const char *mt, const char *where, 
     return p;
 }
 
-/* A collected object still held or waited on is freed once the run is over. */
-/* A finalizer may be called by hand (getmetatable(m).__gc(v)): one given
-** anything but its own kind of object does nothing. */
+/* A collected object still held or waited on is freed once a run of this
+** thread is over (pxhost.h).  A finalizer may be called by hand
+** (getmetatable(m).__gc(v)): one given anything but its own kind of object
+** does nothing. */
 static int sync_gc(lua_State *L, const char *mt, int (*freefn)(void *))
 {
     lsync *u = luaL_testudata(L, 1, mt);
     if (u == NULL || u->p == NULL)
         return 0;
-    if (freefn(u->p) == PX_EBUSY && cur_run != NULL)
-        bury(cur_run, freefn, u->p);
+    pxhost_collect(freefn, u->p, 0);
     u->p = NULL;
     return 0;
 }
@@ -919,7 +881,11 @@ static int mutex_gc(lua_State *L) { return sync_gc(L, MUTEX_MT, mutex_free); }
 
 /* RwLock */
 static int rwlock_free(void *p) { return px_rwlock_free(p); }
-static int l_rwlock(lua_State *L) { new_sync(L, px_rwlock_new(), RWLOCK_MT, "px.rwlock", 0); return 1; }
+static int l_rwlock(lua_State *L)
+{
+    new_sync(L, px_rwlock_new(), RWLOCK_MT, "px.rwlock", 0);
+    return 1;
+}
 static int rdlock_call(lua_State *L) { return px_rwlock_rdlock(ARG1(px_rwlock)); }
 static int wrlock_call(lua_State *L) { return px_rwlock_wrlock(ARG1(px_rwlock)); }
 static const wait_op RDLOCK = { "rwlock:rdlock", rdlock_call, rdlock_call, done_lock };
@@ -956,7 +922,8 @@ static int rwlock_wrunlock(lua_State *L)
 }
 static int rwlock_readers(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_rwlock_readers(SELF(px_rwlock, RWLOCK_MT, "rwlock:readers")));
+    lua_pushinteger(L,
+                    (lua_Integer)px_rwlock_readers(SELF(px_rwlock, RWLOCK_MT, "rwlock:readers")));
     return 1;
 }
 static int rwlock_writer(lua_State *L)
@@ -966,7 +933,8 @@ static int rwlock_writer(lua_State *L)
 }
 static int rwlock_waiters(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_rwlock_waiters(SELF(px_rwlock, RWLOCK_MT, "rwlock:waiters")));
+    lua_pushinteger(L,
+                    (lua_Integer)px_rwlock_waiters(SELF(px_rwlock, RWLOCK_MT, "rwlock:waiters")));
     return 1;
 }
 static int rwlock_gc(lua_State *L) { return sync_gc(L, RWLOCK_MT, rwlock_free); }
@@ -1014,7 +982,8 @@ static int waitgroup_wait(lua_State *L)
 }
 static int waitgroup_count(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_waitgroup_count(SELF(px_waitgroup, WAITGROUP_MT,
+    lua_pushinteger(L,
+                    (lua_Integer)px_waitgroup_count(SELF(px_waitgroup, WAITGROUP_MT,
                                                             "waitgroup:count")));
     return 1;
 }
@@ -1045,12 +1014,14 @@ static int barrier_arrive(lua_State *L)
 }
 static int barrier_phase(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_barrier_phase(SELF(px_barrier, BARRIER_MT, "barrier:phase")));
+    lua_pushinteger(L,
+                    (lua_Integer)px_barrier_phase(SELF(px_barrier, BARRIER_MT, "barrier:phase")));
     return 1;
 }
 static int barrier_waiting(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_barrier_waiting(SELF(px_barrier, BARRIER_MT,
+    lua_pushinteger(L,
+                    (lua_Integer)px_barrier_waiting(SELF(px_barrier, BARRIER_MT,
                                                             "barrier:waiting")));
     return 1;
 }
@@ -1098,10 +1069,13 @@ static int sem_tryacquire(lua_State *L)
     return try_outcome(L, px_sem_tryacquire(SELF(px_sem, SEM_MT, "semaphore:tryacquire")),
                        "semaphore:tryacquire");
 }
+/* Lua's largest count is math.maxinteger, where C's is SIZE_MAX: a release
+** past it is EINVAL, as C's past its own, so that value() can always say it. */
 static int sem_release(lua_State *L)
 {
-    return done_nothing(L, px_sem_release(SELF(px_sem, SEM_MT, "semaphore:release")),
-                        "semaphore:release");
+    px_sem *s = SELF(px_sem, SEM_MT, "semaphore:release");
+    int rc = px_sem_value(s) >= (size_t)LUA_MAXINTEGER ? PX_EINVAL : px_sem_release(s);
+    return done_nothing(L, rc, "semaphore:release");
 }
 static int sem_value(lua_State *L)
 {
@@ -1307,13 +1281,15 @@ static int chan_close(lua_State *L)
 
 static int chan_len(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_chan_len(((lchan *)check_ud(L, 1, CHAN_MT, "channel:len"))->ch));
+    lchan *c = check_ud(L, 1, CHAN_MT, "channel:len");
+    lua_pushinteger(L, (lua_Integer)px_chan_len(c->ch));
     return 1;
 }
 
 static int chan_cap(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)px_chan_cap(((lchan *)check_ud(L, 1, CHAN_MT, "channel:cap"))->ch));
+    lchan *c = check_ud(L, 1, CHAN_MT, "channel:cap");
+    lua_pushinteger(L, (lua_Integer)px_chan_cap(c->ch));
     return 1;
 }
 

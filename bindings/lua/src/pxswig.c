@@ -4,10 +4,8 @@
 ** interface file, so that the project's warnings apply to it; SWIG's generated
 ** wrapper, compiled without them, only calls the functions of pxswig.h.
 */
-#define _POSIX_C_SOURCE 200809L     /* poll, pthread_atfork, getpid */
+#define _POSIX_C_SOURCE 200809L     /* pthread_atfork, getpid */
 
-#include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +13,7 @@
 #include <unistd.h>
 
 #include "parataxis.h"
+#include "pxhost.h"
 #include "pxlua_exec.h"
 #include "pxswig.h"
 
@@ -24,7 +23,7 @@ struct TimerQueue {
     px_timerq *tq;
     px_queue *hq;
     px_executor ex;          /* hq, or run_ex through queue_post, as the executor of tq */
-    pxlua_exec *run_ex;      /* px.scheduler()'s run, for a queue made by pxswig_queue_on */
+    pxhost_exec *run_ex;      /* px.scheduler()'s run, for a queue made by pxswig_queue_on */
     fired *fired;            /* recorded by handlers, not yet taken: fired[head..len) */
     size_t head, len, cap;
     struct TimerQueue *prev, *next;  /* in open_queues while linked */
@@ -144,21 +143,13 @@ static pending_arg *new_arg(TimerQueue *t, long long key)
     return p;
 }
 
-/*
-** Seconds to the C API's nanoseconds, or -1 when s is negative or NaN.  C's
-** rule, as in pxlua_fiber.c and the Python binding: a duration of 2^63 ns or
-** more (about 9223372036.85 s, 292 years; inf too) does not fit int64_t and
-** saturates to INT64_MAX, "never": such a timer never fires and is cancelled
-** like any other.
-*/
-#define NS_LIMIT 0x1p63
-
+/* Seconds to the C API's nanoseconds by the bindings' one rule (pxhost_ns:
+** 2^63 ns or more, inf too, saturates to INT64_MAX, "never": such a timer
+** never fires and is cancelled like any other), or -1 when s is negative or NaN. */
 static int64_t to_ns(double s)
 {
-    double ns = s * 1e9;
-    if (!(ns >= 0))
-        return -1;
-    return ns >= NS_LIMIT ? INT64_MAX : (int64_t)ns;
+    int64_t ns;
+    return pxhost_ns(s, &ns) == 0 ? ns : -1;
 }
 
 /* Posted only to keep the descriptor readable while recorded calls wait. */
@@ -166,20 +157,6 @@ static void keep_readable(void *arg, int status)
 {
     (void)arg;
     (void)status;
-}
-
-/*
-** Waits for hq without a bound: 1 when calls wait, 0 when a signal ended the
-** wait, -1 when poll failed.  One poll: the Lua side loops, so a Lua hook -- the
-** interpreter's Ctrl-C handler sets one -- runs between two polls, not never.
-*/
-static int wait_unbounded(px_queue *hq)
-{
-    struct pollfd pfd = { .fd = px_queue_fd(hq), .events = POLLIN };
-    int r = poll(&pfd, 1, -1);
-    if (r > 0)
-        return 1;
-    return r < 0 && errno == EINTR ? 0 : -1;
 }
 
 /* Stops the timer queue: every call it still owed is in hq when this returns. */
@@ -196,7 +173,7 @@ static void close_queue(TimerQueue *t)
 {
     shutdown_queue(t);
     untrack(t);
-    pxlua_exec_unref(t->run_ex);     /* no post comes any more */
+    pxhost_exec_unref(t->run_ex);     /* no post comes any more */
     t->run_ex = NULL;
     if (t->hq == NULL)
         return;
@@ -233,7 +210,7 @@ static int queue_post(void *ctx, px_handler_fn fn, void *arg, int status)
     return px_queue_post(t->hq, fn, arg, PX_ECANCELED);
 }
 
-static TimerQueue *new_queue(pxlua_exec *x)
+static TimerQueue *new_queue(pxhost_exec *x)
 {
     TimerQueue *t = calloc(1, sizeof *t);
     if (t == NULL)
@@ -251,7 +228,7 @@ static TimerQueue *new_queue(pxlua_exec *x)
     if ((t->tq = px_timerq_new(&o)) == NULL)
         goto fail;
     if (x != NULL)
-        pxlua_exec_ref(x);
+        pxhost_exec_ref(x);
     track(t);
     return t;
 fail:
@@ -260,7 +237,7 @@ fail:
     return NULL;
 }
 
-TimerQueue *pxswig_queue_on(pxlua_exec *x)
+TimerQueue *pxswig_queue_on(pxhost_exec *x)
 {
     return new_queue(x);
 }
@@ -356,8 +333,12 @@ int TimerQueue_wait(TimerQueue *t, double timeout_s)
     if (t->hq == NULL)
         return 0;
     int64_t ns = to_ns(timeout_s);
-    if (timeout_s < 0 || ns == INT64_MAX)
-        return wait_unbounded(t->hq);
+    if (timeout_s < 0 || ns == INT64_MAX) {
+        /* One wait that a signal ends: the Lua side loops, so a Lua hook --
+        ** the interpreter's Ctrl-C handler sets one -- runs between two. */
+        int r = px_queue_wait_intr(t->hq, -1);
+        return r == PX_EINTR ? 0 : r == 1 ? 1 : -1;
+    }
     return px_queue_wait(t->hq, ns < 0 ? 0 : ns);
 }
 

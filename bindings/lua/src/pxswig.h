@@ -26,7 +26,7 @@ void delete_TimerQueue(TimerQueue *t);
 /* A queue whose handler calls start as fibers of x's run (px.scheduler(),
 ** pxlua_exec.c); once that run is over they wait in its handler queue,
 ** aborted, as a plain queue's do.  NULL: no memory or threads. */
-TimerQueue *pxswig_queue_on(pxlua_exec *x);
+TimerQueue *pxswig_queue_on(pxhost_exec *x);
 
 /* A number naming t for as long as it lives (the Lua side's qid). */
 long long TimerQueue_ident(TimerQueue *t);

@@ -19,18 +19,17 @@ from typing import (Any, Callable, Dict, Generic, List, Literal, Optional, Tuple
 
 from greenlet import getcurrent
 
-from . import _core  # (its import adds _Token to _parataxis)
-from . import _host
+from . import _core, _host
 from ._errors import (BusyError, Cancelled, Closed, DeadlockError,
                       NoFiberError, Timeout, raise_for)
-from ._parataxis import _Token, ffi, lib
+from ._parataxis import ffi, lib
 
 T = TypeVar("T")
 
 _EYIELD = lib.PX_EYIELD
 _ETIMEDOUT = lib.PX_ETIMEDOUT
 _ECANCELED = lib.PX_ECANCELED
-_JOIN = int(ffi.cast("uintptr_t", ffi.addressof(lib, "px_join")))
+_JOIN = _host.JOIN
 
 
 _ns = _core._ns           # the one duration rule of the binding
@@ -355,7 +354,7 @@ def sleep(seconds: float) -> None:
     off-fiber, InvalidArgument for a negative or NaN duration, TypeError for
     a non-number.  One of 2**63 ns or more (math.inf, 10**400) is "never":
     only a scope ends it."""
-    rc = _host.park(lib.px_sleep(_ns(seconds, "sleep")))
+    rc = _host.sleep(_ns(seconds, "sleep"))
     if rc != 0:
         _raise_wait(rc, "sleep")
 
@@ -509,10 +508,10 @@ class CancellationToken:
         # every finalizer of a reference cycle it is in, which may still use it
         # (an ffi.gc destructor is a finalizer the collector may run first).
         try:
-            self._own = _Token()
+            self._own = _host.Token()
         except MemoryError:
             raise MemoryError("px_token_new") from None
-        self._t = ffi.cast("px_token *", self._own.addr)
+        self._t = ffi.from_buffer("px_token *", self._own)
 
     def cancel(self) -> bool:
         """Cancels it: True, or False if it was cancelled already.  Any

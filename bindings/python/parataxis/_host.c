@@ -19,8 +19,7 @@
 ** scheduler at a time); the Python side (_fibers.py) makes the scheduler and
 ** gives it to begin().
 */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_host.h"
 #include <greenlet.h>   /* greenlet's C API: from its package directory */
 
 #include <pthread.h>
@@ -29,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "parataxis.h"
+#include "pxhost.h"     /* the run as an executor: bindings/host */
 
 /*
 ** A pulled fiber's host_ctx.  Its job is the _fibers.Fiber whose _main() it
@@ -38,17 +37,13 @@
 ** factory at its first turn.  Its greenlet is bound at its first turn too: an
 ** idle worker's (see retire) or a new one.
 */
-typedef struct hexec hexec;
-
 typedef struct hfiber {
+    pxhost_call call;        /* first: a handler call to run in it (call.fn), until
+                                its job starts; call.exec posted it (job NULL) */
     PyObject *glet;          /* a strong reference once bound */
     PyObject *cur;           /* the greenlet it parked in last, when not glet (see pass_turn) */
     PyObject *scope;         /* its innermost open Python scope (see scope_push) */
     PyObject *job;           /* the Fiber, until its greenlet takes it */
-    hexec *exec;             /* the executor that posted it (job NULL) */
-    px_handler_fn fn;        /* a handler call to run in it, until its job starts */
-    void *arg;
-    int status;
 } hfiber;
 
 /* Idle workers kept at most: a greenlet whose fiber ended waits (parked in
@@ -116,8 +111,8 @@ static hrun *need_run(void)
 static void release_fiber(void *ctx)
 {
     hfiber *h = ctx;
-    if (h->fn != NULL)
-        h->fn(h->arg, PX_ECANCELED);
+    if (h->call.fn != NULL)
+        h->call.fn(h->call.arg, PX_ECANCELED);
     if (h->glet != NULL || h->cur != NULL || h->job != NULL || h->scope != NULL) {
         PyGILState_STATE g = PyGILState_Ensure();
         Py_CLEAR(h->scope);
@@ -142,8 +137,9 @@ static PyObject *greenlet_of(hrun *r, hfiber *h, PyObject *reuse)
     if (h->glet == NULL) {
         if (h->job == NULL) {
             h->job = PyObject_CallFunction(r->factory, "KKi",
-                                           (unsigned long long)(uintptr_t)h->fn,
-                                           (unsigned long long)(uintptr_t)h->arg, h->status);
+                                           (unsigned long long)(uintptr_t)h->call.fn,
+                                           (unsigned long long)(uintptr_t)h->call.arg,
+                                           h->call.status);
             if (h->job == NULL)
                 return NULL;
         }
@@ -421,7 +417,7 @@ static PyObject *worker(PyObject *self, PyObject *args)
         hfiber *h = r->turn;
         PyObject *job = h->job;
         h->job = NULL;
-        h->fn = NULL;                   /* its handler call is the job's now */
+        h->call.fn = NULL;              /* its handler call is the job's now */
         v = run_job(job);
         Py_DECREF(job);
         if (v == NULL)
@@ -548,8 +544,8 @@ static void on_wait(void *ctx, int entering)
         PyEval_RestoreThread(r->waiting);
 }
 
-PyDoc_STRVAR(begin_doc, "begin(run, root, factory) -> int: starts this thread's run with a new "
-                        "scheduler (its address is returned), from greenlet `root`.");
+PyDoc_STRVAR(begin_doc, "begin(run, root, factory): starts this thread's run with a new "
+                        "scheduler, from greenlet `root`.");
 
 static PyObject *h_begin(PyObject *self, PyObject *args)
 {
@@ -582,18 +578,9 @@ static PyObject *h_begin(PyObject *self, PyObject *args)
     r->obj = Py_NewRef(obj);
     r->root = Py_NewRef(root);
     r->factory = Py_NewRef(factory);
-    PyObject *addr = PyLong_FromVoidPtr(r->s);
-    if (addr == NULL) {
-        px_sched_free(r->s);
-        Py_DECREF(r->obj);
-        Py_DECREF(r->root);
-        Py_DECREF(r->factory);
-        free(r);
-        return NULL;
-    }
     r->forked = forked;
     run_here = r;
-    return addr;
+    Py_RETURN_NONE;
 }
 
 
@@ -669,9 +656,9 @@ static PyObject *h_loop(PyObject *self, PyObject *noargs)
     return PyLong_FromLong(r->end);
 }
 
-PyDoc_STRVAR(spawn_doc, "spawn(fiber) -> (address, id): makes a fiber of this thread's run "
-                        "that will run fiber._main() on a greenlet; returns its px_fiber "
-                        "address and id.");
+PyDoc_STRVAR(spawn_doc, "spawn(fiber) -> (handle, id): makes a fiber of this thread's run "
+                        "that will run fiber._main() on a greenlet; returns a capsule of its "
+                        "px_fiber (for wait(JOIN, ...) and release) and its id.");
 
 static PyObject *h_spawn(PyObject *self, PyObject *job)
 {
@@ -689,16 +676,26 @@ static PyObject *h_spawn(PyObject *self, PyObject *job)
         free(h);
         return PyErr_NoMemory();
     }
-    return Py_BuildValue("(NK)", PyLong_FromVoidPtr(f), (unsigned long long)px_fiber_id(f));
+    PyObject *handle = PyCapsule_New(f, PXH_FIBER_CAPSULE, NULL);
+    if (handle == NULL) {
+        px_fiber_release(f);    /* it runs, detached */
+        return NULL;
+    }
+    return Py_BuildValue("(NK)", handle, (unsigned long long)px_fiber_id(f));
 }
 
-PyDoc_STRVAR(release_doc, "release(address): px_fiber_release of a handle spawn returned.");
+PyDoc_STRVAR(release_doc, "release(handle): px_fiber_release of a handle spawn returned; "
+                          "the handle is spent (a second release does nothing).");
+
+static const char spent[] = "parataxis.px_fiber (released)";
 
 static PyObject *h_release(PyObject *self, PyObject *arg)
 {
     (void)self;
-    void *f = PyLong_AsVoidPtr(arg);
-    if (f == NULL && PyErr_Occurred())
+    if (PyCapsule_CheckExact(arg) && PyCapsule_GetName(arg) == spent)
+        Py_RETURN_NONE;
+    void *f = PyCapsule_GetPointer(arg, PXH_FIBER_CAPSULE);
+    if (f == NULL || PyCapsule_SetName(arg, spent) != 0)
         return NULL;
     px_fiber_release(f);
     Py_RETURN_NONE;
@@ -719,15 +716,10 @@ static PyObject *h_yield(PyObject *self, PyObject *noargs)
     return rc == 0 ? Py_NewRef(Py_None) : fail(rc);
 }
 
-PyDoc_STRVAR(park_doc, "park(rc) -> int: after a park or sleep that returned rc, waits for its "
-                       "turn when rc is PX_EYIELD; returns the park's outcome.");
-
-static PyObject *h_park(PyObject *self, PyObject *arg)
+/* After a park that returned rc: waits for the turn when rc is PX_EYIELD and
+** returns the park's outcome. */
+static PyObject *parked(int rc)
 {
-    (void)self;
-    int rc = PyLong_AsLong(arg);
-    if (rc == -1 && PyErr_Occurred())
-        return NULL;
     if (rc == PX_EYIELD && need_run() == NULL)   /* no park made it: bad input */
         return NULL;
     if (rc == PX_EYIELD) {
@@ -738,35 +730,50 @@ static PyObject *h_park(PyObject *self, PyObject *arg)
     return PyLong_FromLong(rc);
 }
 
-typedef int (*op_fn)(void *obj);
-typedef int (*op_out_fn)(void *obj, void *out);
+PyDoc_STRVAR(park_doc, "park(rc) -> int: after a park that returned rc, waits for its turn "
+                       "when rc is PX_EYIELD; returns the park's outcome.");
 
-PyDoc_STRVAR(wait_doc, "wait(fn, obj[, out]) -> int: calls C function address fn(obj[, out]), "
-                       "and while it returns PX_EYIELD waits for the turn and calls it again; "
-                       "returns its outcome.");
+static PyObject *h_park(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int rc = PyLong_AsLong(arg);
+    if (rc == -1 && PyErr_Occurred())
+        return NULL;
+    return parked(rc);
+}
+
+PyDoc_STRVAR(sleep_doc, "sleep(ns) -> int: px_sleep(ns), waiting for the turn when it parks; "
+                        "returns the sleep's outcome (0 or a C error code).");
+
+static PyObject *h_sleep(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long long ns = PyLong_AsLongLong(arg);
+    if (ns == -1 && PyErr_Occurred())
+        return NULL;
+    return parked(px_sleep(ns));
+}
+
+PyDoc_STRVAR(wait_doc, "wait(op, obj[, value]) -> int: makes the call `op` (MUTEX_LOCK, ..., "
+                       "JOIN) on obj (a Prim of its kind; a spawn handle for JOIN), and while "
+                       "it returns PX_EYIELD waits for the turn and calls it again; returns "
+                       "its outcome.  value: a Channel send's key.");
 
 static PyObject *h_wait(PyObject *self, PyObject *const *args, Py_ssize_t n)
 {
     (void)self;
     if (n < 2 || n > 3) {
-        PyErr_SetString(PyExc_TypeError, "wait(fn, obj[, out])");
+        PyErr_SetString(PyExc_TypeError, "wait(op, obj[, value])");
         return NULL;
     }
-    void *fn = PyLong_AsVoidPtr(args[0]);
-    void *obj = PyLong_AsVoidPtr(args[1]);
-    void *out = n == 3 ? PyLong_AsVoidPtr(args[2]) : NULL;
-    if (PyErr_Occurred())
+    int op = PyLong_AsLong(args[0]);
+    if (op == -1 && PyErr_Occurred())
         return NULL;
-    /* The address of a C function, from cffi: a conversion POSIX allows. */
-    op_fn op;
-    op_out_fn op_out;
-    memcpy(&op, &fn, sizeof op);
-    memcpy(&op_out, &fn, sizeof op_out);
+    pxh_op w;
+    if (pxh_op_target(op, args[1], n == 3 ? args[2] : NULL, &w) != 0)
+        return NULL;
     int rc;
-    for (;;) {
-        rc = n == 3 ? op_out(obj, out) : op(obj);
-        if (rc != PX_EYIELD)
-            break;
+    while ((rc = pxh_op_call(&w)) == PX_EYIELD) {
         if (pass_turn(run_here) < 0)
             return NULL;
     }
@@ -832,65 +839,36 @@ static PyObject *h_scope_top(PyObject *self, PyObject *noargs)
 /* -- the executor that starts handler calls as fibers ---------------------- */
 
 /*
-** A run's executor: post() hands a handler call to the scheduler's own
-** executor, which runs start_handler on a C fiber, which spawns the pulled
-** fiber that will run the call.  Timer queues and Scheduler.post use it from
-** any thread, for as long as their Python objects live -- longer than the
-** run: once it ended (`closed`) a call is aborted at once, as an executor may
-** do with what it cannot run.  `inflight` counts the calls posted and not
-** started: a run that ended with some still in its inbox runs again.
+** A run's executor is the bindings' shared one (pxhost.h): post() hands a
+** handler call to the run, which spawns the pulled fiber that will run it.
+** Timer queues and Scheduler.post use it from any thread, for as long as
+** their Python objects live -- longer than the run: once it ended (closed) a
+** call is aborted at once, as an executor may do with what it cannot run.
+** Its capsule owns the executor's one reference.
 */
-typedef struct hexec {
-    pthread_mutex_t lock;
-    px_sched *s;
-    int closed;
-    long inflight;
-    long holds;              /* px_sched_holds for timers that will post here */
-    int holds_off;           /* the run was cancelled: no more holds */
-} hexec;
-
-static void start_handler(void *arg, int status);
 static void posted_call(void *arg, int status);
 
-/* On a C fiber of the run, or off-fiber (no fiber could be made for it, or
-** the scheduler was freed with the call posted): then it runs inline, as a
-** handler is owed its one call -- aborted once the run is over (finish_run
-** closed the executor), as every call a run never started. */
-static void start_handler(void *arg, int status)
+/* Off-fiber (no fiber could be made for it, or the scheduler was freed with
+** the call posted): it runs inline, as a handler is owed its one call --
+** aborted once the run is over (finish_run closed the executor), as every
+** call a run never started. */
+static void cannot_start(pxhost_call *c, int over)
 {
-    hfiber *h = arg;
-    hexec *x = h->exec;
-    h->status = status;
-    pthread_mutex_lock(&x->lock);
-    x->inflight--;
-    int over = x->closed;
-    pthread_mutex_unlock(&x->lock);
-    px_fiber *f = px_self() != 0 ? px_spawn_hosted(x->s, &pulled, h) : NULL;
-    if (f != NULL) {
-        px_fiber_release(f);   /* detached: nobody joins it */
-        return;
-    }
-    h->fn(h->arg, over ? PX_ECANCELED : status);
-    free(h);
+    c->fn(c->arg, over ? PX_ECANCELED : c->status);
+    free(c);                 /* the hfiber: its call is its first member */
 }
 
+static const pxhost_exec_ops exec_ops = { &pulled, cannot_start };
+
 /* Hands fn(arg, status) to the run of `x`; PX_ECLOSED once it is over. */
-static int post_to(hexec *x, px_handler_fn fn, void *arg, int status)
+static int post_to(pxhost_exec *x, px_handler_fn fn, void *arg, int status)
 {
     hfiber *h = calloc(1, sizeof *h);
     if (h == NULL)
         return PX_ENOMEM;
-    h->fn = fn;
-    h->arg = arg;
-    h->exec = x;
-    pthread_mutex_lock(&x->lock);
-    int rc = PX_ECLOSED;
-    if (!x->closed) {
-        px_executor inner = px_sched_executor(x->s);
-        rc = inner.post(inner.ctx, start_handler, h, status);
-        x->inflight += rc == 0;
-    }
-    pthread_mutex_unlock(&x->lock);
+    h->call.fn = fn;
+    h->call.arg = arg;
+    int rc = pxhost_exec_post(x, &h->call, status);
     if (rc != 0)
         free(h);
     return rc;
@@ -911,7 +889,7 @@ static int post_handler(void *ctx, px_handler_fn fn, void *arg, int status)
 }
 
 /* The px_handler_fn of Scheduler.post's calls: only called inline (see
-** start_handler); a fiber runs the others. */
+** cannot_start); a fiber runs the others. */
 static PyObject *posted_fn;  /* Python: _fibers._posted(key, status) */
 
 static void posted_call(void *arg, int status)
@@ -933,9 +911,7 @@ static void *fn_address(px_handler_fn fn)
 
 static void exec_free(PyObject *capsule)
 {
-    hexec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
-    pthread_mutex_destroy(&x->lock);
-    free(x);
+    pxhost_exec_unref(PyCapsule_GetPointer(capsule, "parataxis.hexec"));
 }
 
 PyDoc_STRVAR(executor_doc, "executor() -> (capsule, post, ctx): the executor of this thread's "
@@ -949,19 +925,16 @@ static PyObject *h_executor(PyObject *self, PyObject *noargs)
     if (r == NULL)
         return NULL;
     if (r->exec == NULL) {
-        hexec *x = calloc(1, sizeof *x);
+        pxhost_exec *x = pxhost_exec_new(r->s, &exec_ops);
         if (x == NULL)
             return PyErr_NoMemory();
-        pthread_mutex_init(&x->lock, NULL);
-        x->s = r->s;
         r->exec = PyCapsule_New(x, "parataxis.hexec", exec_free);
         if (r->exec == NULL) {
-            pthread_mutex_destroy(&x->lock);
-            free(x);
+            pxhost_exec_unref(x);
             return NULL;
         }
     }
-    hexec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
+    pxhost_exec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
     void *post;
     int (*p)(void *, px_handler_fn, void *, int) = post_handler;
     memcpy(&post, &p, sizeof post);
@@ -978,7 +951,7 @@ static PyObject *h_post(PyObject *self, PyObject *args)
     unsigned long long key;
     if (!PyArg_ParseTuple(args, "OK", &capsule, &key))
         return NULL;
-    hexec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
+    pxhost_exec *x = PyCapsule_GetPointer(capsule, "parataxis.hexec");
     if (x == NULL)
         return NULL;
     /* PX_ECLOSED after the run: Scheduler.post raises Closed (the caller is
@@ -992,17 +965,14 @@ static void drop_holds(hrun *r, int close)
 {
     if (r->exec == NULL)
         return;
-    hexec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
-    pthread_mutex_lock(&x->lock);
-    for (; x->holds > 0; x->holds--)
-        px_sched_unhold(x->s);
-    x->holds_off = 1;
+    pxhost_exec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
     if (close)
-        x->closed = 1;
-    pthread_mutex_unlock(&x->lock);
+        (void)pxhost_exec_close(x, 1);
+    else
+        pxhost_exec_cancel(x);
 }
 
-static hexec *exec_of(PyObject *capsule)
+static pxhost_exec *exec_of(PyObject *capsule)
 {
     return PyCapsule_GetPointer(capsule, "parataxis.hexec");
 }
@@ -1015,14 +985,10 @@ PyDoc_STRVAR(hold_doc, "hold(capsule) -> bool: holds the run of the executor (px
 static PyObject *h_hold(PyObject *self, PyObject *capsule)
 {
     (void)self;
-    hexec *x = exec_of(capsule);
+    pxhost_exec *x = exec_of(capsule);
     if (x == NULL)
         return NULL;
-    pthread_mutex_lock(&x->lock);
-    int held = !x->closed && !x->holds_off && px_sched_hold(x->s) == 0;
-    x->holds += held;
-    pthread_mutex_unlock(&x->lock);
-    return PyBool_FromLong(held);
+    return PyBool_FromLong(pxhost_exec_hold(x));
 }
 
 PyDoc_STRVAR(unhold_doc, "unhold(capsule): lets go of one hold() that returned True (nothing "
@@ -1031,15 +997,10 @@ PyDoc_STRVAR(unhold_doc, "unhold(capsule): lets go of one hold() that returned T
 static PyObject *h_unhold(PyObject *self, PyObject *capsule)
 {
     (void)self;
-    hexec *x = exec_of(capsule);
+    pxhost_exec *x = exec_of(capsule);
     if (x == NULL)
         return NULL;
-    pthread_mutex_lock(&x->lock);
-    if (x->holds > 0) {
-        x->holds--;
-        px_sched_unhold(x->s);
-    }
-    pthread_mutex_unlock(&x->lock);
+    pxhost_exec_unhold(x);
     Py_RETURN_NONE;
 }
 
@@ -1054,13 +1015,7 @@ static PyObject *h_close_executor(PyObject *self, PyObject *noargs)
         return NULL;
     if (r->exec == NULL)
         Py_RETURN_TRUE;
-    hexec *x = PyCapsule_GetPointer(r->exec, "parataxis.hexec");
-    pthread_mutex_lock(&x->lock);
-    int idle = x->inflight == 0;
-    if (idle)
-        x->closed = 1;
-    pthread_mutex_unlock(&x->lock);
-    return PyBool_FromLong(idle);
+    return PyBool_FromLong(pxhost_exec_close(PyCapsule_GetPointer(r->exec, "parataxis.hexec"), 0));
 }
 
 PyDoc_STRVAR(configure_doc, "configure(posted): the Python function that runs Scheduler.post's "
@@ -1097,6 +1052,7 @@ static PyMethodDef methods[] = {
     { "release", h_release, METH_O, release_doc },
     { "yield_", h_yield, METH_NOARGS, yield_doc },
     { "park", h_park, METH_O, park_doc },
+    { "sleep", h_sleep, METH_O, sleep_doc },
     { "wait", (PyCFunction)(void (*)(void))h_wait, METH_FASTCALL, wait_doc },
     { "executor", h_executor, METH_NOARGS, executor_doc },
     { "scope_push", h_scope_push, METH_O, scope_push_doc },
@@ -1136,5 +1092,8 @@ PyMODINIT_FUNC PyInit__host(void)
     if (raise_for == NULL || empty == NULL || main_name == NULL || ctx_name == NULL
         || worker_fn == NULL)
         return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && pxh_add_handles(m) != 0)
+        Py_CLEAR(m);
+    return m;
 }

@@ -1212,65 +1212,6 @@ static PyTypeObject queue_type = {
     .tp_new = PyType_GenericNew,
 };
 
-/*
-** _Token: a cancellation token's C memory (px_token_new), freed when this object
-** is deallocated -- what CancellationToken (_fibers.py) holds, `addr` its
-** address.  The garbage collector does not track it, so it is freed only once
-** the objects that hold it are deallocated, after every finalizer of their
-** reference cycle ran: a finalizer in the cycle may still cancel or read the
-** token.  An ffi.gc object would be a finalizer itself, which the collector may
-** run first (as for the gates: see _new_gate in _core.py).
-*/
-typedef struct {
-    PyObject_HEAD
-    px_token *t;
-} pxpy_token;
-
-static PyObject *token_new(PyTypeObject *type, PyObject *args, PyObject *kw)
-{
-    if (PyTuple_GET_SIZE(args) != 0 || (kw != NULL && PyDict_GET_SIZE(kw) != 0)) {
-        PyErr_SetString(PyExc_TypeError, "_Token() takes no arguments");
-        return NULL;
-    }
-    pxpy_token *o = (pxpy_token *)type->tp_alloc(type, 0);
-    if (o == NULL)
-        return NULL;
-    o->t = px_token_new();
-    if (o->t == NULL) {
-        Py_DECREF(o);
-        return PyErr_NoMemory();
-    }
-    return (PyObject *)o;
-}
-
-static void token_dealloc(pxpy_token *o)
-{
-    px_token_free(o->t);                /* NULL does nothing */
-    Py_TYPE(o)->tp_free((PyObject *)o);
-}
-
-static PyObject *token_addr(pxpy_token *o, void *closure)
-{
-    (void)closure;
-    return PyLong_FromVoidPtr(o->t);
-}
-
-static PyGetSetDef token_getset[] = {
-    { "addr", (getter)token_addr, NULL, NULL, NULL },
-    { NULL, NULL, NULL, NULL, NULL },
-};
-
-static PyTypeObject token_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "parataxis._parataxis._Token",
-    .tp_basicsize = sizeof(pxpy_token),
-    .tp_dealloc = (destructor)token_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A px_token, freed at deallocation (see _pxpy.c).",
-    .tp_getset = token_getset,
-    .tp_new = token_new,
-};
-
 static PyMethodDef fast_methods[] = {
     { "_setup", (PyCFunction)(void (*)(void))fast_setup, METH_FASTCALL, NULL },
     { "_claim", (PyCFunction)(void (*)(void))fast_claim, METH_FASTCALL, NULL },
@@ -1293,13 +1234,9 @@ int pxpy_export(void)
     if (rc == 0)
         rc = PyType_Ready(&queue_type);
     if (rc == 0)
-        rc = PyType_Ready(&token_type);
-    if (rc == 0)
         rc = PyModule_AddObjectRef(m, "TimerHandle", (PyObject *)&handle_type);
     if (rc == 0)
         rc = PyModule_AddObjectRef(m, "_TimerQueueBase", (PyObject *)&queue_type);
-    if (rc == 0)
-        rc = PyModule_AddObjectRef(m, "_Token", (PyObject *)&token_type);
     if (rc != 0)
         PyErr_Clear();
     PyGILState_Release(gil);

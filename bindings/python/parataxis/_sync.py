@@ -35,36 +35,36 @@ _EBUSY = lib.PX_EBUSY
 _ECLOSED = lib.PX_ECLOSED
 
 
-def _addr(name: str) -> int:
-    return int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
-
-
-_MUTEX_LOCK = _addr("px_mutex_lock")
-# Calls that never wait, on hot paths: through _host.wait, a plain C call,
-# rather than cffi, which costs ~250 ns a call here (it releases the GIL).
-_MUTEX_UNLOCK = _addr("px_mutex_unlock")
-_RDLOCK = _addr("px_rwlock_rdlock")
-_WRLOCK = _addr("px_rwlock_wrlock")
-_WG_WAIT = _addr("px_waitgroup_wait")
-_ARRIVE = _addr("px_barrier_arrive_and_wait")
-_ONCE_BEGIN = _addr("px_once_begin")
-_ACQUIRE = _addr("px_sem_acquire")
-_EV_WAIT = _addr("px_event_wait")
-_SEND = _addr("px_chan_send")
-_RECV = _addr("px_chan_recv")
+# The calls that may park go through _host.wait, named by op (see _handles.c).
+# So does Mutex.unlock, which never parks but is on the hot path: a plain C call
+# there rather than cffi, which costs ~250 ns a call here (it releases the GIL).
+_wait = _host.wait
+_MUTEX_LOCK = _host.MUTEX_LOCK
+_MUTEX_UNLOCK = _host.MUTEX_UNLOCK
+_RDLOCK = _host.RDLOCK
+_WRLOCK = _host.WRLOCK
+_WG_WAIT = _host.WG_WAIT
+_ARRIVE = _host.ARRIVE
+_ONCE_BEGIN = _host.ONCE_BEGIN
+_ACQUIRE = _host.SEM_ACQUIRE
+_EV_WAIT = _host.EVENT_WAIT
+_SEND = _host.CHAN_SEND
+_RECV = _host.CHAN_RECV
 
 
 class _Primitive:
-    """The C object (`_p`, its address `_a`) and the run it belongs to."""
+    """The C object: `_h` (a _host.Prim, which made it) and `_p`, cffi's typed
+    view of it for the calls that never park; and the run it belongs to."""
 
-    __slots__ = ("_p", "_a", "_run", "_free", "__weakref__")
+    __slots__ = ("_p", "_h", "_run", "_free", "__weakref__")
     _what = "primitive"
 
-    def _own(self, p: Any, free: Any) -> None:
-        if p == ffi.NULL:
-            raise NoMemory(f"{type(self).__name__}: out of memory")
-        self._p = p
-        self._a = int(ffi.cast("uintptr_t", p))
+    def _own(self, kind: int, n: int, ctype: str, free: Any) -> None:
+        try:
+            self._h = _host.Prim(kind, n)
+        except MemoryError:
+            raise NoMemory(f"{type(self).__name__}: out of memory") from None
+        self._p = ffi.from_buffer(ctype, self._h)
         self._free = free
         self._run: Any = None
 
@@ -116,7 +116,7 @@ class Mutex(_Primitive):
     _what = "Mutex"
 
     def __init__(self) -> None:
-        self._own(lib.px_mutex_new(), lib.px_mutex_free)
+        self._own(_host.K_MUTEX, 0, "px_mutex *", lib.px_mutex_free)
 
     def lock(self) -> None:
         """Waits until the caller owns it (FIFO); returns None.
@@ -126,7 +126,7 @@ class Mutex(_Primitive):
         already, Timeout / Cancelled from the scopes (not acquired then).
         """
         self._bind()
-        rc = _host.wait(_MUTEX_LOCK, self._a)
+        rc = _wait(_MUTEX_LOCK, self._h)
         if rc:
             self._check(rc)
 
@@ -146,7 +146,7 @@ class Mutex(_Primitive):
 
         Never waits.  Raises NotOwnerError unless the caller owns it."""
         self._bind()
-        rc = _host.wait(_MUTEX_UNLOCK, self._a)
+        rc = _wait(_MUTEX_UNLOCK, self._h)
         if rc:
             self._check(rc)
 
@@ -164,7 +164,7 @@ class Mutex(_Primitive):
         """lock(), but on OwnerDiedError unlocks before raising it, so that
         the block does not run and the lock is not stranded.  May wait."""
         self._bind()
-        rc = _host.wait(_MUTEX_LOCK, self._a)
+        rc = _wait(_MUTEX_LOCK, self._h)
         if rc:
             if rc == lib.PX_EOWNERDEAD:
                 lib.px_mutex_unlock(self._p)
@@ -194,7 +194,7 @@ class _Hold:
         # will not run, so it is given back before OwnerDiedError goes on.
         lk = self._lock
         lk._bind()
-        rc = _host.wait(_WRLOCK if self._write else _RDLOCK, lk._a)
+        rc = _wait(_WRLOCK if self._write else _RDLOCK, lk._h)
         if rc:
             if rc == lib.PX_EOWNERDEAD:
                 (lib.px_rwlock_wrunlock if self._write else lib.px_rwlock_rdunlock)(lk._p)
@@ -224,7 +224,7 @@ class RwLock(_Primitive):
     _what = "RwLock"
 
     def __init__(self) -> None:
-        self._own(lib.px_rwlock_new(), lib.px_rwlock_free)
+        self._own(_host.K_RWLOCK, 0, "px_rwlock *", lib.px_rwlock_free)
 
     def read(self) -> _Hold:
         """A context manager: rdlock() on entry, rdunlock() on exit."""
@@ -242,7 +242,7 @@ class RwLock(_Primitive):
         when a writer ended holding it (the hold is taken), Timeout /
         Cancelled from the scopes (not taken)."""
         self._bind()
-        rc = _host.wait(_RDLOCK, self._a)
+        rc = _wait(_RDLOCK, self._h)
         if rc:
             self._check(rc)
 
@@ -254,7 +254,7 @@ class RwLock(_Primitive):
         writer ended holding it (acquired),
         Timeout / Cancelled from the scopes (not acquired)."""
         self._bind()
-        rc = _host.wait(_WRLOCK, self._a)
+        rc = _wait(_WRLOCK, self._h)
         if rc:
             self._check(rc)
 
@@ -317,7 +317,7 @@ class WaitGroup(_Primitive):
     _what = "WaitGroup"
 
     def __init__(self) -> None:
-        self._own(lib.px_waitgroup_new(), lib.px_waitgroup_free)
+        self._own(_host.K_WAITGROUP, 0, "px_waitgroup *", lib.px_waitgroup_free)
 
     def add(self, n: int = 1) -> None:
         """Adds n (may be negative) to the count; at zero, wakes the waiters.
@@ -337,7 +337,7 @@ class WaitGroup(_Primitive):
 
         May wait.  Raises Timeout / Cancelled from the scopes."""
         self._bind()
-        rc = _host.wait(_WG_WAIT, self._a)
+        rc = _wait(_WG_WAIT, self._h)
         if rc:
             self._check(rc)
 
@@ -362,7 +362,7 @@ class Barrier(_Primitive):
             raise TypeError("Barrier(parties): an int")
         if parties < 1:
             raise ValueError("Barrier(parties): parties >= 1")
-        self._own(lib.px_barrier_new(parties), lib.px_barrier_free)
+        self._own(_host.K_BARRIER, parties, "px_barrier *", lib.px_barrier_free)
 
     def arrive_and_wait(self) -> bool:
         """Waits until `parties` fibers arrived; True for the phase's leader,
@@ -371,7 +371,7 @@ class Barrier(_Primitive):
         May wait.  Raises Timeout / Cancelled from the scopes (the caller's
         arrival is withdrawn)."""
         self._bind()
-        return self._check(_host.wait(_ARRIVE, self._a)) == 1
+        return self._check(_wait(_ARRIVE, self._h)) == 1
 
     @property
     def phase(self) -> int:
@@ -397,7 +397,7 @@ class Once(_Primitive):
     _what = "Once"
 
     def __init__(self) -> None:
-        self._own(lib.px_once_new(), lib.px_once_free)
+        self._own(_host.K_ONCE, 0, "px_once *", lib.px_once_free)
 
     def do(self, fn: Callable[..., T], *args: Any) -> Optional[T]:
         """Runs fn(*args) if no fiber has: returns its result (or raises its
@@ -406,7 +406,7 @@ class Once(_Primitive):
         May wait (while another fiber runs the action).  Raises Timeout /
         Cancelled from the scopes while waiting (nothing ran)."""
         self._bind()
-        if not self._check(_host.wait(_ONCE_BEGIN, self._a)):
+        if not self._check(_wait(_ONCE_BEGIN, self._h)):
             return None
         try:
             return fn(*args)
@@ -435,14 +435,14 @@ class Semaphore(_Primitive):
             raise TypeError("Semaphore(value): an int")
         if value < 0:
             raise ValueError("Semaphore(value): value >= 0")
-        self._own(lib.px_sem_new(value), lib.px_sem_free)
+        self._own(_host.K_SEM, value, "px_sem *", lib.px_sem_free)
 
     def acquire(self) -> None:
         """Takes one unit, waiting for one if none is free (FIFO).
 
         May wait.  Raises Timeout / Cancelled from the scopes (nothing taken)."""
         self._bind()
-        rc = _host.wait(_ACQUIRE, self._a)
+        rc = _wait(_ACQUIRE, self._h)
         if rc:
             self._check(rc)
 
@@ -492,7 +492,7 @@ class Event(_Primitive):
     _what = "Event"
 
     def __init__(self) -> None:
-        self._own(lib.px_event_new(), lib.px_event_free)
+        self._own(_host.K_EVENT, 0, "px_event *", lib.px_event_free)
 
     def set(self) -> int:
         """Sets it and wakes every waiter; returns how many it woke.
@@ -514,7 +514,7 @@ class Event(_Primitive):
 
         May wait.  Raises Timeout / Cancelled from the scopes."""
         self._bind()
-        rc = _host.wait(_EV_WAIT, self._a)
+        rc = _wait(_EV_WAIT, self._h)
         if rc:
             self._check(rc)
 
@@ -528,7 +528,7 @@ class Channel(_Primitive, Generic[T]):
     buffered, then Closed; senders get Closed.  Iterating receives until the
     channel is closed and drained."""
 
-    __slots__ = ("_values", "_next", "_slot", "_slot_a", "_closed")
+    __slots__ = ("_values", "_next", "_slot", "_closed")
     _what = "Channel"
 
     def __init__(self, capacity: int = 0) -> None:
@@ -536,15 +536,15 @@ class Channel(_Primitive, Generic[T]):
             raise TypeError("Channel(capacity): an int")
         if capacity < 0:
             raise ValueError("Channel(capacity): capacity >= 0")
-        self._own(lib.px_chan_new(capacity), lib.px_chan_free)
+        self._own(_host.K_CHAN, capacity, "px_chan *", lib.px_chan_free)
         # C carries keys; the values wait here.  One slot serves every
-        # receiver: a receive reads it before any other fiber runs.  It is
-        # the void * that px_chan_recv fills, typed uintptr_t so that reading
-        # it gives an int without a cffi cast.
+        # receiver: a receive reads it before any other fiber runs.  recv's is
+        # the Prim's (wait fills it); try_recv's is the void * px_chan_tryrecv
+        # fills, typed uintptr_t so that reading it gives an int without a
+        # cffi cast.
         self._values: Dict[int, T] = {}
         self._next = itertools.count(1).__next__
         self._slot = ffi.new("uintptr_t *")
-        self._slot_a = int(ffi.cast("uintptr_t", self._slot))
         self._closed = False
 
     def send(self, value: T) -> None:
@@ -556,7 +556,7 @@ class Channel(_Primitive, Generic[T]):
         self._bind()
         key = self._next()
         self._values[key] = value
-        rc = _host.wait(_SEND, self._a, key)
+        rc = _wait(_SEND, self._h, key)
         if rc:
             del self._values[key]
             self._fail(rc)
@@ -567,10 +567,10 @@ class Channel(_Primitive, Generic[T]):
         May wait.  Raises Closed once the channel is closed and drained,
         Timeout / Cancelled from the scopes (nothing received)."""
         self._bind()
-        rc = _host.wait(_RECV, self._a, self._slot_a)
+        rc = _wait(_RECV, self._h)
         if rc:
             self._fail(rc)
-        return self._values.pop(self._slot[0])
+        return self._values.pop(self._h.slot)
 
     def try_send(self, value: T) -> bool:
         """Sends value if a receiver waits or the buffer has room: True;

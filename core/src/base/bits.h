@@ -2,8 +2,8 @@
 ** bits.h -- bit scans.  The wheel needs the highest and lowest set bit of a word;
 ** compilers that know how get one instruction, others a loop.
 */
-#ifndef PX_BITS_H
-#define PX_BITS_H
+#ifndef PX__BASE_BITS_H
+#define PX__BASE_BITS_H
 
 #include <stdint.h>
 
@@ -35,4 +35,4 @@ static inline int px__bits_low(uint64_t x)
 #endif
 }
 
-#endif /* PX_BITS_H */
+#endif /* PX__BASE_BITS_H */

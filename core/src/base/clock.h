@@ -2,8 +2,8 @@
 ** clock.h -- the library's one clock, px_now(): CLOCK_MONOTONIC in nanoseconds
 ** (clock.c), and the conversion of its nanoseconds to the kernel's timespec.
 */
-#ifndef PX_CLOCK_H
-#define PX_CLOCK_H
+#ifndef PX__BASE_CLOCK_H
+#define PX__BASE_CLOCK_H
 
 #include <stdint.h>
 #include <time.h>
@@ -20,4 +20,4 @@ static inline struct timespec px__clock_timespec(int64_t ns)
     return ts;
 }
 
-#endif /* PX_CLOCK_H */
+#endif /* PX__BASE_CLOCK_H */

@@ -12,8 +12,8 @@
 ** These are a compare and an add each, cheap enough for the add paths (but for
 ** the periodic tick, which divides once a tick).
 */
-#ifndef PX_DEADLINE_H
-#define PX_DEADLINE_H
+#ifndef PX__BASE_DEADLINE_H
+#define PX__BASE_DEADLINE_H
 
 #include <stdint.h>
 #include <time.h>
@@ -83,4 +83,4 @@ static inline int64_t px__deadline_tolerance(int64_t ns)
     return ns > PX__DEADLINE_TOLERANCE_MAX ? PX__DEADLINE_TOLERANCE_MAX : ns;
 }
 
-#endif /* PX_DEADLINE_H */
+#endif /* PX__BASE_DEADLINE_H */

@@ -1,4 +1,5 @@
-/* error.c -- px_strerror: one sentence per error code. */
+/* error.c -- px_strerror and px_errname: one sentence and one name per error
+** code.  tests/c/api/errname.c checks both against the header's PX_E* lines. */
 #include "parataxis.h"
 
 const char *px_strerror(int code)
@@ -20,5 +21,26 @@ const char *px_strerror(int code)
     case PX_ETHREAD:    return "called from the wrong thread";
     case PX_EINTR:      return "interrupted by a signal";
     default:            return "unknown error";
+    }
+}
+
+const char *px_errname(int code)
+{
+    switch (code) {
+    case PX_EINVAL:     return "EINVAL";
+    case PX_ENOMEM:     return "ENOMEM";
+    case PX_ETIMEDOUT:  return "ETIMEDOUT";
+    case PX_ECANCELED:  return "ECANCELED";
+    case PX_EDEADLK:    return "EDEADLK";
+    case PX_EPERM:      return "EPERM";
+    case PX_EBUSY:      return "EBUSY";
+    case PX_EOWNERDEAD: return "EOWNERDEAD";
+    case PX_ENOFIBER:   return "ENOFIBER";
+    case PX_EYIELD:     return "EYIELD";
+    case PX_ECLOSED:    return "ECLOSED";
+    case PX_EFORKED:    return "EFORKED";
+    case PX_ETHREAD:    return "ETHREAD";
+    case PX_EINTR:      return "EINTR";
+    default:            return "EUNKNOWN";
     }
 }

@@ -4,8 +4,8 @@
 ** locks mark themselves unusable there: each remembers the generation it was
 ** made in, and the child's handler bumps the generation.
 */
-#ifndef PX_FORK_H
-#define PX_FORK_H
+#ifndef PX__BASE_FORK_H
+#define PX__BASE_FORK_H
 
 #include <stdatomic.h>
 
@@ -21,4 +21,4 @@ static inline unsigned px__fork_generation(void)
     return atomic_load_explicit(&px__fork_gen, memory_order_relaxed);
 }
 
-#endif /* PX_FORK_H */
+#endif /* PX__BASE_FORK_H */

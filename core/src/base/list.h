@@ -9,8 +9,8 @@
 ** is a sentinel that points at itself.  An unlinked node points at itself too,
 ** so unlinking it a second time does nothing.
 */
-#ifndef PX_LIST_H
-#define PX_LIST_H
+#ifndef PX__BASE_LIST_H
+#define PX__BASE_LIST_H
 
 #include <stddef.h>
 
@@ -66,4 +66,4 @@ static inline void px__list_move_all(px__list *to, px__list *from)
     }
 }
 
-#endif /* PX_LIST_H */
+#endif /* PX__BASE_LIST_H */

@@ -33,7 +33,8 @@ void px__trace(uint64_t id, const char *event, const char *detail)
     char line[256];
     int64_t t = px_now() - trace_t0;
     int n = snprintf(line, sizeof line, "parataxis trace %lld.%06lld fiber %llu %s%s%s%s\n",
-                     (long long)(t / PX__CLOCK_NS_PER_SEC), (long long)(t % PX__CLOCK_NS_PER_SEC / 1000),
+                     (long long)(t / PX__CLOCK_NS_PER_SEC),
+                     (long long)(t % PX__CLOCK_NS_PER_SEC / 1000),
                      (unsigned long long)id, event,
                      detail ? " \"" : "", detail ? detail : "", detail ? "\"" : "");
     if (n < 0)

@@ -3,8 +3,8 @@
 ** with its reason, wake, timeout, cancel, exit), each with a timestamp and the
 ** fiber id, so a run can be read back afterwards.
 */
-#ifndef PX_TRACE_H
-#define PX_TRACE_H
+#ifndef PX__BASE_TRACE_H
+#define PX__BASE_TRACE_H
 
 #include <stdint.h>
 
@@ -16,7 +16,7 @@ void px__trace_init(void);
 /* Writes "parataxis trace <seconds> fiber <id> <event>[ <detail>]". */
 void px__trace(uint64_t id, const char *event, const char *detail);
 
-#define PX_TRACE(id, event, detail) \
+#define PX__TRACE(id, event, detail) \
     do { if (px__trace_on) px__trace((id), (event), (detail)); } while (0)
 
-#endif /* PX_TRACE_H */
+#endif /* PX__BASE_TRACE_H */

@@ -90,7 +90,7 @@ static px_fiber *blocker(px_sched *s, const px_fiber *f)
     size_t n = holders_of(f, h);
     for (size_t i = 0; i < n; i++) {
         px_fiber *g = px__sched_lookup(s, h[i]);
-        if (g && g->state == PX_F_PARKED)
+        if (g && g->state == PX__FIBER_PARKED)
             return g;
     }
     return NULL;
@@ -148,7 +148,7 @@ int px__deadlock_report(px_sched *s)
 {
     size_t n = 0;
     for (px__list *l = s->all.next; l != &s->all; l = l->next)
-        n += px__fiber_of_all(l)->state == PX_F_PARKED;
+        n += px__fiber_of_all(l)->state == PX__FIBER_PARKED;
     px_fiber **v = malloc((n ? n : 1) * sizeof *v);
     buf b = { 0 };
     put(&b, "parataxis: deadlock detected: no fiber can run, no sleep or timeout is "
@@ -157,7 +157,7 @@ int px__deadlock_report(px_sched *s)
     size_t i = 0;
     for (px__list *l = s->all.next; l != &s->all; l = l->next) {
         px_fiber *f = px__fiber_of_all(l);
-        if (f->state != PX_F_PARKED)
+        if (f->state != PX__FIBER_PARKED)
             continue;
         if (i < LIST_MAX)
             put_fiber_line(&b, f);
@@ -170,7 +170,8 @@ int px__deadlock_report(px_sched *s)
     if (v)
         put_cycle(&b, s, v, n);
     free(v);
-    const char *text = b.failed || b.p == NULL ? "parataxis: deadlock detected (no memory for the report)\n" : b.p;
+    const char *text =
+        b.failed || b.p == NULL ? "parataxis: deadlock detected (no memory for the report)\n" : b.p;
     if (s->opts.on_deadlock) {
         s->in_hook = 1;   /* px_sched_next refuses to pull from here */
         s->opts.on_deadlock(s->opts.on_deadlock_ctx, text);

@@ -26,7 +26,7 @@ static inline void fiber_end(px_sched *s, px_fiber *f);
 /* The end of a C fiber, out of line: px__fiber_main's frame lies under the
 ** body's for the fiber's whole life, and on a shared stack it is copied with
 ** every parked fiber's bytes, so it keeps only what the call needs. */
-static PX_NOINLINE void fiber_finish(px_fiber *f)
+static PX__NOINLINE void fiber_finish(px_fiber *f)
 {
     fiber_end(f->s, f);
     px__context_switch_final(&f->ctx, &f->s->ctx);
@@ -76,7 +76,7 @@ px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_siz
     f->fn = fn;
     f->arg = arg;
     f->sleep_until = INT64_MAX;
-    f->timer.where = PX_TSET_OUT;
+    f->timer.where = PX__TSET_OUT;
     if (px__sched_id_add(s, f) != 0) {
         rec_recycle(s, f);
         return NULL;
@@ -103,7 +103,7 @@ px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_siz
     px__list_push(&s->all, &f->all_link);
     s->live++;
     px__sched_ready_push(s, f);
-    PX_TRACE(f->id, "spawn", NULL);
+    PX__TRACE(f->id, "spawn", NULL);
     return f;
 }
 
@@ -123,15 +123,15 @@ void px__fiber_free(px_sched *s, px_fiber *f)
 ** runs as for an interrupted park -- except when discarding, where it must
 ** not hand anything on to fibers that are being discarded too.
 */
-static PX_NOINLINE void leave_turn(px_sched *s, px_fiber *f, int discarding)
+static PX__NOINLINE void leave_turn(px_sched *s, px_fiber *f, int discarding)
 {
-    if (f->state == PX_F_PARKED) {
+    if (f->state == PX__FIBER_PARKED) {
         if (px__tset_contains(&f->timer))
             px__tset_remove(&s->tset, &f->timer);
         if (f->park.flags & PX_PARK_OUTSIDE)
             s->outside--;
         f->dereg_due = 1;
-    } else if (f->state == PX_F_READY && !discarding) {
+    } else if (f->state == PX__FIBER_READY && !discarding) {
         px__sched_ready_remove(s, f);   /* a yield, or woken in its own turn */
     }
     f->sleep_until = INT64_MAX;
@@ -145,7 +145,7 @@ static PX_NOINLINE void leave_turn(px_sched *s, px_fiber *f, int discarding)
 ** it ended, or px_sched_free discards it (`discarding`). */
 static void fiber_ending(px_sched *s, px_fiber *f, int discarding)
 {
-    if (!PX_LIKELY(f->state == PX_F_RUNNING))
+    if (!PX__LIKELY(f->state == PX__FIBER_RUNNING))
         leave_turn(s, f, discarding);
     px__scope_close_all(f);
     px__waitq_fiber_ended(f, discarding);
@@ -162,10 +162,10 @@ static void fiber_ending(px_sched *s, px_fiber *f, int discarding)
 static inline void fiber_end(px_sched *s, px_fiber *f)
 {
     fiber_ending(s, f, 0);
-    f->state = PX_F_DONE;
+    f->state = PX__FIBER_DONE;
     s->live--;
     px__sched_id_remove(s, f->id);
-    PX_TRACE(f->id, "exit", NULL);
+    PX__TRACE(f->id, "exit", NULL);
     px_fiber *last = f->joiners;
     f->joiners = NULL;
     if (last == NULL)
@@ -175,7 +175,7 @@ static inline void fiber_end(px_sched *s, px_fiber *f)
         px_fiber *next = j->join_next;
         j->joining = NULL;
         j->joined = f->result;
-        if (j->state == PX_F_PARKED)
+        if (j->state == PX__FIBER_PARKED)
             px__fiber_unpark(s, j, 0);
         if (j == last)
             break;
@@ -220,7 +220,7 @@ void px__fiber_reap(px_sched *s, px_fiber *f)
 /* px_sched_free: drop a record whatever its state. */
 void px__fiber_discard(px_sched *s, px_fiber *f)
 {
-    if (f->state != PX_F_DONE) {
+    if (f->state != PX__FIBER_DONE) {
         fiber_ending(s, f, 1);
         if (!f->hosted && f->fn != NULL)   /* never started */
             px__sched_unstarted(s, f->fn, f->arg);
@@ -304,10 +304,81 @@ static void join_append(px_fiber *f, px_fiber *me)
 static size_t join_holders(const void *object, uint64_t *out, size_t max)
 {
     const px_fiber *f = object;
-    if (max == 0 || f->state == PX_F_DONE)
+    if (max == 0 || f->state == PX__FIBER_DONE)
         return 0;
     out[0] = f->id;
     return 1;
+}
+
+/*
+** A join recorded in a fiber's waiter: wait.op JOIN_OP, no primitive's (theirs
+** count from 0), and the joined fiber by id in wait.n, not by address: its host
+** may release it before the re-call (it collects the outcome with
+** px_park_result then, which clears the record), and its record may then be a
+** new fiber's.  It is the fiber's last park only while f->park is that join's.
+*/
+enum { JOIN_OP = -1 };
+
+/* A hosted fiber that must yield records its join, for the re-call to
+** collect (join_hosted). */
+static PX__NOINLINE void join_record(px_fiber *me, px_fiber *f)
+{
+    me->wait.obj = NULL;   /* no primitive's wait under way */
+    me->wait.op = JOIN_OP;
+    me->wait.n = f->id;
+}
+
+/* The join of a fiber that ended: at once. */
+static inline int join_ended(px_fiber *f, void **result)
+{
+    if (result)
+        *result = f->result;
+    return 0;
+}
+
+/* Parks `me`, one of f's joiners, until f ends or a scope interrupts it. */
+static inline int join_wait(px_fiber *me, px_fiber *f, void **result)
+{
+    /* In the record, not in this frame, which lies under the parked fiber. */
+    me->park = (px_park_info){ .reason = "fiber join", .dereg = join_dereg, .ctx = me,
+                               .object = f, .kind = "fiber", .holders = join_holders };
+    int r;
+    do   /* a px_wake from elsewhere is not f's end: wait on */
+        r = px__fiber_park(me);
+    while (r == 0 && me->joining == f);
+    if (r == 0 && result)
+        *result = me->joined;
+    else if (r == PX_EYIELD)
+        join_record(me, f);
+    return r;
+}
+
+/*
+** px_join in a hosted fiber.  One whose host cannot switch inside C gets
+** PX_EYIELD and calls px_join(f) again once resumed: that re-call returns the
+** outcome of the park it recorded, whatever happened since -- an interrupt
+** (its dereg ran before the resume: no joiner any more) even when f ended
+** before the re-call, as a C fiber's join reports it; a stray wake waits on.
+*/
+static PX__NOINLINE int join_hosted(px_fiber *me, px_fiber *f, void **result)
+{
+    if (me->wait.op == JOIN_OP && me->wait.n == f->id && me->park.object == f) {
+        me->wait.n = 0;    /* collected: no id is 0 */
+        int r = me->park_result;
+        if (r != 0)
+            return r;
+        if (me->joining != f) {
+            if (result)
+                *result = me->joined;
+            return 0;
+        }
+        return join_wait(me, f, result);   /* still a joiner */
+    }
+    if (f->state == PX__FIBER_DONE)
+        return join_ended(f, result);
+    if (me->joining != f)   /* not if its host left a recorded join uncollected */
+        join_append(f, me);
+    return join_wait(me, f, result);
 }
 
 int px_join(px_fiber *f, void **result)
@@ -321,23 +392,12 @@ int px_join(px_fiber *f, void **result)
         return PX_ETHREAD;
     if (f == me)
         return PX_EDEADLK;
-    if (f->state == PX_F_DONE) {
-        if (result)
-            *result = f->result;
-        return 0;
-    }
-    if (me->joining != f)   /* not registered yet (a hosted retry is) */
-        join_append(f, me);
-    /* In the record, not in this frame, which lies under the parked fiber. */
-    me->park = (px_park_info){ .reason = "fiber join", .dereg = join_dereg, .ctx = me,
-                               .object = f, .kind = "fiber", .holders = join_holders };
-    int r;
-    do   /* a px_wake from elsewhere is not f's end: wait on */
-        r = px__fiber_park(me);
-    while (r == 0 && me->joining == f);
-    if (r == 0 && result)
-        *result = me->joined;
-    return r;
+    if (!PX__LIKELY(!me->hosted))
+        return join_hosted(me, f, result);
+    if (f->state == PX__FIBER_DONE)
+        return join_ended(f, result);
+    join_append(f, me);   /* a C fiber's join is over when px_join returns */
+    return join_wait(me, f, result);
 }
 
 void px_fiber_release(px_fiber *f)
@@ -354,7 +414,7 @@ void px_fiber_release(px_fiber *f)
         if (running)
             return;   /* another thread runs it: not ours to touch */
     }
-    if (f->state == PX_F_DONE)
+    if (f->state == PX__FIBER_DONE)
         px__fiber_free(s, f);
     else
         f->released = 1;
@@ -444,18 +504,18 @@ void px__fiber_unpark(px_sched *s, px_fiber *f, int code)
     f->sleep_until = INT64_MAX;
     f->park_result = code;
     f->dereg_due = code != 0;
-    PX_TRACE(f->id, code ? interrupt_event(code) : "wake", f->park.reason);
+    PX__TRACE(f->id, code ? interrupt_event(code) : "wake", f->park.reason);
     px__sched_ready_push(s, f);
 }
 
 void px__fiber_refuse(px_sched *s, px_fiber *f, int code)
 {
-    if (f->state == PX_F_PARKED)
+    if (f->state == PX__FIBER_PARKED)
         px__fiber_unpark(s, f, code);   /* interrupted: its dereg runs, as a scope's */
     else
         f->park_result = code;          /* a yield: px_yield returns it */
     px__sched_ready_unpush(s, f);       /* it runs now, before anyone */
-    f->state = PX_F_RUNNING;
+    f->state = PX__FIBER_RUNNING;
 }
 
 /* Its node in the set of deadlines came due: the sleep ended, or a scope's
@@ -485,7 +545,7 @@ int px__fiber_park(px_fiber *f)
         ** must not leave its deadline behind: the next park would take it
         ** for its own and px_wake would think that park a sleep. */
         f->sleep_until = INT64_MAX;
-        PX_TRACE(f->id, interrupt_event(r), info->reason);
+        PX__TRACE(f->id, interrupt_event(r), info->reason);
         f->park_result = r;
         f->dereg_due = 1;
         px__fiber_park_finish(f);
@@ -500,9 +560,9 @@ int px__fiber_park(px_fiber *f)
     }
     if (info->flags & PX_PARK_OUTSIDE)
         s->outside++;
-    f->state = PX_F_PARKED;
+    f->state = PX__FIBER_PARKED;
     f->park_result = 0;
-    PX_TRACE(f->id, "park", info->reason);
+    PX__TRACE(f->id, "park", info->reason);
     r = suspend(f);
     if (r != 0)
         return r;   /* PX_EYIELD: the host yields; dereg runs before resuming */
@@ -533,7 +593,11 @@ int px_park(const char *reason, void (*dereg)(void *ctx), void *ctx)
 int px_park_result(void)
 {
     px_fiber *f = px__fiber_here();
-    return f ? f->park_result : PX_ENOFIBER;
+    if (f == NULL)
+        return PX_ENOFIBER;
+    if (f->wait.op == JOIN_OP)
+        f->wait.n = 0;   /* a recorded join, collected: the next px_join is a new one */
+    return f->park_result;
 }
 
 /* The one rule of a wake: only a fiber parked, and not asleep, is woken.  A
@@ -542,7 +606,7 @@ int px_park_result(void)
 int px__fiber_wake(px_sched *s, uint64_t id)
 {
     px_fiber *f = px__sched_lookup(s, id);
-    if (f == NULL || f->state != PX_F_PARKED || f->sleep_until != INT64_MAX)
+    if (f == NULL || f->state != PX__FIBER_PARKED || f->sleep_until != INT64_MAX)
         return 0;
     px__fiber_unpark(s, f, 0);
     return 1;
@@ -553,7 +617,7 @@ int px_wake(uint64_t id)
     px_sched *s = px__sched_here();
     if (id == 0)
         return 0;
-    if (s != NULL && PX_ID_SERIAL(id) == s->serial)
+    if (s != NULL && PX__FIBER_ID_SERIAL(id) == s->serial)
         return px__fiber_wake(s, id);
-    return px__sched_post_by_id(PX_I_WAKE, id);
+    return px__sched_post_by_id(PX__FIBER_ITEM_WAKE, id);
 }

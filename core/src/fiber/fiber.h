@@ -1,10 +1,12 @@
 /*
 ** fiber.h -- the fiber engine's private records, shared by sched.c (the run
-** loop, ids, the inbox), fiber.c (spawn, join, park, wake), scope.c, token.c,
-** deadlock.c and waitq.c.  Nothing here is public: parataxis.h is the API.
+** loop, ids, the inbox), fiber.c (spawn, join, park, wake), shared.c, scope.c,
+** token.c, deadlock.c, and waitq.h with waitq.c (so every primitive of sync/
+** includes it, but uses only the waiter and hold records: see waitq.h).
+** Nothing here is public: parataxis.h is the API.
 */
-#ifndef PX_FIBER_H
-#define PX_FIBER_H
+#ifndef PX__FIBER_FIBER_H
+#define PX__FIBER_FIBER_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,10 +20,10 @@
 #include "timerset.h"
 
 enum px__fstate {
-    PX_F_READY,      /* in the ready queue */
-    PX_F_RUNNING,    /* the scheduler's current fiber */
-    PX_F_PARKED,     /* waits for px_wake or its deadline */
-    PX_F_DONE        /* ended; the record waits for px_fiber_release */
+    PX__FIBER_READY,     /* in the ready queue */
+    PX__FIBER_RUNNING,   /* the scheduler's current fiber */
+    PX__FIBER_PARKED,    /* waits for px_wake or its deadline */
+    PX__FIBER_DONE       /* ended; the record waits for px_fiber_release */
 };
 
 typedef struct px__scope px__scope;
@@ -34,7 +36,8 @@ typedef struct px__hold px__hold;
 ** for one thing at a time, so each fiber record carries exactly one: a wait
 ** needs no allocation, and the record outlives the C stack of the operation
 ** (a hosted fiber returns from the operation with PX_EYIELD before it is
-** woken, and calls it again to collect the outcome).
+** woken, and calls it again to collect the outcome).  A hosted fiber's join
+** records itself here too (fiber.c: op JOIN_OP, the joined fiber's id in n).
 */
 struct px__waiter {
     px__list link;            /* in q, FIFO; on none while q is NULL */
@@ -146,16 +149,21 @@ struct px_fiber {
 };
 
 /* An item posted to a scheduler from any thread. */
-enum px__item_kind { PX_I_SPAWN, PX_I_HANDLER, PX_I_WAKE, PX_I_CANCEL };
+enum px__item_kind {
+    PX__FIBER_ITEM_SPAWN,
+    PX__FIBER_ITEM_HANDLER,
+    PX__FIBER_ITEM_WAKE,
+    PX__FIBER_ITEM_CANCEL
+};
 
 typedef struct px__item {
     struct px__item *next;
     int kind;
-    int status;              /* PX_I_HANDLER: the handler's status */
-    px_fiber_fn fn;          /* PX_I_SPAWN */
-    px_handler_fn hfn;       /* PX_I_HANDLER */
+    int status;              /* PX__FIBER_ITEM_HANDLER: the handler's status */
+    px_fiber_fn fn;          /* PX__FIBER_ITEM_SPAWN */
+    px_handler_fn hfn;       /* PX__FIBER_ITEM_HANDLER */
     void *arg;
-    uint64_t id;             /* PX_I_WAKE, PX_I_CANCEL */
+    uint64_t id;             /* PX__FIBER_ITEM_WAKE, PX__FIBER_ITEM_CANCEL */
 } px__item;
 
 struct px_sched {
@@ -207,8 +215,8 @@ struct px_sched {
 };
 
 /* Ids: the scheduler's serial over a per-scheduler count. */
-#define PX_ID_SHIFT 40
-#define PX_ID_SERIAL(id) ((id) >> PX_ID_SHIFT)
+#define PX__FIBER_ID_SHIFT 40
+#define PX__FIBER_ID_SERIAL(id) ((id) >> PX__FIBER_ID_SHIFT)
 
 /* The calling thread's running scheduler, NULL if none (set by sched.c).
 ** Inline: every operation of the sync family starts here, and an uncontended
@@ -309,4 +317,4 @@ void px__waitq_fiber_ended(px_fiber *f, int discarding);
 /* deadlock.c: writes the report; returns PX_EDEADLK. */
 int px__deadlock_report(px_sched *s);
 
-#endif /* PX_FIBER_H */
+#endif /* PX__FIBER_FIBER_H */

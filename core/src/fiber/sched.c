@@ -110,7 +110,7 @@ static int reg_add(px_sched *s)
 {
     pthread_once(&fork_watching, fork_watch);
     pthread_mutex_lock(&reg_lock);
-    int ok = reg_serial + 1 < (UINT64_C(1) << (64 - PX_ID_SHIFT));
+    int ok = reg_serial + 1 < (UINT64_C(1) << (64 - PX__FIBER_ID_SHIFT));
     if (ok) {
         s->serial = ++reg_serial;
         s->reg_next = reg_head;
@@ -137,7 +137,7 @@ int px__sched_post_by_id(int kind, uint64_t id)
     pthread_once(&fork_watching, fork_watch);   /* before the lock is ever taken */
     pthread_mutex_lock(&reg_lock);
     for (px_sched *s = reg_head; s; s = s->reg_next)
-        if (s->serial == PX_ID_SERIAL(id)) {
+        if (s->serial == PX__FIBER_ID_SERIAL(id)) {
             px__item it = { .kind = kind, .id = id };
             posted = px__sched_inbox_post(s, &it) == 0;
             break;
@@ -179,9 +179,9 @@ int px__sched_id_add(px_sched *s, px_fiber *f)
 {
     if ((s->tab_len + 1) * 2 > s->tab_cap && tab_grow(s) != 0)
         return PX_ENOMEM;
-    if (s->next_n >= (UINT64_C(1) << PX_ID_SHIFT))
+    if (s->next_n >= (UINT64_C(1) << PX__FIBER_ID_SHIFT))
         return PX_ENOMEM;   /* 2^40 fibers made by one scheduler: out of ids */
-    f->id = (s->serial << PX_ID_SHIFT) | s->next_n++;
+    f->id = (s->serial << PX__FIBER_ID_SHIFT) | s->next_n++;
     size_t mask = s->tab_cap - 1, j = id_hash(f->id, mask);
     while (s->tab[j])
         j = (j + 1) & mask;
@@ -231,7 +231,7 @@ void px__sched_id_remove(px_sched *s, uint64_t id)
 
 void px__sched_ready_push(px_sched *s, px_fiber *f)
 {
-    f->state = PX_F_READY;
+    f->state = PX__FIBER_READY;
     f->next = NULL;
     if (s->ready_tail)
         s->ready_tail->next = f;
@@ -319,7 +319,7 @@ int px_sched_post(px_sched *s, px_fiber_fn fn, void *arg)
 {
     if (s == NULL || fn == NULL)
         return PX_EINVAL;
-    px__item it = { .kind = PX_I_SPAWN, .fn = fn, .arg = arg };
+    px__item it = { .kind = PX__FIBER_ITEM_SPAWN, .fn = fn, .arg = arg };
     return px__sched_inbox_post(s, &it);
 }
 
@@ -366,7 +366,7 @@ static int exec_post(void *ctx, px_handler_fn fn, void *arg, int status)
 {
     if (ctx == NULL || fn == NULL)
         return PX_EINVAL;
-    px__item it = { .kind = PX_I_HANDLER, .hfn = fn, .arg = arg, .status = status };
+    px__item it = { .kind = PX__FIBER_ITEM_HANDLER, .hfn = fn, .arg = arg, .status = status };
     return px__sched_inbox_post(ctx, &it);
 }
 
@@ -406,7 +406,7 @@ static void take_item(px_sched *s, px__item *it)
 {
     px_fiber *f;
     switch (it->kind) {
-    case PX_I_SPAWN:
+    case PX__FIBER_ITEM_SPAWN:
         f = px__fiber_new(s, it->fn, it->arg, 0);
         if (f)
             f->released = 1;    /* nobody holds a handle: detached */
@@ -414,7 +414,7 @@ static void take_item(px_sched *s, px__item *it)
             it->fn(it->arg);    /* no stack: run it here rather than lose it */
         free(it);
         return;
-    case PX_I_HANDLER:
+    case PX__FIBER_ITEM_HANDLER:
         f = px__fiber_new(s, handler_fiber, it, 0);
         if (f) {
             f->released = 1;    /* handler_fiber frees the item */
@@ -423,10 +423,10 @@ static void take_item(px_sched *s, px__item *it)
             free(it);
         }
         return;
-    case PX_I_WAKE:
+    case PX__FIBER_ITEM_WAKE:
         px__fiber_wake(s, it->id);
         break;
-    case PX_I_CANCEL:
+    case PX__FIBER_ITEM_CANCEL:
         px__scope_cancel_parked(s, it->id);
         break;
     }
@@ -477,12 +477,12 @@ static inline void run_on(px_sched *s, px_fiber *f, const px__stack *st)
 ** its buffer is made to fit what it left there, before any other fiber can
 ** need that stack (shared.c).  When it cannot be, the fiber goes on at once:
 ** what it called returns PX_ENOMEM. */
-static PX_NOINLINE void run_shared(px_sched *s, px_fiber *f)
+static PX__NOINLINE void run_shared(px_sched *s, px_fiber *f)
 {
     const px__stack *st = px__shared_enter(f);
     for (;;) {
         run_on(s, f, st);
-        if (f->state == PX_F_DONE || px__shared_keep(f) == 0)
+        if (f->state == PX__FIBER_DONE || px__shared_keep(f) == 0)
             return;
         px__fiber_refuse(s, f, PX_ENOMEM);
     }
@@ -491,15 +491,15 @@ static PX_NOINLINE void run_shared(px_sched *s, px_fiber *f)
 static void run_one(px_sched *s, px_fiber *f)
 {
     s->cur = f;
-    f->state = PX_F_RUNNING;
+    f->state = PX__FIBER_RUNNING;
     if (f->hosted)
         run_hosted(s, f);
-    else if (PX_LIKELY(f->sh == NULL))
+    else if (PX__LIKELY(f->sh == NULL))
         run_on(s, f, &f->stack);
     else
         run_shared(s, f);
     s->cur = NULL;
-    if (f->state == PX_F_DONE)
+    if (f->state == PX__FIBER_DONE)
         px__fiber_reap(s, f);
 }
 
@@ -514,7 +514,7 @@ void px__sched_turn_over(px_sched *s, px_fiber *f, int status)
 {
     if (status == PX_HOST_DONE)
         px__fiber_end(s, f);
-    else if (f->state == PX_F_RUNNING)
+    else if (f->state == PX__FIBER_RUNNING)
         px__sched_ready_push(s, f);   /* returned without parking: a yield */
 }
 
@@ -595,7 +595,7 @@ static int turn(px_sched *s)
             s->batch = f->next;
             if (f->hosted && f->ops.resume == NULL) {
                 s->cur = f;
-                f->state = PX_F_RUNNING;
+                f->state = PX__FIBER_RUNNING;
                 if (f->dereg_due)
                     px__fiber_park_finish(f);
                 return 1;
@@ -757,7 +757,7 @@ int px_sched_next(px_sched *s, int status, void **host_ctx)
         px_fiber *f = s->cur;   /* the turn that ends */
         s->cur = NULL;
         px__sched_turn_over(s, f, status);
-        if (f->state == PX_F_DONE)
+        if (f->state == PX__FIBER_DONE)
             px__fiber_reap(s, f);
     }
     r = turn(s);
@@ -787,7 +787,7 @@ int px_sched_cancel(px_sched *s)
     s->cancelled = 1;
     for (px__list *l = s->all.next; l != &s->all; l = l->next) {
         px_fiber *f = px__fiber_of_all(l);
-        if (f->state == PX_F_PARKED)
+        if (f->state == PX__FIBER_PARKED)
             px__fiber_unpark(s, f, PX_ECANCELED);
     }
     return 0;
@@ -817,7 +817,7 @@ void px_sched_free(px_sched *s)
         s->inbox = s->inbox_tail = NULL;
         for (px__item *next; it; it = next) {
             next = it->next;
-            if (it->kind == PX_I_HANDLER)
+            if (it->kind == PX__FIBER_ITEM_HANDLER)
                 abort_call(s, it);   /* a handler is owed its one call */
             else
                 free(it);

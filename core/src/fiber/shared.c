@@ -3,16 +3,16 @@
 ** fibers run in turn on one stack, and a parked fiber costs its record and
 ** the bytes of stack it uses, not a page of its own.
 **
-** A shared stack holds the bytes of one fiber at a time, its resident.  When
-** the scheduler is about to switch to a fiber of that stack that is not its
+** A shared stack holds the bytes of one fiber at a time, its resident.  When the
+** scheduler is about to switch to a fiber of that stack that is not its
 ** resident, it copies the resident's bytes -- from its saved stack pointer up
-** to the top of what a fiber uses -- into the resident's record (f->away),
-** then copies the incoming fiber's bytes back to the same addresses, and only
-** then switches.  The copies run on the scheduler's stack, never on the shared one: the engine
-** switches between a fiber and its scheduler only, never from a fiber to
-** another.  A fiber's bytes always go back to the addresses they came from,
-** so pointers into its own stack are right whenever it runs; while it waits
-** they point at another fiber's bytes (the rule parataxis.h states).
+** to the top of what a fiber uses -- into the resident's record (f->away), then
+** copies the incoming fiber's bytes back to the same addresses, and only then
+** switches.  The copies run on the scheduler's stack, never on the shared one:
+** the engine switches between a fiber and its scheduler only, never from a
+** fiber to another.  A fiber's bytes always go back to the addresses they came
+** from, so pointers into its own stack are right whenever it runs; while it
+** waits they point at another fiber's bytes (the rule parataxis.h states).
 **
 ** A fiber is placed on a stack at spawn, round robin, and stays there.  Its
 ** first frame is laid out at its first turn, when the stack is its own.
@@ -61,7 +61,7 @@ int px__shared_keep(px_fiber *f)
     ** shrinks when it is more than twice what it must hold, so a fiber that
     ** once ran deep does not keep that much while it waits shallow.  A shrink
     ** that fails keeps the bigger buffer, which fits as well. */
-    if (!PX_LIKELY(len <= f->away.cap && len >= f->away.cap / 2)) {
+    if (!PX__LIKELY(len <= f->away.cap && len >= f->away.cap / 2)) {
         void *p = px__shared_realloc(f->away.saved, len);
         if (p == NULL && len > f->away.cap)
             return PX_ENOMEM;

@@ -28,7 +28,7 @@ struct px__stack_pool {
     size_t size;     /* default stack size, page multiple */
     px__stack *free; /* recycled default-size stacks, a stack (LIFO) */
     size_t nfree, cap;
-    void **slabs; /* slab mappings, unmapped at pool_free */
+    void **slabs; /* slab mappings, unmapped by px__stack_pool_free */
     size_t nslabs, slabcap;
     size_t slab_bytes;
 };
@@ -348,7 +348,7 @@ void px__stack_put(px__stack_pool *p, px__stack *s)
         if (!f) {
             if (!s->slab)
                 release(s);
-            return; /* a slab slot is then lost until pool_free: harmless */
+            return; /* a slab slot is then lost until px__stack_pool_free: harmless */
         }
         p->free = f;
         p->cap = cap;

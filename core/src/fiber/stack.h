@@ -11,8 +11,8 @@
  * sigaltstack reports a fault in the running fiber's guard -- its own, or its
  * slab's, which a runaway slab fiber reaches through the slots below it -- as
  * "parataxis: fiber N overflowed its stack" and aborts. */
-#ifndef PX_STACK_H
-#define PX_STACK_H
+#ifndef PX__FIBER_STACK_H
+#define PX__FIBER_STACK_H
 
 #include <stddef.h>
 #include <stdint.h>

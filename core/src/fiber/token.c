@@ -55,8 +55,9 @@ int px_token_cancel(px_token *t)
         if (sc->sched == here) {
             px__scope_cancel_parked(here, sc->fiber_id);
         } else {
-            px__item it = { .kind = PX_I_CANCEL, .id = sc->fiber_id };
-            px__sched_inbox_post(sc->sched, &it);   /* no memory: its next park still sees the flag */
+            px__item it = { .kind = PX__FIBER_ITEM_CANCEL, .id = sc->fiber_id };
+            /* No memory: its next park still sees the flag. */
+            px__sched_inbox_post(sc->sched, &it);
         }
     }
     pthread_mutex_unlock(&t->lock);

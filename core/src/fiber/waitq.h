@@ -1,20 +1,22 @@
 /*
 ** waitq.h -- the one way the synchronization family waits, and the guide to
-** writing a primitive.  A primitive (a file of sync/) includes this header and
-** base/, nothing else of the fiber engine, and never reads a fiber's or a
-** scheduler's fields: what it needs of them is here, as px__waitq_ calls.
+** writing a primitive.  A primitive (a file of sync/) includes sync/sync.h,
+** which is built on this header, and base/: no other header of the fiber
+** engine.  This header brings fiber/fiber.h with it: the waiter and hold
+** records are defined there, and the inline fast paths here (step 1, the
+** holds) read the fiber's record.  A primitive still never reads a fiber's
+** or a scheduler's fields: what it needs of them is here, as px__waitq_ calls.
 **
 ** A primitive is an object with a queue (px__waitq) per kind of waiter, an
 ** op code per operation (a named enum of its own: `enum sem_op { SEM_ACQUIRE }`)
 ** and, if fibers can hold it, a hold (px__hold) per holder.  An operation that
 ** may park has four steps, always in this order:
 **
-**     if (obj == NULL)
-**         return PX_EINVAL;
 **     px_fiber *f;
 **     int r;
-**     if (px__waitq_enter(obj, OP, &f, &r))      1. resolve the fiber, and
-**         return r;                                 collect a hosted re-call
+**     if (px__sync_enter(obj, OP, &f, &r))       1. check obj, resolve the
+**         return r;                                 fiber, collect a hosted
+**                                                   re-call
 **     if (<it can complete at once>)             2. complete at once
 **         return <what it returns>;
 **     static const px_park_info pi = { .reason = "...", .kind = "...",
@@ -25,8 +27,14 @@
 ** and the releasing side (4) picks the waiter that gets what is released with
 ** px__waitq_first (or px__waitq_waiting, to count), makes the grant its own
 ** (the hold moved to px__waitq_fiber(w), the value in w->value) and only then
-** calls px__waitq_grant(w, result), which takes w off its queue and wakes it.
-** Nothing in a step 2 or 3 may come before step 1.
+** calls px__waitq_grant(w, result), which takes w off its queue and wakes it
+** (px__sync_grant_all, for a grant every waiter gets alike).  Nothing in a
+** step 2 or 3 may come before step 1.
+**
+** px__sync_enter (sync/sync.h) is step 1 after the check every operation
+** makes first, PX_EINVAL for a NULL obj; step 1 itself is px__waitq_enter,
+** which an operation with more arguments to check calls after its own checks
+** (px_chan_recv).  An operation that never parks starts with px__sync_caller.
 **
 ** Step 1 answers for the operation when it is over before it starts: with
 ** PX_ENOFIBER off-fiber, and for a hosted fiber (a greenlet, a coroutine) that
@@ -52,8 +60,8 @@
 ** holder record: see "Holds").  A fiber that ends holding it gets ended()
 ** called for it, after the hold is dropped.
 */
-#ifndef PX_WAITQ_H
-#define PX_WAITQ_H
+#ifndef PX__FIBER_WAITQ_H
+#define PX__FIBER_WAITQ_H
 
 #include "base/compiler.h"
 #include "base/list.h"
@@ -92,7 +100,7 @@ static inline int px__waitq_enter(const void *obj, int op, px_fiber **self, int 
         *out = PX_ENOFIBER;
         return 1;
     }
-    if (PX_LIKELY(!f->hosted) || f->wait.obj != obj || f->wait.op != op)
+    if (PX__LIKELY(!f->hosted) || f->wait.obj != obj || f->wait.op != op)
         return 0;
     *out = px__waitq_collect(f);
     return 1;
@@ -160,11 +168,11 @@ int px__waitq_elsewhere_slow(const px__waitq *q);
 ** hand-off asks it at every value. */
 static inline int px__waitq_elsewhere(const px__waitq *q)
 {
-    if (PX_LIKELY(q->len == 0))
+    if (PX__LIKELY(q->len == 0))
         return 0;
     const px__waiter *w = PX__CONTAINER_OF(q->list.next, px__waiter, link);
     const px_fiber *f = PX__CONTAINER_OF(w, px_fiber, wait);
-    return !PX_LIKELY(px__sched_here() == f->s) && px__waitq_elsewhere_slow(q);
+    return !PX__LIKELY(px__sched_here() == f->s) && px__waitq_elsewhere_slow(q);
 }
 
 /*
@@ -276,4 +284,4 @@ static inline px__hold *px__waitq_holds(const px_fiber *f)
     return f->holds;
 }
 
-#endif /* PX_WAITQ_H */
+#endif /* PX__FIBER_WAITQ_H */

@@ -56,7 +56,7 @@ int px_barrier_arrive_and_wait(px_barrier *b)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(b, BARRIER_ARRIVE, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(b, BARRIER_ARRIVE, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return r;
     if (b->waiters.len + 1 >= b->parties) {
         if (px__waitq_elsewhere(&b->waiters))

@@ -189,7 +189,7 @@ int px_chan_send(px_chan *ch, void *v)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(ch, CHAN_SEND, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(ch, CHAN_SEND, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return f ? send_outcome(px__waitq_own(f), r) : r;
     if (ch->closed)
         return PX_ECLOSED;
@@ -207,7 +207,7 @@ int px_chan_recv(px_chan *ch, void **v)
         return PX_EINVAL;
     px_fiber *f;
     int r;
-    if (px__waitq_enter(ch, CHAN_RECV, &f, &r)) {   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__waitq_enter(ch, CHAN_RECV, &f, &r)) {   /* off-fiber, a hosted re-call */
         if (r == 0)
             *v = px__waitq_own(f)->value;
         return r;
@@ -253,11 +253,8 @@ int px_chan_close(px_chan *ch)
     if (px__waitq_elsewhere(&ch->senders) || px__waitq_elsewhere(&ch->receivers))
         return PX_ETHREAD;                       /* would hand PX_ECLOSED over */
     ch->closed = 1;
-    px__waiter *w;
-    while ((w = px__waitq_first(&ch->receivers)) != NULL)
-        px__waitq_grant(w, PX_ECLOSED);                /* the ring is empty */
-    while ((w = px__waitq_first(&ch->senders)) != NULL)
-        px__waitq_grant(w, PX_ECLOSED);                /* their values stay theirs */
+    px__sync_grant_all(&ch->receivers, PX_ECLOSED);   /* the ring is empty */
+    px__sync_grant_all(&ch->senders, PX_ECLOSED);     /* their values stay theirs */
     return 0;
 }
 

@@ -50,7 +50,7 @@ int px_event_wait(px_event *e)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(e, EVENT_WAIT, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(e, EVENT_WAIT, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return r;
     if (e->set)
         return 0;

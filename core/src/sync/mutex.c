@@ -120,7 +120,7 @@ px_mutex *px_mutex_new(void)
 ** off) the caller's list of holds; everything else is kept out of line in
 ** the slow paths, so the fast ones need no stack frame and no call.
 */
-static int PX_NOINLINE lock_slow(px_mutex *m, px_fiber *f)
+static int PX__NOINLINE lock_slow(px_mutex *m, px_fiber *f)
 {
     px_fiber *o = px__waitq_holder(&m->hold);
     if (o == NULL)                               /* free means nobody waits */
@@ -138,10 +138,10 @@ int px_mutex_lock(px_mutex *m)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(m, MUTEX_LOCK, &f, &r))
+    if (px__sync_enter(m, MUTEX_LOCK, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return r;
     /* Free (and no death to tell of) means nobody waits. */
-    if (PX_LIKELY(m->hold.owner == MUTEX_FREE)) {
+    if (PX__LIKELY(m->hold.owner == MUTEX_FREE)) {
         px__waitq_hold_link(&m->hold, f);
         return 0;
     }
@@ -163,7 +163,7 @@ int px_mutex_trylock(px_mutex *m)
 }
 
 /* Not the owner, the hold not first on the owner's list, or fibers waiting. */
-static int PX_NOINLINE unlock_slow(px_mutex *m, px_fiber *f)
+static int PX__NOINLINE unlock_slow(px_mutex *m, px_fiber *f)
 {
     if (f == NULL)
         return PX_ENOFIBER;
@@ -181,7 +181,7 @@ int px_mutex_unlock(px_mutex *m)
     px_fiber *f = px__waitq_self();
     /* Held by the caller (then f is a record, not NULL), last taken of its
     ** holds, nobody waiting: pop it. */
-    if (PX_LIKELY(px__waitq_held_by(&m->hold, f) && px__waitq_holds(f) == &m->hold
+    if (PX__LIKELY(px__waitq_held_by(&m->hold, f) && px__waitq_holds(f) == &m->hold
                   && m->waiters.len == 0)) {
         px__waitq_hold_pop(&m->hold, f);
         m->hold.owner = MUTEX_FREE;

@@ -8,8 +8,8 @@
 ** ending inside the action) moves it to DONE and wakes them all.  Nothing
 ** is ever run again: a failed action is still done.
 **
-** do() is begin() + fn + end(); bindings call begin and end themselves so
-** the action can run in their own language.
+** px_once_do is px_once_begin + fn + px_once_end; bindings call begin and
+** end themselves so the action can run in their own language.
 */
 #include <stdlib.h>
 
@@ -67,7 +67,7 @@ int px_once_begin(px_once *o)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(o, ONCE_BEGIN, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(o, ONCE_BEGIN, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return r;
     if (o->state == DONE)
         return 0;

@@ -129,8 +129,9 @@ static int take_write(px_rwlock *l, px_fiber *f)
     return code;
 }
 
-/* Lets in whom the head of the queue allows: one writer, or the run of
-** readers before the next writer.  Owners are recorded before the wakes. */
+/* Step 4 of waitq.h: lets in whom the head of the queue allows: one writer,
+** or the run of readers before the next writer.  Owners are recorded before
+** the wakes. */
 static void admit(px_rwlock *l)
 {
     px__waiter *w = px__waitq_first(&l->waiters);
@@ -237,8 +238,8 @@ static int after_wait(px_rwlock *l, px__waiter *w, int r)
     return r;
 }
 
-/* Steps 3 and 4: queue and park last (a reader first reserves the record
-** admit() will give it); collect the outcome. */
+/* Step 3 of waitq.h: queue and park last (a reader first reserves the record
+** admit() will give it), then after_wait. */
 static int park(px_rwlock *l, px_fiber *f, int op)
 {
     if (foreign(l, f))
@@ -299,7 +300,7 @@ int px_rwlock_rdlock(px_rwlock *l)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(l, RWLOCK_READ, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(l, RWLOCK_READ, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return f ? after_wait(l, px__waitq_own(f), r) : r;
     if (read_now(l, f, &r))
         return r;
@@ -330,7 +331,7 @@ int px_rwlock_wrlock(px_rwlock *l)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(l, RWLOCK_WRITE, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(l, RWLOCK_WRITE, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return f ? after_wait(l, px__waitq_own(f), r) : r;
     if ((r = upgrade(l, f)) != 0)
         return r;

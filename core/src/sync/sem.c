@@ -52,7 +52,7 @@ int px_sem_acquire(px_sem *sem)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(sem, SEM_ACQUIRE, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(sem, SEM_ACQUIRE, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return r;
     if (sem->value > 0) {
         sem->value--;

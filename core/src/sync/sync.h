@@ -2,11 +2,11 @@
 ** sync.h -- what the primitives of sync/ share beyond fiber/waitq.h: the new
 ** of an object with one queue, the prologues every operation starts with,
 ** the release that grants every waiter, the report of a single holder and
-** the free of an object that nobody may be waiting on.  All inline: the fast paths (the uncontended
-** lock and unlock) stay the few instructions they were.
+** the free of an object that nobody may be waiting on.  All inline: the fast
+** paths (the uncontended lock and unlock) stay the few instructions they were.
 */
-#ifndef PX_SYNC_H
-#define PX_SYNC_H
+#ifndef PX__SYNC_SYNC_H
+#define PX__SYNC_SYNC_H
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -87,4 +87,4 @@ static inline int px__sync_free(void *obj, int busy)
     return 0;
 }
 
-#endif /* PX_SYNC_H */
+#endif /* PX__SYNC_SYNC_H */

@@ -25,7 +25,7 @@ px_waitgroup *px_waitgroup_new(void)
 }
 
 /* Out of line, so the plain arithmetic needs no stack frame. */
-static int PX_NOINLINE reach_zero(px_waitgroup *wg)
+static int PX__NOINLINE reach_zero(px_waitgroup *wg)
 {
     if (px__waitq_elsewhere(&wg->waiters))
         return PX_ETHREAD;                     /* zero would end their wait */
@@ -58,7 +58,7 @@ int px_waitgroup_wait(px_waitgroup *wg)
 {
     px_fiber *f;
     int r;
-    if (px__sync_enter(wg, WAITGROUP_WAIT, &f, &r))   /* NULL, off-fiber; the re-call after PX_EYIELD */
+    if (px__sync_enter(wg, WAITGROUP_WAIT, &f, &r))   /* NULL, off-fiber, a hosted re-call */
         return r;
     if (wg->count == 0)
         return 0;

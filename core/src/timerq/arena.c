@@ -164,8 +164,8 @@ int px__arena_grow(px__arena *a, void *owner)
     for (unsigned w = 0; w < PX__ARENA_FREE_WORDS; w++)
         f->word[w] = 0;
     a->chunks[a->nchunks] = c;
-    atomic_store_explicit(&atomic_load_explicit(&a->dir, memory_order_relaxed)->chunk[a->nchunks], c,
-                          memory_order_release);
+    px__arena_dir *d = atomic_load_explicit(&a->dir, memory_order_relaxed);
+    atomic_store_explicit(&d->chunk[a->nchunks], c, memory_order_release);
     a->nchunks++;
     a->bump = 1;
     return 0;

@@ -25,8 +25,8 @@
 ** another thread and without the lock (px__arena_prefault_take, arena.c says
 ** which pages and why): the owner checks prefault_bytes after px__arena_fresh.
 */
-#ifndef PX_ARENA_H
-#define PX_ARENA_H
+#ifndef PX__TIMERQ_ARENA_H
+#define PX__TIMERQ_ARENA_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -59,8 +59,10 @@ typedef struct px__arena_free {
 } px__arena_free;
 
 _Static_assert(PX__ARENA_FREE_WORDS <= 128, "two summary words cover a chunk's free bitmap");
-_Static_assert(PX__ARENA_CHUNK_RECS <= (1u << PX__ARENA_CHUNK_SHIFT), "a chunk's records fit its index bits");
-_Static_assert(sizeof(px__arena_head) <= sizeof(px__arena_slot), "a chunk's header fits its record 0");
+_Static_assert(PX__ARENA_CHUNK_RECS <= (1u << PX__ARENA_CHUNK_SHIFT),
+               "a chunk's records fit its index bits");
+_Static_assert(sizeof(px__arena_head) <= sizeof(px__arena_slot),
+               "a chunk's header fits its record 0");
 
 /*
 ** The chunks by number again, for px__arena_find, which reads without the
@@ -132,7 +134,8 @@ static inline void *px__arena_owner(const void *rec)
 static inline uint32_t px__arena_index(const void *rec)
 {
     const px__arena_head *h = px__arena_head_of(rec);
-    return h->first_index + (uint32_t)((const px__arena_slot *)rec - (const px__arena_slot *)(const void *)h);
+    const px__arena_slot *slot0 = (const px__arena_slot *)(const void *)h;
+    return h->first_index + (uint32_t)((const px__arena_slot *)rec - slot0);
 }
 
 /* The record of index `index`, or NULL when its chunk is not there (yet).
@@ -142,7 +145,8 @@ static inline uint32_t px__arena_index(const void *rec)
 ** owner's. */
 static inline void *px__arena_find(px__arena *a, uint32_t index)
 {
-    uint32_t chunk = index >> PX__ARENA_CHUNK_SHIFT, slot = index & ((1u << PX__ARENA_CHUNK_SHIFT) - 1);
+    uint32_t chunk = index >> PX__ARENA_CHUNK_SHIFT;
+    uint32_t slot = index & ((1u << PX__ARENA_CHUNK_SHIFT) - 1);
     px__arena_dir *d = atomic_load_explicit(&a->dir, memory_order_acquire);
     if (d == NULL || chunk >= d->cap || slot == 0 || slot >= PX__ARENA_CHUNK_RECS)
         return NULL;
@@ -200,4 +204,4 @@ static inline void px__arena_put(px__arena *a, void *rec)
         a->free_low = c / 64;
 }
 
-#endif /* PX_ARENA_H */
+#endif /* PX__TIMERQ_ARENA_H */

@@ -11,10 +11,19 @@
 ** PX_EFORKED: its handlers are owed to the parent (which still runs them), its
 ** lock may be held by a thread the child lacks, and its eventfd is shared with
 ** the parent, whose readiness a read in the child would steal.
+**
+** px_queue_wait_intr polls a second descriptor beside the queue's: the waiting
+** thread's own eventfd, in a record on the queue's list of waiters.
+** px_queue_interrupt marks every record on the list and writes each one's
+** descriptor, under the lock; a waiter reads its own descriptor back only when
+** it finds its record marked, so no interrupt is lost to another waiter and
+** none is left over for the thread's next wait.  The queue's eventfd is never
+** read by a wait, so an interrupt cannot cost a post its readiness.
 */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -23,6 +32,7 @@
 #include "parataxis.h"
 #include "base/deadline.h"
 #include "base/fork.h"
+#include "base/list.h"
 
 typedef struct item {
     px_handler_fn fn;
@@ -36,7 +46,15 @@ struct px_queue {
     size_t head, len, cap;
     int efd;
     unsigned fork_gen;
+    px__list waiters;        /* the px_queue_wait_intr under way: waiter.link */
 };
+
+/* One px_queue_wait_intr under way, on its thread's stack. */
+typedef struct waiter {
+    px__list link;
+    int fd;                  /* the thread's interrupt eventfd */
+    int interrupted;         /* set, and fd written, by px_queue_interrupt */
+} waiter;
 
 static int forked(const px_queue *q)
 {
@@ -65,6 +83,7 @@ px_queue *px_queue_new(void)
         return NULL;
     }
     pthread_mutex_init(&q->lock, NULL);
+    px__list_init(&q->waiters);
     px__fork_watch();
     q->fork_gen = px__fork_generation();
     return q;
@@ -85,22 +104,32 @@ static int grow(px_queue *q)
     return 0;
 }
 
-static void signal_ready(px_queue *q)
+static void signal_ready_fd(int fd)
 {
     uint64_t one = 1;
     ssize_t r;
     do
-        r = write(q->efd, &one, sizeof one);
+        r = write(fd, &one, sizeof one);
     while (r < 0 && errno == EINTR);
 }
 
-static void clear_ready(px_queue *q)
+static void clear_ready_fd(int fd)
 {
     uint64_t count;
     ssize_t r;
     do
-        r = read(q->efd, &count, sizeof count);
+        r = read(fd, &count, sizeof count);
     while (r < 0 && errno == EINTR);
+}
+
+static void signal_ready(px_queue *q)
+{
+    signal_ready_fd(q->efd);
+}
+
+static void clear_ready(px_queue *q)
+{
+    clear_ready_fd(q->efd);
 }
 
 int px_queue_post(px_queue *q, px_handler_fn fn, void *arg, int status)
@@ -191,6 +220,131 @@ int px_queue_wait(px_queue *q, int64_t timeout_ns)
         if (r == 0 || errno != EINTR)
             return 0;
     }
+}
+
+/*
+** The calling thread's interrupt descriptor: an eventfd made at its first
+** interruptible wait, closed by the key's destructor when the thread exits
+** (while the library is loaded: forget_intr_key).
+** The child of a fork makes its own: the one it inherited is shared with the
+** parent's thread, whose interrupts it would otherwise see and steal.
+*/
+static pthread_key_t intr_key;
+static pthread_once_t intr_once = PTHREAD_ONCE_INIT;
+static int intr_key_ok;
+static _Thread_local int intr_fd = -1;
+static _Thread_local unsigned intr_gen;
+
+/* On the exiting thread: its descriptor is forgotten as it is closed, so that
+** a wait from a destructor that runs after this one makes a new one (which a
+** further round of destructors closes) instead of polling a closed number. */
+static void close_intr(void *p)
+{
+    close((int)(intptr_t)p - 1);
+    intr_fd = -1;
+}
+
+static void make_intr_key(void)
+{
+    intr_key_ok = pthread_key_create(&intr_key, close_intr) == 0;
+}
+
+/* When the library is unloaded (dlclose: a Lua module goes with its state),
+** the key goes first: a thread that outlives the library must not run
+** close_intr, which is no longer mapped, as it exits.  Its descriptor stays
+** open then -- one per such thread, never a crash. */
+__attribute__((destructor)) static void forget_intr_key(void)
+{
+    if (intr_key_ok)
+        (void)pthread_key_delete(intr_key);
+}
+
+static int thread_intr_fd(void)
+{
+    unsigned gen = px__fork_generation();
+    if (intr_fd >= 0 && intr_gen == gen)
+        return intr_fd;
+    (void)pthread_once(&intr_once, make_intr_key);
+    if (!intr_key_ok)
+        return PX_ENOMEM;
+    if (intr_fd >= 0)
+        close(intr_fd);
+    intr_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    intr_gen = gen;
+    void *v = (void *)(intptr_t)(intr_fd + 1);
+    if (intr_fd < 0 || pthread_setspecific(intr_key, v) != 0) {
+        if (intr_fd >= 0)
+            close(intr_fd);
+        intr_fd = -1;
+        (void)pthread_setspecific(intr_key, NULL);
+        return PX_ENOMEM;
+    }
+    return intr_fd;
+}
+
+/* ppoll on the queue and the interrupt descriptor until one is readable, a
+** signal, or the deadline: 1, PX_EINTR (either cause), 0. */
+static int poll_both(int efd, int ifd, int64_t deadline)
+{
+    struct pollfd pfd[2] = { { .fd = efd, .events = POLLIN }, { .fd = ifd, .events = POLLIN } };
+    for (;;) {
+        struct timespec ts, *tsp = NULL;
+        if (deadline != INT64_MAX) {
+            ts = px__deadline_timespec(deadline, px_now());
+            tsp = &ts;
+        }
+        int r = ppoll(pfd, 2, tsp, NULL);
+        if (r > 0)
+            return pfd[1].revents != 0 ? PX_EINTR : 1;
+        if (r < 0)   /* besides EINTR, ppoll fails only for want of kernel memory */
+            return errno == EINTR ? PX_EINTR : PX_ENOMEM;
+        if (px_now() >= deadline)
+            return 0;
+        /* woken before the deadline (the clocks' rounding): never early */
+    }
+}
+
+int px_queue_wait_intr(px_queue *q, int64_t timeout_ns)
+{
+    int rc = refusal(q);
+    if (rc != 0)
+        return rc;
+    int fd = thread_intr_fd();
+    if (fd < 0)
+        return fd;
+    int64_t deadline = timeout_ns < 0 ? INT64_MAX : px__deadline_after(px_now(), timeout_ns);
+    waiter w = { .fd = fd };
+    pthread_mutex_lock(&q->lock);
+    px__list_push(&q->waiters, &w.link);
+    pthread_mutex_unlock(&q->lock);
+    rc = poll_both(q->efd, fd, deadline);
+    pthread_mutex_lock(&q->lock);
+    px__list_unlink(&w.link);
+    pthread_mutex_unlock(&q->lock);
+    if (w.interrupted) {
+        clear_ready_fd(fd);    /* written under the lock, before the unlink */
+        rc = PX_EINTR;
+    }
+    return rc;
+}
+
+int px_queue_interrupt(px_queue *q)
+{
+    int rc = refusal(q);
+    if (rc != 0)
+        return rc;
+    int n = 0;
+    pthread_mutex_lock(&q->lock);
+    for (px__list *l = q->waiters.next; l != &q->waiters; l = l->next) {
+        waiter *w = PX__CONTAINER_OF(l, waiter, link);
+        if (!w->interrupted) {
+            w->interrupted = 1;
+            signal_ready_fd(w->fd);
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&q->lock);
+    return n;
 }
 
 size_t px_queue_size(px_queue *q)

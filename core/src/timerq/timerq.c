@@ -193,7 +193,8 @@ static void rec_free(px_timerq *q, px__trec *r)
         free(r->arg);
     r->fn = NULL;
     r->arg = NULL;
-    atomic_store_explicit(&r->node.tag, (gen + 1) << TAG_GEN_SHIFT | REC_FREE, memory_order_relaxed);
+    atomic_store_explicit(&r->node.tag, (gen + 1) << TAG_GEN_SHIFT | REC_FREE,
+                          memory_order_relaxed);
     if (gen != GEN_MAX)              /* a wrapped generation is retired for good */
         px__arena_put(&q->arena, r);
 }
@@ -253,7 +254,7 @@ static void queue_unlock(px_timerq *q)
 }
 
 /* Takes a record a cancel made ABORTED out of the set, unless expiry or
-** cancel_all took it out first (ring_owns counted it), and queues its call
+** abort_all took it out first (ring_owns counted it), and queues its call
 ** (lock held). */
 static void ring_unlink(px_timerq *q, px__trec *r)
 {
@@ -280,8 +281,8 @@ static void ring_take(px_timerq *q)
         px__trec *r = atomic_load_explicit(&q->ring[end % RING], memory_order_acquire);
         if (r == NULL)
             break;
-        PX_PREFETCH_WRITE(r->node.link.prev);
-        PX_PREFETCH_WRITE(r->node.link.next);
+        PX__PREFETCH_WRITE(r->node.link.prev);
+        PX__PREFETCH_WRITE(r->node.link.next);
     }
     for (; head != end; head++)
         ring_unlink(q, atomic_exchange_explicit(&q->ring[head % RING], NULL, memory_order_relaxed));
@@ -294,8 +295,9 @@ static size_t ring_len(px_timerq *q)
     return atomic_load(&q->ring_tail) - atomic_load_explicit(&q->ring_head, memory_order_relaxed);
 }
 
-/* A record the set handed out (expiry, take_all) that a cancel without the lock
-** made ABORTED first: the ring owns it now, and ring_take will queue its call. */
+/* A record the set handed out (expiry, abort_all's px__tset_take_all) that a
+** cancel without the lock made ABORTED first: the ring owns it now, and
+** ring_take will queue its call. */
 static void ring_owns(px_timerq *q)
 {
     q->ring_gone++;
@@ -305,7 +307,7 @@ static void ring_owns(px_timerq *q)
 ** Puts `r`, which this thread just moved from ARMED to ABORTED, in the ring,
 ** without the lock when there is room.  The record stays in the set until
 ** ring_take, and nothing can undo ABORTED: whoever meets it there (expiry,
-** cancel_all) leaves its call to the ring.  A full ring is taken under the
+** abort_all) leaves its call to the ring.  A full ring is taken under the
 ** lock, and `r` unlinked there too rather than queued: the ring may stay full
 ** while a cancel that claimed its oldest slot has not filled it yet, and
 ** waiting for that cancel could spin for as long as it is kept off the CPU.
@@ -559,7 +561,7 @@ static void queue_release(px_timerq *q)
 
 /* Out of line: the last unref is rare, and inlined into the worker's loop it
 ** would crowd the delivery path's registers. */
-static PX_NOINLINE void queue_destroy(px_timerq *q)
+static PX__NOINLINE void queue_destroy(px_timerq *q)
 {
     pthread_mutex_destroy(&q->lock);
     pthread_cond_destroy(&q->wake);

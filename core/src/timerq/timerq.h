@@ -2,8 +2,8 @@
 ** timerq.h -- what the rest of the library may ask a timer queue beyond the
 ** public API.
 */
-#ifndef PX_TIMERQ_H
-#define PX_TIMERQ_H
+#ifndef PX__TIMERQ_TIMERQ_H
+#define PX__TIMERQ_TIMERQ_H
 
 #include "parataxis.h"
 
@@ -16,4 +16,4 @@ int px__timerq_refusal(px_timerq *q);
 /* 1 when `q` belongs to the parent of a fork (we are its child).  Thread: any. */
 int px__timerq_forked(const px_timerq *q);
 
-#endif /* PX_TIMERQ_H */
+#endif /* PX__TIMERQ_TIMERQ_H */

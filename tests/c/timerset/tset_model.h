@@ -54,7 +54,7 @@ static int64_t model_deadline(model *m)
 {
     unsigned cls = (unsigned)model_take(m, 1) % 9;
     int64_t x = (int64_t)(model_take(m, 3) & 0xffffff);
-    int64_t tick = (int64_t)1 << PX_TSET_TICK_SHIFT;
+    int64_t tick = (int64_t)1 << PX__TSET_TICK_SHIFT;
     switch (cls) {
     case 0: return m->now - x * 1000 < 0 ? 0 : m->now - x * 1000;
     case 1: return m->now;

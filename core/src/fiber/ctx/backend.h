@@ -1,6 +1,6 @@
 /* Private to the context_*.c files: what a backend provides. */
-#ifndef PX_CONTEXT_BACKEND_H
-#define PX_CONTEXT_BACKEND_H
+#ifndef PX__FIBER_CTX_BACKEND_H
+#define PX__FIBER_CTX_BACKEND_H
 
 #include "fiber/ctx/context.h"
 

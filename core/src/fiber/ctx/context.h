@@ -6,8 +6,8 @@
  * pointer in sp; the ucontext backend keeps there the address of the
  * ucontext_t of the suspended context (held in that context's own frame), so
  * no context carries a kilobyte of ucontext_t it rarely needs. */
-#ifndef PX_CONTEXT_H
-#define PX_CONTEXT_H
+#ifndef PX__FIBER_CTX_CONTEXT_H
+#define PX__FIBER_CTX_CONTEXT_H
 
 #include <stddef.h>
 

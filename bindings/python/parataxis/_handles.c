@@ -1,0 +1,250 @@
+/*
+** _handles.c -- part of parataxis._host: the C objects Python holds through a
+** handle made here -- the sync family's (Prim) and cancellation tokens (Token)
+** -- and the calls that may park a fiber, named by a small enum rather than by
+** a C function address.
+**
+** A handle makes its C object (px_mutex_new, ...) and keeps its address.  The
+** Python side calls what never parks through cffi on a typed view of it,
+** ffi.from_buffer("px_mutex *", handle): the buffer a handle exports is the C
+** object's address with no bytes (nothing reads or writes through the buffer),
+** and the view keeps the handle alive.  So no address is ever a Python int, and
+** the op a wait makes is checked against the kind of object it is given: a wrong
+** pairing raises TypeError instead of calling C with the wrong object.  Python
+** frees a Prim's object (_Primitive.__del__ in _sync.py decides when); a Token
+** frees its px_token when it is deallocated.
+*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <stdint.h>
+
+#include "_host.h"
+
+typedef struct {
+    PyObject_HEAD
+    void *p;                 /* the C object */
+    int kind;                /* PXH_K_* */
+    uintptr_t slot;          /* what the last Channel recv through wait() got */
+} pxh_prim;
+
+/* The kind of object each op takes (PXH_JOIN: a fiber's capsule). */
+static const int op_kind[PXH_NOPS] = {
+    [PXH_MUTEX_LOCK] = PXH_K_MUTEX,   [PXH_MUTEX_UNLOCK] = PXH_K_MUTEX,
+    [PXH_RDLOCK] = PXH_K_RWLOCK,      [PXH_WRLOCK] = PXH_K_RWLOCK,
+    [PXH_WG_WAIT] = PXH_K_WAITGROUP,  [PXH_ARRIVE] = PXH_K_BARRIER,
+    [PXH_ONCE_BEGIN] = PXH_K_ONCE,    [PXH_SEM_ACQUIRE] = PXH_K_SEM,
+    [PXH_EVENT_WAIT] = PXH_K_EVENT,   [PXH_CHAN_SEND] = PXH_K_CHAN,
+    [PXH_CHAN_RECV] = PXH_K_CHAN,     [PXH_JOIN] = -1,
+};
+
+static void *make(int kind, size_t n)
+{
+    switch (kind) {
+    case PXH_K_MUTEX: return px_mutex_new();
+    case PXH_K_RWLOCK: return px_rwlock_new();
+    case PXH_K_WAITGROUP: return px_waitgroup_new();
+    case PXH_K_BARRIER: return px_barrier_new(n);
+    case PXH_K_ONCE: return px_once_new();
+    case PXH_K_SEM: return px_sem_new(n);
+    case PXH_K_EVENT: return px_event_new();
+    case PXH_K_CHAN: return px_chan_new(n);
+    }
+    return NULL;
+}
+
+static PyObject *prim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    int kind;
+    Py_ssize_t n = 0;
+    if (kw != NULL && PyDict_GET_SIZE(kw) != 0) {
+        PyErr_SetString(PyExc_TypeError, "Prim(kind, n=0) takes no keywords");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "i|n", &kind, &n))
+        return NULL;
+    if (kind < 0 || kind >= PXH_NKINDS || n < 0) {
+        PyErr_SetString(PyExc_ValueError, "Prim: no such kind, or n < 0");
+        return NULL;
+    }
+    pxh_prim *o = (pxh_prim *)type->tp_alloc(type, 0);
+    if (o == NULL)
+        return NULL;
+    o->kind = kind;
+    o->p = make(kind, (size_t)n);
+    if (o->p == NULL) {
+        Py_DECREF(o);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)o;
+}
+
+/* The buffer cffi's from_buffer views: the object's address, no bytes. */
+static int prim_getbuffer(pxh_prim *o, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *)o, o->p, 0, 0, flags);
+}
+
+static PyBufferProcs prim_buffer = { (getbufferproc)prim_getbuffer, NULL };
+
+static PyObject *prim_slot(pxh_prim *o, void *closure)
+{
+    (void)closure;
+    return PyLong_FromSize_t(o->slot);
+}
+
+static PyGetSetDef prim_getset[] = {
+    { "slot", (getter)prim_slot, NULL, "what the last recv through wait() received", NULL },
+    { NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyTypeObject prim_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "parataxis._host.Prim",
+    .tp_basicsize = sizeof(pxh_prim),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Prim(kind, n=0): a sync object's C memory, made here, freed by Python "
+              "(see _prims.c).",
+    .tp_as_buffer = &prim_buffer,
+    .tp_getset = prim_getset,
+    .tp_new = prim_new,
+};
+
+int pxh_op_target(int op, PyObject *obj, PyObject *value, pxh_op *w)
+{
+    if (op < 0 || op >= PXH_NOPS) {
+        PyErr_SetString(PyExc_ValueError, "wait: no such op");
+        return -1;
+    }
+    w->op = op;
+    w->out = NULL;
+    if (op == PXH_JOIN && !PyCapsule_CheckExact(obj)) {
+        PyErr_SetString(PyExc_TypeError, "wait(JOIN, ...): not a spawn handle");
+        return -1;
+    }
+    if (op == PXH_JOIN) {   /* ValueError once released: see h_release */
+        w->obj = PyCapsule_GetPointer(obj, PXH_FIBER_CAPSULE);
+        return w->obj == NULL ? -1 : 0;
+    }
+    pxh_prim *o = (pxh_prim *)obj;
+    if (!Py_IS_TYPE(obj, &prim_type) || o->kind != op_kind[op] || o->p == NULL) {
+        PyErr_SetString(PyExc_TypeError, "wait: not a live Prim of the op's kind");
+        return -1;
+    }
+    w->obj = o->p;
+    if (op == PXH_CHAN_RECV) {
+        w->out = &o->slot;
+    } else if (op == PXH_CHAN_SEND) {
+        /* The value is Channel's key for it (an int), carried as the void *. */
+        size_t key = value == NULL ? 0 : PyLong_AsSize_t(value);
+        if (key == (size_t)-1 && PyErr_Occurred())
+            return -1;
+        w->out = (void *)(uintptr_t)key;
+    }
+    return 0;
+}
+
+int pxh_op_call(pxh_op *w)
+{
+    void *p = w->obj;
+    switch (w->op) {
+    case PXH_MUTEX_LOCK: return px_mutex_lock(p);
+    case PXH_MUTEX_UNLOCK: return px_mutex_unlock(p);
+    case PXH_RDLOCK: return px_rwlock_rdlock(p);
+    case PXH_WRLOCK: return px_rwlock_wrlock(p);
+    case PXH_WG_WAIT: return px_waitgroup_wait(p);
+    case PXH_ARRIVE: return px_barrier_arrive_and_wait(p);
+    case PXH_ONCE_BEGIN: return px_once_begin(p);
+    case PXH_SEM_ACQUIRE: return px_sem_acquire(p);
+    case PXH_EVENT_WAIT: return px_event_wait(p);
+    case PXH_CHAN_SEND: return px_chan_send(p, w->out);
+    case PXH_CHAN_RECV: {
+        void *v = NULL;
+        int rc = px_chan_recv(p, &v);
+        if (rc == 0)
+            *(uintptr_t *)w->out = (uintptr_t)v;
+        return rc;
+    }
+    case PXH_JOIN: return px_join(p, NULL);
+    }
+    return PX_EINVAL;
+}
+
+/*
+** Token: a px_token, freed when this object is deallocated -- what
+** CancellationToken (_fibers.py) holds.  The garbage collector does not track
+** it, so it is freed only once the objects that hold it are deallocated, after
+** every finalizer of their reference cycle ran: a finalizer in the cycle may
+** still cancel or read the token.  An ffi.gc object would be a finalizer
+** itself, which the collector may run first.
+*/
+typedef struct {
+    PyObject_HEAD
+    px_token *t;
+} pxh_token;
+
+static PyObject *token_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    if (PyTuple_GET_SIZE(args) != 0 || (kw != NULL && PyDict_GET_SIZE(kw) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "Token() takes no arguments");
+        return NULL;
+    }
+    pxh_token *o = (pxh_token *)type->tp_alloc(type, 0);
+    if (o == NULL)
+        return NULL;
+    o->t = px_token_new();
+    if (o->t == NULL) {
+        Py_DECREF(o);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)o;
+}
+
+static void token_dealloc(pxh_token *o)
+{
+    px_token_free(o->t);                /* NULL does nothing */
+    Py_TYPE(o)->tp_free((PyObject *)o);
+}
+
+static int token_getbuffer(pxh_token *o, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *)o, o->t, 0, 0, flags);
+}
+
+static PyBufferProcs token_buffer = { (getbufferproc)token_getbuffer, NULL };
+
+static PyTypeObject token_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "parataxis._host.Token",
+    .tp_basicsize = sizeof(pxh_token),
+    .tp_dealloc = (destructor)token_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A px_token, freed at deallocation (see _handles.c).",
+    .tp_as_buffer = &token_buffer,
+    .tp_new = token_new,
+};
+
+int pxh_add_handles(PyObject *m)
+{
+    static const struct { const char *name; int value; } names[] = {
+        { "MUTEX_LOCK", PXH_MUTEX_LOCK }, { "MUTEX_UNLOCK", PXH_MUTEX_UNLOCK },
+        { "RDLOCK", PXH_RDLOCK }, { "WRLOCK", PXH_WRLOCK }, { "WG_WAIT", PXH_WG_WAIT },
+        { "ARRIVE", PXH_ARRIVE }, { "ONCE_BEGIN", PXH_ONCE_BEGIN },
+        { "SEM_ACQUIRE", PXH_SEM_ACQUIRE }, { "EVENT_WAIT", PXH_EVENT_WAIT },
+        { "CHAN_SEND", PXH_CHAN_SEND }, { "CHAN_RECV", PXH_CHAN_RECV }, { "JOIN", PXH_JOIN },
+        { "K_MUTEX", PXH_K_MUTEX }, { "K_RWLOCK", PXH_K_RWLOCK },
+        { "K_WAITGROUP", PXH_K_WAITGROUP }, { "K_BARRIER", PXH_K_BARRIER },
+        { "K_ONCE", PXH_K_ONCE }, { "K_SEM", PXH_K_SEM }, { "K_EVENT", PXH_K_EVENT },
+        { "K_CHAN", PXH_K_CHAN },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (PyModule_AddIntConstant(m, names[i].name, names[i].value) != 0)
+            return -1;
+    }
+    if (PyType_Ready(&prim_type) != 0 || PyType_Ready(&token_type) != 0)
+        return -1;
+    if (PyModule_AddObjectRef(m, "Prim", (PyObject *)&prim_type) != 0)
+        return -1;
+    return PyModule_AddObjectRef(m, "Token", (PyObject *)&token_type);
+}

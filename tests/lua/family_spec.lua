@@ -1,0 +1,144 @@
+-- The rules every primitive of the sync family keeps, checked once over the
+-- table of sync_kinds.lua, under the names of tests/c/sync/family.c: each
+-- rule is `it(<rule>)` in `describe(<area>)` for every area the rule is for,
+-- and runs over the area's rows (rwlock: its writer and reader waits; chan:
+-- recv and send).  What is one primitive's own behaviour is in sync_spec.lua.
+local px = require "parataxis"
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or ""
+local helpers = dofile(dir .. "helpers.lua")
+local kit = dofile(dir .. "sync_kinds.lua")
+local raised, spawn_waiting = helpers.raised, helpers.spawn_waiting
+local kinds, waiter = kit.kinds, kit.waiter
+
+-- The areas in the order of their first row; rows[area] = its rows.
+local areas, rows = {}, {}
+for _, k in ipairs(kinds) do
+  if not rows[k.area] then
+    areas[#areas + 1] = k.area
+    rows[k.area] = {}
+  end
+  table.insert(rows[k.area], k)
+end
+
+-- The rules: each takes one row.  sync = true: for the family's rows only
+-- (not fiber:join).  more[area]: what that area's test asserts besides.
+local rules, more = {}, {}
+
+-- A wait off-fiber is ENOFIBER; the wait's method given nil or an object of
+-- another kind in place of its own is EINVAL.
+rules[#rules + 1] = { name = "off_fiber_calls_are_enofiber_and_null_is_einval", sync = true,
+  check = function(k)
+    local h = k.make()
+    assert.equal("ENOFIBER", raised(k.block, h).code)
+    local method, other = k.method(), k.area == "event" and px.mutex() or px.event()
+    assert.equal("EINVAL", raised(method, nil).code)
+    assert.equal("EINVAL", raised(method, other).code)
+  end }
+
+-- The waiter interrupted (by a cancelled token or a timeout): nothing is left
+-- queued, nothing taken, and a fresh waiter gets the next release.
+local function interrupted(k, scope, code)
+  px.run(function()
+    local h = k.make()
+    if k.arm then k.arm(h) end
+    local tok = px.token()
+    local a = spawn_waiting(function() return scope(tok, function() k.block(h) end) end)
+    if k.queued then assert.equal(1, k.queued(h)) end
+    tok:cancel()
+    local r, err = a:join()
+    assert.is_nil(r)
+    assert.equal(code, err.code)
+    if k.queued then assert.equal(0, k.queued(h)) end    -- nothing left queued
+    if k.after_interrupt then k.after_interrupt(h) end
+    local log = {}
+    local b = spawn_waiting(waiter(k, h, log, "b"))
+    k.release(h)
+    assert.equal("b", b:join())
+  end)
+end
+
+rules[#rules + 1] = { name = "timed_out_or_cancelled_wait_leaves_nothing_queued",
+  check = function(k)
+    interrupted(k, px.with_cancel, "ECANCELED")
+    interrupted(k, function(_, fn) return px.timeout(0.02, fn) end, "ETIMEDOUT")
+  end }
+
+-- The same on the waiter's own fiber, one wait after the other, the mutex
+-- held by main throughout: it stays main's, and is free once main unlocks.
+more["mutex.timed_out_or_cancelled_wait_leaves_nothing_queued"] = function()
+  px.run(function()
+    local m = px.mutex()
+    m:lock()
+    local f = px.spawn(function()
+      local _, e1 = px.timeout(0.01, function() m:lock() end)
+      local tok = px.token()
+      px.spawn(function() tok:cancel() end)
+      local _, e2 = px.with_cancel(tok, function() m:lock() end)
+      return e1.code, e2.code, m:waiters()
+    end)
+    assert.same({ "ETIMEDOUT", "ECANCELED", 0 }, { f:join() })
+    assert.equal(0, m:waiters())
+    m:unlock()
+    assert.equal(0, m:owner())
+  end)
+end
+
+-- Nothing can run: the run raises EDEADLK, and the waiter's own line of the
+-- report names its wait and the primitive (and, where the primitive has one,
+-- the fiber that holds it); an armer parked elsewhere does not stand in for it.
+rules[#rules + 1] = { name = "deadlock_report_names_the_wait_and_the_primitive", sync = true,
+  check = function(k)
+    local armer_id, waiter_id
+    local err = raised(px.run, function()
+      local h, never = k.make(), px.event()
+      if k.arm then
+        px.spawn(function() armer_id = px.self(); k.arm(h); never:wait() end)
+        px.yield()
+      end
+      local w = px.spawn(function() waiter_id = px.self(); k.block(h) end)
+      w:join()
+    end)
+    assert.equal("EDEADLK", err.code)
+    local line = err.message:match("\n%s*(fiber " .. waiter_id .. ": [^\n]*)")
+    assert.truthy(line, err.message)
+    local named = string.format('fiber %d: parked on "%s", waits on %s@', waiter_id, k.reason, k.tag)
+    assert.equal(named, line:sub(1, #named))
+    assert.equal(k.held == true, line:find(" held by fiber ", 1, true) ~= nil, line)
+    if k.holder then
+      assert.truthy(line:find(" held by fiber " .. armer_id, 1, true), line)
+    end
+  end }
+
+-- Every Lua fiber is hosted: its wait parks through EYIELD, and the binding
+-- calls it again once woken.  The release lets the waiter through (and, where
+-- the primitive names a holder, makes the waiter the holder before it runs).
+rules[#rules + 1] = { name = "hosted_fiber_waits_through_eyield_and_a_recall", sync = true,
+  check = function(k)
+    px.run(function()
+      local h = k.make()
+      if k.arm then k.arm(h) end
+      local w = spawn_waiting(waiter(k, h, {}, "through"))
+      k.release(h)
+      if k.holder then assert.equal(w:id(), k.holder(h)) end   -- owner before it runs
+      assert.equal("through", w:join())
+      if k.holder then assert.equal(0, k.holder(h)) end
+    end)
+  end }
+
+for _, area in ipairs(areas) do
+  describe(area, function()
+    for _, rule in ipairs(rules) do
+      local these = {}
+      for _, k in ipairs(rows[area]) do
+        if not (rule.sync and k.not_sync) then these[#these + 1] = k end
+      end
+      if #these > 0 then
+        it(rule.name, function()
+          for _, k in ipairs(these) do rule.check(k) end
+          local extra = more[area .. "." .. rule.name]
+          if extra then extra() end
+        end)
+      end
+    end
+  end)
+end
