@@ -17,14 +17,31 @@
 static px_latch called;
 static atomic_int n_ok, n_cancelled;
 
+/* A call is counted and sets the latch in one step, under the latch's lock:
+** a reader there (cancel_came) sees both or neither, so it neither waits for a
+** set that already happened nor resets the latch while a set is under way. */
 static void on_timer(void *arg, int status)
 {
     (void)arg;
+    pthread_mutex_lock(&called.m);
     if (status == 0)
         atomic_fetch_add(&n_ok, 1);
     else if (status == PX_ECANCELED)
         atomic_fetch_add(&n_cancelled, 1);
-    ev_set(&called);
+    called.count++;
+    pthread_cond_broadcast(&called.c);
+    pthread_mutex_unlock(&called.m);
+}
+
+/* Whether the cancelled call came; if not, *count is the latch's count then
+** (that call will take it past). */
+static int cancel_came(int *count)
+{
+    pthread_mutex_lock(&called.m);
+    int came = atomic_load(&n_cancelled) != 0;
+    *count = called.count;
+    pthread_mutex_unlock(&called.m);
+    return came;
 }
 
 static void reset(void)
@@ -104,8 +121,8 @@ static void check_periodic(px_timerq *q, int64_t first, int64_t period, int tick
     int before = ev_count(&called);
     CHECK_EQ(px_timerq_cancel(q, id), 1);
     EV_WAIT(&called, before + 1);
-    while (atomic_load(&n_cancelled) == 0)   /* a tick under way ends first */
-        EV_WAIT(&called, ev_count(&called) + 1);
+    for (int n; !cancel_came(&n);)            /* a tick under way ends first */
+        EV_WAIT(&called, n + 1);
     CHECK_EQ(atomic_load(&n_cancelled), 1);
     reset();
 }
