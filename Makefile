@@ -2,7 +2,8 @@
 #
 #   make demo     build the library and watch it work from C, Python and Lua
 #   make check    every test: the layer rules of core/src (tests/layers.sh), the
-#                 C reference generated from the header (docs/gen_capi.py), C
+#                 C reference generated from the header (docs/gen_capi.py), the
+#                 conformance list (tests/behaviours.txt, tests/conformance.py), C
 #                 (plain, ASan+UBSan, TSan, ucontext fallback, AArch64 under qemu,
 #                 fuzz), install tree, Python, Lua (also as luarocks and cmake
 #                 --install put it)
@@ -19,7 +20,7 @@ GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CONFIGURE = cmake -S . $(GENERATOR) -DPARATAXIS_WERROR=ON
 CTEST     = ctest --output-on-failure --no-tests=ignore
 
-.PHONY: all deps demo-deps bench-deps build demo-build check test-layers test-docs test-c test-asan test-tsan test-ucontext test-fuzz \
+.PHONY: all deps demo-deps bench-deps build demo-build check test-layers test-docs test-conformance test-c test-asan test-tsan test-ucontext test-fuzz \
         test-aarch64 test-python test-lua test-lua-install python-install demo-python-install bench clean distclean
 
 all: build
@@ -62,7 +63,7 @@ demo: demo-build demo-python-install
 	    LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
 	    lua5.4 docs/examples/fiber_demo.lua; fi
 
-check: test-layers test-docs test-c test-asan test-tsan test-ucontext test-aarch64 test-fuzz test-python test-lua test-lua-install
+check: test-layers test-docs test-conformance test-c test-asan test-tsan test-ucontext test-aarch64 test-fuzz test-python test-lua test-lua-install
 	@echo "make check: every suite passed"
 
 test-layers:
@@ -70,6 +71,11 @@ test-layers:
 
 test-docs: deps
 	$(PYTHON) docs/gen_capi.py --check
+
+# Every behaviour of tests/behaviours.txt tested under its name in each language
+# it applies to, and no test of the three suites outside the list.
+test-conformance: build python-install
+	$(PYTHON) tests/conformance.py --build build
 
 test-c: build
 	cd build && $(CTEST)

@@ -41,6 +41,12 @@ class Recorder:
         return self.calls
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "group(name): the group of tests/behaviours.txt the test's name is "
+        "in (default: the module's name without test_; tests/conformance.py)")
+
+
 @pytest.fixture
 def rec():
     return Recorder()

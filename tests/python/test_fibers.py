@@ -22,6 +22,8 @@ import parataxis as px
 from parataxis._parataxis import lib
 from conftest import TIMEOUT
 
+pytestmark = pytest.mark.group("fiber")   # tests/behaviours.txt: fiber.<name>
+
 
 def run_script(src):
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(src)],
@@ -920,7 +922,8 @@ def _stray(fid):
     return lib.px_wake(fid)
 
 
-def test_stray_wake_mutex():
+@pytest.mark.group("stray_wake")
+def test_a_stray_wake_does_not_end_a_mutex_lock():
     def main():
         m = px.Mutex()
         res = []
@@ -941,7 +944,8 @@ def test_stray_wake_mutex():
     assert px.run(main) == [True]
 
 
-def test_stray_wake_join():
+@pytest.mark.group("stray_wake")
+def test_a_stray_wake_does_not_end_a_join():
     def main():
         def child():
             for _ in range(3):
@@ -957,6 +961,7 @@ def test_stray_wake_join():
     assert px.run(main) == 7
 
 
+@pytest.mark.group("hostile")
 def test_joiners_stray_woken_interrupted_and_parked_each_return_once():
     """tests/c/sync/hostile.c: a Python fiber's join is hosted; joiner 2,
     interrupted as its target ends, gets Cancelled from its re-call, as C's

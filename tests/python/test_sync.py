@@ -5,6 +5,11 @@ import pytest
 import parataxis as px
 from sync_kit import cancel_from_thread, outcome, run, settle, until
 
+# Each test's group in tests/behaviours.txt: the primitive of its section.
+mutex, mutex_holds, rwlock, waitgroup, barrier, once, sem, event, chan = (
+    pytest.mark.group(g) for g in ("mutex", "mutex_holds", "rwlock", "waitgroup", "barrier",
+                                   "once", "sem", "event", "chan"))
+
 
 def parked(f, queued=None):
     """Yields until fiber f waits (queued() rose, when given)."""
@@ -38,6 +43,7 @@ def holding(m, gate):
 
 # -- Mutex -----------------------------------------------------------------------------
 
+@mutex
 def test_no_lost_updates_with_10_fibers():
     def body():
         m, box = px.Mutex(), [0]
@@ -55,6 +61,7 @@ def test_no_lost_updates_with_10_fibers():
     run(body)
 
 
+@mutex
 def test_unlock_makes_the_first_waiter_owner_before_it_wakes():
     def body():
         m = px.Mutex()
@@ -69,6 +76,7 @@ def test_unlock_makes_the_first_waiter_owner_before_it_wakes():
     run(body)
 
 
+@mutex
 def test_trylock_never_steals_from_a_queued_waiter():
     def body():
         m = px.Mutex()
@@ -81,6 +89,7 @@ def test_trylock_never_steals_from_a_queued_waiter():
     run(body)
 
 
+@mutex
 def test_unlock_by_a_non_owner_or_of_a_free_mutex_is_eperm():
     def body():
         m = px.Mutex()
@@ -93,6 +102,7 @@ def test_unlock_by_a_non_owner_or_of_a_free_mutex_is_eperm():
     run(body)
 
 
+@mutex
 def test_relock_and_trylock_by_the_owner_are_edeadlk():
     def body():
         m = px.Mutex()
@@ -106,6 +116,7 @@ def test_relock_and_trylock_by_the_owner_are_edeadlk():
     run(body)
 
 
+@mutex_holds
 def test_a_fiber_ending_with_several_mutexes_releases_each_with_eownerdead():
     def body():
         ms = [px.Mutex() for _ in range(3)]
@@ -121,6 +132,7 @@ def test_a_fiber_ending_with_several_mutexes_releases_each_with_eownerdead():
     run(body)
 
 
+@mutex_holds
 def test_a_mutex_left_free_by_a_death_has_no_owner_refuses_unlock_and_frees():
     def body():
         m = px.Mutex()
@@ -131,6 +143,7 @@ def test_a_mutex_left_free_by_a_death_has_no_owner_refuses_unlock_and_frees():
     run(body)
 
 
+@mutex
 def test_trylock_after_an_owner_death_is_told_and_holds_it():
     def body():
         m = px.Mutex()
@@ -142,6 +155,7 @@ def test_trylock_after_an_owner_death_is_told_and_holds_it():
     run(body)
 
 
+@mutex
 def test_eownerdead_goes_past_an_interrupted_waiter_to_the_next():
     def body():
         m, tok, gate = px.Mutex(), px.CancellationToken(), px.Event()
@@ -168,6 +182,7 @@ def _told(m):
     return "not told"
 
 
+@mutex
 def test_with_on_owner_death_unlocks_and_raises_and_strands_no_lock():
     def body():
         m, gate, ran = px.Mutex(), px.Event(), []
@@ -198,6 +213,7 @@ def test_with_on_owner_death_unlocks_and_raises_and_strands_no_lock():
     run(body)
 
 
+@mutex
 def test_with_unlocks_when_the_block_raises():
     def body():
         m = px.Mutex()
@@ -213,6 +229,7 @@ def test_with_unlocks_when_the_block_raises():
     run(body)
 
 
+@mutex
 def test_deadlock_report_names_the_holders_and_prints_the_cycle():
     ids = {}
 
@@ -241,6 +258,7 @@ def test_deadlock_report_names_the_holders_and_prints_the_cycle():
 
 # -- RwLock ------------------------------------------------------------------------------
 
+@rwlock
 def test_any_number_of_readers_hold_it_together():
     def body():
         lk, gate = px.RwLock(), px.Event()
@@ -258,6 +276,7 @@ def test_any_number_of_readers_hold_it_together():
     run(body)
 
 
+@rwlock
 def test_a_writer_excludes_readers_and_other_writers():
     def body():
         lk = px.RwLock()
@@ -273,6 +292,7 @@ def test_a_writer_excludes_readers_and_other_writers():
     run(body)
 
 
+@rwlock
 def test_writer_preference_orders_a_in_a_out_w_in_w_out_r_in_r_out():
     def body():
         lk, log, gate = px.RwLock(), [], px.Event()
@@ -306,6 +326,7 @@ def test_writer_preference_orders_a_in_a_out_w_in_w_out_r_in_r_out():
     run(body)
 
 
+@rwlock
 def test_readers_queued_behind_a_writer_are_admitted_together():
     def body():
         lk, gate = px.RwLock(), px.Event()
@@ -324,6 +345,7 @@ def test_readers_queued_behind_a_writer_are_admitted_together():
     run(body)
 
 
+@rwlock
 def test_writers_are_served_in_fifo_order_by_direct_hand_off():
     def body():
         lk, log = px.RwLock(), []
@@ -342,6 +364,7 @@ def test_writers_are_served_in_fifo_order_by_direct_hand_off():
     run(body)
 
 
+@rwlock
 def test_read_side_is_reentrant_even_with_a_writer_waiting():
     def body():
         lk = px.RwLock()
@@ -357,6 +380,7 @@ def test_read_side_is_reentrant_even_with_a_writer_waiting():
     run(body)
 
 
+@rwlock
 def test_the_writer_may_take_read_holds_but_not_a_second_write_lock():
     def body():
         lk = px.RwLock()
@@ -371,6 +395,7 @@ def test_the_writer_may_take_read_holds_but_not_a_second_write_lock():
     run(body)
 
 
+@rwlock
 def test_upgrade_from_read_to_write_is_edeadlk_without_parking():
     def body():
         lk = px.RwLock()
@@ -385,6 +410,7 @@ def test_upgrade_from_read_to_write_is_edeadlk_without_parking():
     run(body)
 
 
+@rwlock
 def test_wrunlock_keeps_the_writers_read_holds_as_a_downgrade():
     def body():
         lk = px.RwLock()
@@ -398,6 +424,7 @@ def test_wrunlock_keeps_the_writers_read_holds_as_a_downgrade():
     run(body)
 
 
+@rwlock
 def test_try_forms_never_park_and_never_pass_a_queued_waiter():
     def body():
         lk = px.RwLock()
@@ -411,6 +438,7 @@ def test_try_forms_never_park_and_never_pass_a_queued_waiter():
     run(body)
 
 
+@rwlock
 def test_releasing_a_hold_the_caller_does_not_have_is_eperm():
     def body():
         lk = px.RwLock()
@@ -426,6 +454,7 @@ def test_releasing_a_hold_the_caller_does_not_have_is_eperm():
     run(body)
 
 
+@rwlock
 def test_timed_out_writer_leaves_no_waiter_and_lets_the_readers_behind_it_in():
     def body():
         lk = px.RwLock()
@@ -445,6 +474,7 @@ def test_timed_out_writer_leaves_no_waiter_and_lets_the_readers_behind_it_in():
     run(body)
 
 
+@rwlock
 def test_dead_writer_releases_its_holds_and_the_next_writer_gets_eownerdead():
     def body():
         lk = px.RwLock()
@@ -463,6 +493,7 @@ def test_dead_writer_releases_its_holds_and_the_next_writer_gets_eownerdead():
     run(body)
 
 
+@rwlock
 def test_readers_after_a_dead_writer_get_eownerdead_until_a_writer_takes_it():
     def body():
         lk = px.RwLock()
@@ -480,6 +511,7 @@ def test_readers_after_a_dead_writer_get_eownerdead_until_a_writer_takes_it():
     run(body)
 
 
+@rwlock
 def test_dead_reader_releases_all_its_read_holds():
     def body():
         lk = px.RwLock()
@@ -490,6 +522,7 @@ def test_dead_reader_releases_all_its_read_holds():
     run(body)
 
 
+@rwlock
 def test_with_read_or_write_on_owner_death_releases_and_raises_and_strands_no_hold():
     def body():
         lk = px.RwLock()
@@ -510,6 +543,7 @@ def test_with_read_or_write_on_owner_death_releases_and_raises_and_strands_no_ho
     run(body)
 
 
+@rwlock
 def test_deadlock_report_names_readers_and_writer_and_prints_the_cycle():
     ids = {}
 
@@ -547,10 +581,12 @@ def test_deadlock_report_names_readers_and_writer_and_prints_the_cycle():
 
 # -- WaitGroup ------------------------------------------------------------------------------
 
+@waitgroup
 def test_wait_at_zero_returns_at_once():
     run(lambda: px.WaitGroup().wait())
 
 
+@waitgroup
 def test_wait_parks_until_the_last_job_is_done():
     def body():
         wg, log = px.WaitGroup(), []
@@ -567,6 +603,7 @@ def test_wait_parks_until_the_last_job_is_done():
     run(body)
 
 
+@waitgroup
 def test_top_up_while_waiting_keeps_the_waiter_parked_until_zero():
     def body():
         wg = px.WaitGroup()
@@ -583,6 +620,7 @@ def test_top_up_while_waiting_keeps_the_waiter_parked_until_zero():
     run(body)
 
 
+@waitgroup
 def test_going_below_zero_is_einval_and_leaves_the_count_unchanged():
     def body():
         wg = px.WaitGroup()
@@ -597,6 +635,7 @@ def test_going_below_zero_is_einval_and_leaves_the_count_unchanged():
     run(body)
 
 
+@waitgroup
 def test_a_waiter_released_at_zero_returns_even_if_the_count_rises_again():
     def body():
         wg = px.WaitGroup()
@@ -612,6 +651,7 @@ def test_a_waiter_released_at_zero_returns_even_if_the_count_rises_again():
 
 # -- Barrier ----------------------------------------------------------------------------------
 
+@barrier
 def test_zero_parties_is_refused_with_einval():
     with pytest.raises(ValueError):
         px.Barrier(0)
@@ -619,6 +659,7 @@ def test_zero_parties_is_refused_with_einval():
         px.Barrier(2.0)
 
 
+@barrier
 def test_lockstep_over_three_generations_with_a_slow_party():
     def body():
         b, log = px.Barrier(3), []
@@ -637,6 +678,7 @@ def test_lockstep_over_three_generations_with_a_slow_party():
     run(body)
 
 
+@barrier
 def test_exactly_one_leader_per_phase():
     def body():
         b = px.Barrier(4)
@@ -651,6 +693,7 @@ def test_exactly_one_leader_per_phase():
     run(body)
 
 
+@barrier
 def test_the_last_arrival_leads_without_parking_and_the_others_get_0():
     def body():
         b = px.Barrier(3)
@@ -662,6 +705,7 @@ def test_the_last_arrival_leads_without_parking_and_the_others_get_0():
     run(body)
 
 
+@barrier
 def test_phases_never_mix_a_fast_rearrival_waits_for_the_next_phase():
     def body():
         b = px.Barrier(2)
@@ -675,6 +719,7 @@ def test_phases_never_mix_a_fast_rearrival_waits_for_the_next_phase():
     run(body)
 
 
+@barrier
 def test_timed_out_arrival_withdraws_its_count():
     def body():
         b = px.Barrier(2)
@@ -690,6 +735,7 @@ def test_timed_out_arrival_withdraws_its_count():
     run(body)
 
 
+@barrier
 def test_cancelled_arrival_withdraws_its_count_even_before_it_runs_again():
     def body():
         b, tok = px.Barrier(2), px.CancellationToken()
@@ -703,6 +749,7 @@ def test_cancelled_arrival_withdraws_its_count_even_before_it_runs_again():
     run(body)
 
 
+@barrier
 def test_a_one_party_barrier_always_leads():
     def body():
         b = px.Barrier(1)
@@ -712,6 +759,7 @@ def test_a_one_party_barrier_always_leads():
 
 # -- Once ------------------------------------------------------------------------------------
 
+@once
 def test_runs_the_action_once_among_5_racers_who_wait_for_it():
     def body():
         once, calls = px.Once(), []
@@ -728,6 +776,7 @@ def test_runs_the_action_once_among_5_racers_who_wait_for_it():
     run(body)
 
 
+@once
 def test_later_callers_return_at_once_without_running_it():
     def body():
         once = px.Once()
@@ -737,6 +786,7 @@ def test_later_callers_return_at_once_without_running_it():
     run(body)
 
 
+@once
 def test_a_failed_action_is_done_and_never_retried():
     def body():
         once = px.Once()
@@ -753,6 +803,7 @@ def test_a_failed_action_is_done_and_never_retried():
     run(body)
 
 
+@once
 def test_a_runner_ending_inside_the_action_ends_it():
     def body():
         once, tok = px.Once(), px.CancellationToken()
@@ -770,6 +821,7 @@ def test_a_runner_ending_inside_the_action_ends_it():
     run(body)
 
 
+@once
 def test_reentrant_do_from_inside_the_action_is_edeadlk():
     def body():
         once = px.Once()
@@ -779,6 +831,7 @@ def test_reentrant_do_from_inside_the_action_is_edeadlk():
     run(body)
 
 
+@once
 def test_deadlock_report_names_the_runner_and_prints_the_cycle():
     ids = {}
 
@@ -813,6 +866,7 @@ def test_deadlock_report_names_the_runner_and_prints_the_cycle():
 
 # -- Semaphore ---------------------------------------------------------------------------------
 
+@sem
 def test_acquire_takes_a_free_unit_at_once_and_tryacquire_refuses_when_none():
     def body():
         s = px.Semaphore(2)
@@ -827,6 +881,7 @@ def test_acquire_takes_a_free_unit_at_once_and_tryacquire_refuses_when_none():
     run(body)
 
 
+@sem
 def test_at_most_initial_fibers_hold_units_at_once():
     def body():
         s, inside, most = px.Semaphore(3), [0], [0]
@@ -844,6 +899,7 @@ def test_at_most_initial_fibers_hold_units_at_once():
     run(body)
 
 
+@sem
 def test_release_hands_the_unit_to_the_first_waiter_and_tryacquire_never_steals_it():
     def body():
         s = px.Semaphore(0)
@@ -856,6 +912,7 @@ def test_release_hands_the_unit_to_the_first_waiter_and_tryacquire_never_steals_
     run(body)
 
 
+@sem
 def test_timed_out_acquire_leaves_no_waiter_and_takes_nothing():
     def body():
         s = px.Semaphore(0)
@@ -868,6 +925,7 @@ def test_timed_out_acquire_leaves_no_waiter_and_takes_nothing():
     run(body)
 
 
+@sem
 def test_interrupted_acquire_passes_a_raced_unit_to_the_next_waiter():
     def body():
         s, tok = px.Semaphore(0), px.CancellationToken()
@@ -882,6 +940,7 @@ def test_interrupted_acquire_passes_a_raced_unit_to_the_next_waiter():
     run(body)
 
 
+@sem
 def test_interrupted_acquire_passes_a_raced_unit_back_to_the_count():
     def body():
         s, tok = px.Semaphore(0), px.CancellationToken()
@@ -893,6 +952,7 @@ def test_interrupted_acquire_passes_a_raced_unit_back_to_the_count():
     run(body)
 
 
+@sem
 def test_with_holds_one_unit_and_gives_it_back_on_an_exception():
     def body():
         s = px.Semaphore(1)
@@ -911,6 +971,7 @@ def test_with_holds_one_unit_and_gives_it_back_on_an_exception():
 
 # -- Event ----------------------------------------------------------------------------------------
 
+@event
 def test_wait_after_set_returns_at_once_and_keeps_returning():
     def body():
         e = px.Event()
@@ -921,6 +982,7 @@ def test_wait_after_set_returns_at_once_and_keeps_returning():
     run(body)
 
 
+@event
 def test_clear_makes_wait_park_again_until_the_next_set():
     def body():
         e = px.Event()
@@ -934,6 +996,7 @@ def test_clear_makes_wait_park_again_until_the_next_set():
     run(body)
 
 
+@event
 def test_a_waiter_woken_by_set_returns_0_even_if_cleared_before_it_ran():
     def body():
         e = px.Event()
@@ -948,6 +1011,7 @@ def test_a_waiter_woken_by_set_returns_0_even_if_cleared_before_it_ran():
 
 # -- Channel ----------------------------------------------------------------------------------------
 
+@chan
 def test_values_come_out_in_the_order_they_went_in():
     def body():
         for cap in (0, 1, 3):
@@ -957,6 +1021,7 @@ def test_values_come_out_in_the_order_they_went_in():
     run(body)
 
 
+@chan
 def test_values_are_any_python_objects_and_keep_their_identity():
     def body():
         objs = [object(), None, [1, 2], {"k": "v"}, (), "s", 3.5, KeyError("x")]
@@ -970,6 +1035,7 @@ def test_values_are_any_python_objects_and_keep_their_identity():
     run(body)
 
 
+@chan
 def test_buffered_send_parks_only_while_the_channel_is_full():
     def body():
         ch = px.Channel(2)
@@ -984,6 +1050,7 @@ def test_buffered_send_parks_only_while_the_channel_is_full():
     run(body)
 
 
+@chan
 def test_unbuffered_send_completes_only_when_a_receiver_takes_the_value():
     def body():
         ch, log = px.Channel(), []
@@ -1000,6 +1067,7 @@ def test_unbuffered_send_completes_only_when_a_receiver_takes_the_value():
     run(body)
 
 
+@chan
 def test_recv_parks_until_a_value_is_handed_to_it():
     def body():
         ch = px.Channel(4)
@@ -1011,6 +1079,7 @@ def test_recv_parks_until_a_value_is_handed_to_it():
     run(body)
 
 
+@chan
 def test_trysend_and_tryrecv_never_park_buffered_or_not():
     def body():
         ch = px.Channel()
@@ -1029,6 +1098,7 @@ def test_trysend_and_tryrecv_never_park_buffered_or_not():
     run(body)
 
 
+@chan
 def test_close_lets_receivers_drain_the_buffer_then_gives_eclosed():
     def body():
         ch = px.Channel(3)
@@ -1044,6 +1114,7 @@ def test_close_lets_receivers_drain_the_buffer_then_gives_eclosed():
     run(body)
 
 
+@chan
 def test_after_close_senders_and_a_second_close_get_eclosed():
     def body():
         ch = px.Channel(1)
@@ -1058,6 +1129,7 @@ def test_after_close_senders_and_a_second_close_get_eclosed():
     run(body)
 
 
+@chan
 def test_close_wakes_parked_receivers_with_eclosed():
     def body():
         ch = px.Channel()
@@ -1068,6 +1140,7 @@ def test_close_wakes_parked_receivers_with_eclosed():
     run(body)
 
 
+@chan
 def test_close_wakes_parked_senders_with_eclosed_and_their_values_unsent():
     def body():
         ch = px.Channel(1)
@@ -1081,6 +1154,7 @@ def test_close_wakes_parked_senders_with_eclosed_and_their_values_unsent():
     run(body)
 
 
+@chan
 def test_four_producers_four_consumers_lose_nothing_duplicate_nothing_keep_order():
     def body():
         for cap in (0, 3):
@@ -1112,6 +1186,7 @@ def test_four_producers_four_consumers_lose_nothing_duplicate_nothing_keep_order
     run(body)
 
 
+@chan
 def test_interrupted_sends_and_recvs_under_4x4_lose_and_duplicate_nothing():
     def body():
         ch = px.Channel(1)
@@ -1147,6 +1222,7 @@ def test_interrupted_sends_and_recvs_under_4x4_lose_and_duplicate_nothing():
     run(body)
 
 
+@chan
 def test_timed_out_send_sends_nothing_and_timed_out_recv_takes_nothing():
     def body():
         ch = px.Channel()
@@ -1166,6 +1242,7 @@ def test_timed_out_send_sends_nothing_and_timed_out_recv_takes_nothing():
     run(body)
 
 
+@chan
 def test_cancelled_recv_racing_a_send_takes_nothing_and_the_value_goes_on():
     def body():
         ch, tok = px.Channel(), px.CancellationToken()
@@ -1179,6 +1256,7 @@ def test_cancelled_recv_racing_a_send_takes_nothing_and_the_value_goes_on():
     run(body)
 
 
+@chan
 def test_cancelled_send_racing_a_recv_sends_nothing():
     def body():
         ch, tok = px.Channel(), px.CancellationToken()
@@ -1193,6 +1271,7 @@ def test_cancelled_send_racing_a_recv_sends_nothing():
     run(body)
 
 
+@chan
 def test_iteration_ends_when_closed_and_drained():
     def body():
         ch = px.Channel(2)
@@ -1207,6 +1286,7 @@ def test_iteration_ends_when_closed_and_drained():
     run(body)
 
 
+@chan
 def test_channel_arguments_are_checked():
     with pytest.raises(ValueError):
         px.Channel(-1)

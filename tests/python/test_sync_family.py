@@ -18,6 +18,7 @@ from sync_kit import TIMEOUT, cancel_from_thread, outcome, run, settle, until
 
 class Kind:
     name = ""
+    group = ""              # the C group it counts for (tests/behaviours.txt): rwlock, chan...
     reason = ""
     queues = True           # several waiters queue (a barrier of 2 holds one)
     wakes_all = False       # one release lets every waiter through
@@ -54,6 +55,9 @@ class Kind:
     def foreign_off(self, h):
         """Those of them that need no fiber, off-fiber on a third thread."""
         return []
+
+    def __init__(self):
+        self.group = self.group or self.name
 
     def __repr__(self):
         return self.name
@@ -99,7 +103,7 @@ class MutexKind(ExclusiveKind):
 
 
 class RwWriteKind(ExclusiveKind):
-    name, reason = "rwlock_write", "RwLock write lock"
+    name, group, reason = "rwlock_write", "rwlock", "RwLock write lock"
     lock_type, take, give, holder = px.RwLock, "wrlock", "wrunlock", "writer"
 
     def off_fiber(self, lk):
@@ -111,7 +115,7 @@ class RwWriteKind(ExclusiveKind):
 
 
 class RwReadKind(RwWriteKind):
-    name, reason = "rwlock_read", "RwLock read lock"
+    name, group, reason = "rwlock_read", "rwlock", "RwLock read lock"
 
     def block(self, lk):
         lk.rdlock()
@@ -247,7 +251,7 @@ class EventKind(Kind):
 
 class RecvKind(Kind):
     """Each release hands a fresh object to a receiver."""
-    name, reason = "chan_recv", "Channel recv"
+    name, group, reason = "chan_recv", "chan", "Channel recv"
 
     def make(self):
         return px.Channel()
@@ -270,7 +274,7 @@ class RecvKind(Kind):
 
 class SendKind(Kind):
     """Each waiter sends its own fiber id; release receives one."""
-    name, reason = "chan_send", "Channel send"
+    name, group, reason = "chan_send", "chan", "Channel send"
 
     def make(self):
         return px.Channel()

@@ -49,7 +49,7 @@ def test_close_aborts_pending(rec):
     q.close()                            # idempotent
 
 
-def test_exactly_once_storm_from_threads():
+def test_exactly_once_storm():
     """Several Python threads add and cancel; every handler runs exactly once."""
     n_threads, per_thread = 4, 2000
     counts = {}

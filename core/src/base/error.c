@@ -1,5 +1,5 @@
 /* error.c -- px_strerror and px_errname: one sentence and one name per error
-** code.  tests/c/errname.c checks both against the header's PX_E* lines. */
+** code.  tests/c/api/errname.c checks both against the header's PX_E* lines. */
 #include "parataxis.h"
 
 const char *px_strerror(int code)

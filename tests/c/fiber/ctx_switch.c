@@ -3,7 +3,7 @@
 
 #include "fiber/ctx/context.h"
 #include "fiber/stack.h"
-#include "ctx_check.h"
+#include "../spec.h"
 
 static px__context main_ctx, a_ctx, b_ctx;
 static long mailbox;
@@ -93,15 +93,34 @@ static void finish_and_reuse(px__stack_pool *pool)
     px__stack_put(pool, &s);
 }
 
-int main(void)
+static px__stack_pool *pool;
+
+static void setup(void)
 {
-    px__stack_pool *pool = px__stack_pool_new(0);
+    pool = px__stack_pool_new(0);
     CHECK(pool);
     px__context_init_thread(&main_ctx);
-    ping_pong(pool);
-    fiber_to_fiber(pool);
-    finish_and_reuse(pool);
+}
+
+static void teardown(void)
+{
     px__stack_pool_free(pool);
     printf("ctx_switch ok (%s backend)\n", px__ctx_backend());
-    return 0;
 }
+
+SPEC(ping_pong)
+{
+    ping_pong(pool);
+}
+
+SPEC(fiber_to_fiber)
+{
+    fiber_to_fiber(pool);
+}
+
+SPEC(finish_and_reuse)
+{
+    finish_and_reuse(pool);
+}
+
+SPECS_AROUND(setup, teardown, ping_pong, fiber_to_fiber, finish_and_reuse)

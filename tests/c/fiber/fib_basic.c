@@ -1,10 +1,11 @@
 /*
 ** fib_basic.c -- spawn/join with results, FIFO yield order, sleep order without
-** early wakes, stale ids, off-fiber calls, 100,000 fibers.
+** early wakes, stale ids, off-fiber calls, an idle scheduler, 100,000 fibers:
+** one SPEC (one ctest fiber.<name>) each.
 */
 #include <string.h>
 
-#include "../check.h"
+#include "../spec.h"
 
 static void *square(void *arg)
 {
@@ -192,37 +193,62 @@ static void *many(void *arg)
     return NULL;
 }
 
-int main(void)
+SPEC(join_results)
 {
     void *r = NULL;
     CHECK_EQ(px_run(join_results, NULL, &r), 0);
     CHECK_EQ((intptr_t)r, 42);
-    CHECK_EQ(px_run(yield_order, NULL, NULL), 0);
-    CHECK_EQ(px_run(sleep_order, NULL, NULL), 0);
-    CHECK_EQ(px_run(stale_ids, NULL, NULL), 0);
-    CHECK_EQ(px_run(self_join, NULL, NULL), 0);
-    CHECK_EQ(px_run(NULL, NULL, NULL), PX_EINVAL);
+}
 
-    /* Off-fiber. */
+SPEC(yield_order)
+{
+    CHECK_EQ(px_run(yield_order, NULL, NULL), 0);
+}
+
+SPEC(sleep_order)
+{
+    CHECK_EQ(px_run(sleep_order, NULL, NULL), 0);
+}
+
+SPEC(stale_ids)
+{
+    CHECK_EQ(px_run(stale_ids, NULL, NULL), 0);
+}
+
+SPEC(self_join)
+{
+    CHECK_EQ(px_run(self_join, NULL, NULL), 0);
+}
+
+SPEC(off_fiber_calls)
+{
+    CHECK_EQ(px_run(NULL, NULL, NULL), PX_EINVAL);
     CHECK_EQ(px_self(), 0);
     CHECK_EQ(px_yield(), PX_ENOFIBER);
     CHECK_EQ(px_sleep(1), PX_ENOFIBER);
     CHECK_EQ(px_park("x", NULL, NULL), PX_ENOFIBER);
     CHECK_EQ(px_park_result(), PX_ENOFIBER);
     CHECK(px_spawn(tiny, NULL) == NULL);
+}
 
-    /* A scheduler with nothing to do returns at once. */
+SPEC(a_scheduler_with_nothing_to_do_returns_at_once)
+{
     px_sched *s = px_sched_new(NULL);
     CHECK(s != NULL);
     CHECK_EQ(px_sched_run(s), 0);
+    done_count = 0;
     CHECK_EQ(px_sched_post(s, tiny, NULL), 0);
     CHECK_EQ(px_sched_run(s), 0);
     CHECK_EQ(done_count, 1);
     px_sched_free(s);
     CHECK_EQ(px_sched_run(NULL), PX_EINVAL);
+}
 
+SPEC(many)
+{
     done_count = 0;
     CHECK_EQ(px_run(many, (void *)(uintptr_t)MANY, NULL), 0);
-    printf("fib_basic: ok\n");
-    return 0;
 }
+
+SPECS(join_results, yield_order, sleep_order, stale_ids, self_join, off_fiber_calls,
+      a_scheduler_with_nothing_to_do_returns_at_once, many)

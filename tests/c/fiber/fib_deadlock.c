@@ -8,7 +8,7 @@
 #define FIBERS_GATE_NO_MAIN
 #include "fibers_gate.c"
 
-#include "../check.h"
+#include "../spec.h"
 
 static gate g[2];
 static uint64_t side_id[2], id3;
@@ -40,7 +40,7 @@ static int contains(const char *needle)
     return strstr(report, needle) != NULL;
 }
 
-static void test_cycle(void)
+SPEC(cycle)
 {
     sides = 0;
     px_sched *s = run_to_deadlock((px_fiber_fn[]){ side, side, lonely, NULL });
@@ -91,7 +91,7 @@ static void *join_main(void *arg)
     return NULL;
 }
 
-static void test_join_cycle(void)
+SPEC(join_cycle)
 {
     px_sched *s = run_to_deadlock((px_fiber_fn[]){ join_main, NULL });
     fputs(report, stdout);
@@ -122,7 +122,7 @@ static void *outside(void *arg)
     return NULL;
 }
 
-static void test_not_deadlocks(void)
+SPEC(not_deadlocks)
 {
     int before = reports;
     px_sched *s = px_sched_new(NULL);
@@ -134,15 +134,10 @@ static void test_not_deadlocks(void)
     px_sched_free(s);
 }
 
-int main(void)
+/* px_run writes the report to stderr and says PX_EDEADLK. */
+SPEC(px_run_reports_a_deadlock_and_says_edeadlk)
 {
-    test_cycle();
-    test_join_cycle();
-    test_not_deadlocks();
-    /* px_run writes the report to stderr and says PX_EDEADLK. */
     CHECK_EQ(px_run(lonely, NULL, NULL), PX_EDEADLK);
-    free(g[0].waiters);
-    free(g[1].waiters);
-    printf("fib_deadlock: ok\n");
-    return 0;
 }
+
+SPECS(cycle, join_cycle, not_deadlocks, px_run_reports_a_deadlock_and_says_edeadlk)

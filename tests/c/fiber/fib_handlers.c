@@ -7,7 +7,7 @@
 ** (aborted before it ran), and each handler frees its argument: under ASan,
 ** LeakSanitizer finds any call that was lost.
 */
-#include "../check.h"
+#include "../spec.h"
 
 typedef struct call {
     int tag;
@@ -46,7 +46,7 @@ static const px_host_ops pulled = { NULL, NULL, NULL };
 
 /* Three calls taken in as fibers behind a pulled fiber's turn, two more in the
 ** inbox: the free makes all five, in the order they were posted. */
-static void a_pulled_run_freed_between_pulls_calls_every_handler(void)
+SPEC(a_pulled_run_freed_between_pulls_calls_every_handler)
 {
     px_sched *s = px_sched_new(NULL);
     CHECK(s != NULL);
@@ -70,7 +70,7 @@ static void a_pulled_run_freed_between_pulls_calls_every_handler(void)
 
 /* The same with a hosted fiber that has a resume: the run never started, so
 ** nothing was taken in; the inbox's calls are aborted. */
-static void a_scheduler_freed_before_its_run_aborts_the_posted_handlers(void)
+SPEC(a_scheduler_freed_before_its_run_aborts_the_posted_handlers)
 {
     px_sched *s = px_sched_new(NULL);
     CHECK(s != NULL);
@@ -87,7 +87,7 @@ static void a_scheduler_freed_before_its_run_aborts_the_posted_handlers(void)
 
 /* A timer queue whose executor is a pulled run: its handlers expire, are
 ** posted and taken in, and the run is freed; every one is called once. */
-static void a_timer_queue_into_a_pulled_run_loses_no_handler(void)
+SPEC(a_timer_queue_into_a_pulled_run_loses_no_handler)
 {
     px_sched *s = px_sched_new(NULL);
     CHECK(s != NULL);
@@ -119,11 +119,6 @@ static void a_timer_queue_into_a_pulled_run_loses_no_handler(void)
         CHECK_EQ(statuses[i], PX_ECANCELED);
 }
 
-int main(void)
-{
-    a_pulled_run_freed_between_pulls_calls_every_handler();
-    a_scheduler_freed_before_its_run_aborts_the_posted_handlers();
-    a_timer_queue_into_a_pulled_run_loses_no_handler();
-    printf("fib_handlers: ok\n");
-    return 0;
-}
+SPECS(a_pulled_run_freed_between_pulls_calls_every_handler,
+      a_scheduler_freed_before_its_run_aborts_the_posted_handlers,
+      a_timer_queue_into_a_pulled_run_loses_no_handler)

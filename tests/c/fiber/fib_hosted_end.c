@@ -12,7 +12,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "../check.h"
+#include "../spec.h"
 
 /* One resume: the fiber records a wait, then its body ends at once. */
 typedef struct ender {
@@ -151,7 +151,7 @@ static void *join_scene(void *arg)
     return NULL;
 }
 
-static void a_join_recorded_then_the_end(void)
+SPEC(a_join_recorded_then_the_end)
 {
     px_sched *s = px_sched_new(NULL);
     CHECK(s != NULL);
@@ -177,7 +177,7 @@ static void *stuck(void *arg)
     return NULL;
 }
 
-static void an_outside_park_then_the_end_leaves_no_hold(void)
+SPEC(an_outside_park_then_the_end_leaves_no_hold)
 {
     px_sched_opts o = { .on_deadlock = keep_report };
     px_sched *s = px_sched_new(&o);
@@ -222,17 +222,46 @@ static void a_pulled_fiber_that_parks_then_ends(int (*wait)(ender *))
     px_sched_free(s);
 }
 
-int main(void)
+/* A hang (a stale deadline, a lost deadlock) fails the test. */
+static void setup(void)
 {
-    alarm(120);   /* a hang (a stale deadline, a lost deadlock) fails the test */
-    ends_after(long_sleep);
-    ends_after(timed_park);
-    ends_after(yield_once);
-    a_join_recorded_then_the_end();
-    an_outside_park_then_the_end_leaves_no_hold();
-    a_pulled_fiber_that_parks_then_ends(long_sleep);
-    a_pulled_fiber_that_parks_then_ends(timed_park);
-    a_pulled_fiber_that_parks_then_ends(yield_once);
-    printf("fib_hosted_end: ok\n");
-    return 0;
+    alarm(120);
 }
+
+SPEC(a_hosted_fiber_ending_after_a_long_sleep_leaves_no_stale_deadline)
+{
+    ends_after(long_sleep);
+}
+
+SPEC(a_hosted_fiber_ending_after_a_timed_park_leaves_no_stale_deadline)
+{
+    ends_after(timed_park);
+}
+
+SPEC(a_hosted_fiber_ending_after_a_yield_leaves_no_stale_deadline)
+{
+    ends_after(yield_once);
+}
+
+SPEC(a_pulled_fiber_that_sleeps_then_ends)
+{
+    a_pulled_fiber_that_parks_then_ends(long_sleep);
+}
+
+SPEC(a_pulled_fiber_that_parks_timed_then_ends)
+{
+    a_pulled_fiber_that_parks_then_ends(timed_park);
+}
+
+SPEC(a_pulled_fiber_that_yields_then_ends)
+{
+    a_pulled_fiber_that_parks_then_ends(yield_once);
+}
+
+SPECS_AROUND(setup, NULL,
+             a_hosted_fiber_ending_after_a_long_sleep_leaves_no_stale_deadline,
+             a_hosted_fiber_ending_after_a_timed_park_leaves_no_stale_deadline,
+             a_hosted_fiber_ending_after_a_yield_leaves_no_stale_deadline,
+             a_join_recorded_then_the_end, an_outside_park_then_the_end_leaves_no_hold,
+             a_pulled_fiber_that_sleeps_then_ends, a_pulled_fiber_that_parks_timed_then_ends,
+             a_pulled_fiber_that_yields_then_ends)

@@ -4,7 +4,7 @@
 ** resumed calls px_join again (the re-call), which must return the outcome of
 ** the wait it recorded -- what a C fiber's join returns for the same events.
 ** A hand-written state machine plays the host's coroutine.  One behaviour per
-** run (the argument names it; none runs them all):
+** ctest (spec.h), fiber.<spec>:
 **
 **   hosted_join_interrupted_as_its_target_ends_reports_the_interrupt
 **     the join is interrupted (a token's cancel, a timeout) and its target
@@ -23,7 +23,7 @@
 */
 #include <string.h>
 
-#include "../check.h"
+#include "../spec.h"
 
 static px_sched *S;
 static px_token *tok;
@@ -172,7 +172,7 @@ static void interrupted_as_its_target_ends(int interrupt)
     CHECK(j.later_result == &target_result);
 }
 
-static void hosted_join_interrupted_as_its_target_ends_reports_the_interrupt(void)
+SPEC(hosted_join_interrupted_as_its_target_ends_reports_the_interrupt)
 {
     interrupted_as_its_target_ends(PX_ECANCELED);
     interrupted_as_its_target_ends(PX_ETIMEDOUT);
@@ -195,7 +195,7 @@ static void *stray_main(void *arg)
     return NULL;
 }
 
-static void hosted_join_woken_stray_waits_on_for_its_target(void)
+SPEC(hosted_join_woken_stray_waits_on_for_its_target)
 {
     joiner j = { 0 };
     run(stray_main, &j);
@@ -294,7 +294,7 @@ static void *cancelled_main(void *arg)
     return NULL;
 }
 
-static void hosted_join_collected_by_park_result_leaves_no_join_behind(void)
+SPEC(hosted_join_collected_by_park_result_leaves_no_join_behind)
 {
     joiner j = { 0 };
     run(collected_main, &j);
@@ -311,27 +311,6 @@ static void hosted_join_collected_by_park_result_leaves_no_join_behind(void)
     CHECK(k.recalled == &target_result);
 }
 
-int main(int argc, char **argv)
-{
-    const char *only = argc > 1 ? argv[1] : NULL;
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } tests[] = {
-        { "hosted_join_interrupted_as_its_target_ends_reports_the_interrupt",
-          hosted_join_interrupted_as_its_target_ends_reports_the_interrupt },
-        { "hosted_join_woken_stray_waits_on_for_its_target",
-          hosted_join_woken_stray_waits_on_for_its_target },
-        { "hosted_join_collected_by_park_result_leaves_no_join_behind",
-          hosted_join_collected_by_park_result_leaves_no_join_behind },
-    };
-    int ran = 0;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        if (!only || strcmp(only, tests[i].name) == 0) {
-            tests[i].fn();
-            printf("fiber.%s ok\n", tests[i].name);
-            ran++;
-        }
-    CHECK(ran > 0);
-    return 0;
-}
+SPECS(hosted_join_interrupted_as_its_target_ends_reports_the_interrupt,
+      hosted_join_woken_stray_waits_on_for_its_target,
+      hosted_join_collected_by_park_result_leaves_no_join_behind)

@@ -11,7 +11,7 @@
 */
 #include <unistd.h>
 
-#include "../check.h"
+#include "../spec.h"
 
 /* -- a million hosted joiners ------------------------------------------------ */
 
@@ -200,7 +200,7 @@ static void *c_main(void *arg)
     return NULL;
 }
 
-static void interrupted_joins_leave_and_the_rest_keep_their_order(void)
+SPEC(interrupted_joins_leave_and_the_rest_keep_their_order)
 {
     px_sched_opts o = { .shared_stacks = 2 };
     px_sched *s = px_sched_new(&o);
@@ -214,14 +214,25 @@ static void interrupted_joins_leave_and_the_rest_keep_their_order(void)
     px_sched_free(s);
 }
 
-int main(void)
+/* How many joiners the million-joiner specs make (fewer under the sanitizers). */
+static size_t joiners(void)
 {
     const char *env = getenv("PX_JOIN_MANY");
     size_t n = env ? strtoul(env, NULL, 10) : 1000000;
     CHECK(n > 0);
-    interrupted_joins_leave_and_the_rest_keep_their_order();
-    a_million_joiners_finish_in_join_order(n);
-    joins_interrupted_newest_first_leave_in_constant_time(n);
-    printf("fib_join_many: ok\n");
-    return 0;
+    return n;
 }
+
+SPEC(a_million_joiners_finish_in_join_order)
+{
+    a_million_joiners_finish_in_join_order(joiners());
+}
+
+SPEC(joins_interrupted_newest_first_leave_in_constant_time)
+{
+    joins_interrupted_newest_first_leave_in_constant_time(joiners());
+}
+
+SPECS(interrupted_joins_leave_and_the_rest_keep_their_order,
+      a_million_joiners_finish_in_join_order,
+      joins_interrupted_newest_first_leave_in_constant_time)

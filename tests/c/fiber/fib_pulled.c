@@ -13,7 +13,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "../check.h"
+#include "../spec.h"
 
 enum { TASK_STACK = 256 * 1024, MAX_TASKS = 8 };
 
@@ -201,7 +201,7 @@ static void joiner(task *me)
     mark('j');
 }
 
-static void turns_in_fifo_order_with_c_fibers_between(void)
+SPEC(turns_in_fifo_order_with_c_fibers_between)
 {
     fresh();
     spawn(yielder);
@@ -240,7 +240,7 @@ static void keep_report(void *ctx, const char *text)
     snprintf(dl_report, sizeof dl_report, "%s", text);
 }
 
-static void a_deadlock_ends_the_run_and_a_cancel_unwinds_the_fibers(void)
+SPEC(a_deadlock_ends_the_run_and_a_cancel_unwinds_the_fibers)
 {
     px_sched_opts o = { .on_deadlock = keep_report };
     S = px_sched_new(&o);
@@ -279,7 +279,7 @@ static void sleeper(task *me)
     mark('s');
 }
 
-static void a_signal_while_it_waits_returns_eintr_and_the_run_goes_on(void)
+SPEC(a_signal_while_it_waits_returns_eintr_and_the_run_goes_on)
 {
     struct sigaction sa = { .sa_handler = on_signal };   /* no SA_RESTART */
     CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
@@ -336,7 +336,7 @@ static void *spawn_pulled_in_a_run(void *arg)
     return NULL;
 }
 
-static void refusals_change_nothing(void)
+SPEC(refusals_change_nothing)
 {
     void *ctx = (void *)1;
     CHECK_EQ(px_sched_next(NULL, 0, &ctx), PX_EINVAL);
@@ -391,7 +391,7 @@ static void pulling_on_deadlock(void *ctx, const char *text)
     hook_pulls[0] = px_sched_next(S, 0, &hc);
 }
 
-static void hooks_may_not_pull(void)
+SPEC(hooks_may_not_pull)
 {
     px_sched_opts o = { .on_wait = pulling_on_wait };
     S = px_sched_new(&o);
@@ -445,7 +445,7 @@ static void back_to_root(task *me)
     CHECK(0);
 }
 
-static void a_free_between_pulls_gives_the_run_up(void)
+SPEC(a_free_between_pulls_gives_the_run_up)
 {
     free(G.waiters);
     memset(&G, 0, sizeof G);
@@ -463,17 +463,7 @@ static void a_free_between_pulls_gives_the_run_up(void)
     px_sched_free(S);
 }
 
-int main(void)
-{
-    turns_in_fifo_order_with_c_fibers_between();
-    a_deadlock_ends_the_run_and_a_cancel_unwinds_the_fibers();
-    a_signal_while_it_waits_returns_eintr_and_the_run_goes_on();
-    refusals_change_nothing();
-    hooks_may_not_pull();
-    a_free_between_pulls_gives_the_run_up();
-    free(G.waiters);
-    for (size_t i = 0; i < MAX_TASKS; i++)
-        free(tasks[i].stack);
-    printf("fib_pulled: ok\n");
-    return 0;
-}
+SPECS(turns_in_fifo_order_with_c_fibers_between,
+      a_deadlock_ends_the_run_and_a_cancel_unwinds_the_fibers,
+      a_signal_while_it_waits_returns_eintr_and_the_run_goes_on, refusals_change_nothing,
+      hooks_may_not_pull, a_free_between_pulls_gives_the_run_up)

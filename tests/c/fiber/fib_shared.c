@@ -8,7 +8,7 @@
 */
 #include <string.h>
 
-#include "../check.h"
+#include "../spec.h"
 
 static px_sched *running;   /* the scheduler of run_shared */
 
@@ -29,7 +29,7 @@ static int run_shared(size_t shared, px_fiber_fn main, void *arg)
 
 /* -- options ---------------------------------------------------------------- */
 
-static void test_bad_options(void)
+SPEC(bad_options)
 {
     px_sched_opts o;
     memset(&o, 0, sizeof o);
@@ -94,7 +94,7 @@ static void *recursion_main(void *arg)
 }
 
 /* Four fibers 32 KiB deep on one stack, switching at every frame. */
-static void test_deep_recursion_across_switches(void)
+SPEC(deep_recursion_across_switches)
 {
     CHECK_EQ(run_shared(1, recursion_main, NULL), 0);
 }
@@ -134,7 +134,7 @@ static void *interleave_main(void *arg)
 }
 
 /* 300 fibers on 3 stacks, in turns of varying length, some asleep. */
-static void test_many_fibers_interleave_on_few_stacks(void)
+SPEC(many_fibers_interleave_on_few_stacks)
 {
     finished = 0;
     CHECK_EQ(run_shared(3, interleave_main, NULL), 0);
@@ -174,7 +174,7 @@ static void *sized_main(void *arg)
     return NULL;
 }
 
-static void test_sized_fibers_keep_their_own_stack(void)
+SPEC(sized_fibers_keep_their_own_stack)
 {
     CHECK_EQ(run_shared(1, sized_main, NULL), 0);
 }
@@ -234,7 +234,7 @@ static void *timeouts_main(void *arg)
 
 /* Nested timeout scopes of fibers whose stacks others use while they wait:
 ** the scheduler reads the scopes when the deadlines pass. */
-static void test_timeout_scopes_while_parked(void)
+SPEC(timeout_scopes_while_parked)
 {
     timeouts_done = 0;
     CHECK_EQ(run_shared(2, timeouts_main, NULL), 0);
@@ -287,7 +287,7 @@ static void *canceller(void *arg)
 
 /* A thread cancels a token whose watchers are the scopes of fibers parked on
 ** shared stacks: it walks and unlinks them while other fibers run there. */
-static void test_token_cancel_from_another_thread(void)
+SPEC(token_cancel_from_another_thread)
 {
     px_sched_opts o;
     memset(&o, 0, sizeof o);
@@ -332,7 +332,7 @@ static void quiet(void *ctx, const char *text)
     (void)text;
 }
 
-static void test_free_discards_parked_scopes(void)
+SPEC(free_discards_parked_scopes)
 {
     px_sched_opts o;
     memset(&o, 0, sizeof o);
@@ -428,7 +428,7 @@ static void *family_main(void *arg)
     return NULL;
 }
 
-static void test_sync_family(void)
+SPEC(sync_family)
 {
     CHECK((mu = px_mutex_new()) != NULL);
     CHECK((ch = px_chan_new(0)) != NULL);
@@ -487,7 +487,7 @@ static void *deadlock_main(void *arg)
 
 /* Two fibers of one shared stack lock in opposite orders: the report names
 ** the cycle from the records alone, with neither fiber's bytes resident. */
-static void test_deadlock_report(void)
+SPEC(deadlock_report)
 {
     px_sched_opts o;
     memset(&o, 0, sizeof o);
@@ -566,7 +566,7 @@ static void *hosted_main(void *arg)
 /* A scheduler with shared stacks runs hosted fibers as any: they have no C
 ** stack of the library's, and their record keeps the host's ops where a C
 ** fiber keeps its stack. */
-static void test_hosted_fibers_beside_shared_stacks(void)
+SPEC(hosted_fibers_beside_shared_stacks)
 {
     host h = { 0, 0, NULL };
     CHECK((hch = px_chan_new(0)) != NULL);
@@ -687,36 +687,14 @@ static void *nomem_main(void *arg)
 /* Memory for a parked fiber's copy runs out: the park (lock, receive, yield,
 ** sleep, join) returns PX_ENOMEM at once, leaves nothing queued, and the program
 ** goes on -- three fibers on one stack, so every switch is an eviction. */
-static void test_park_out_of_memory(void)
+SPEC(park_out_of_memory)
 {
     px__shared_realloc = failing_realloc;
     CHECK_EQ(run_shared(1, nomem_main, NULL), 0);
     px__shared_realloc = realloc;
 }
 
-int main(int argc, char **argv)
-{
-    const char *only = argc > 1 ? argv[1] : NULL;
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } tests[] = {
-        { "bad_options", test_bad_options },
-        { "deep_recursion_across_switches", test_deep_recursion_across_switches },
-        { "many_fibers_interleave_on_few_stacks", test_many_fibers_interleave_on_few_stacks },
-        { "sized_fibers_keep_their_own_stack", test_sized_fibers_keep_their_own_stack },
-        { "timeout_scopes_while_parked", test_timeout_scopes_while_parked },
-        { "token_cancel_from_another_thread", test_token_cancel_from_another_thread },
-        { "free_discards_parked_scopes", test_free_discards_parked_scopes },
-        { "sync_family", test_sync_family },
-        { "deadlock_report", test_deadlock_report },
-        { "hosted_fibers_beside_shared_stacks", test_hosted_fibers_beside_shared_stacks },
-        { "park_out_of_memory", test_park_out_of_memory },
-    };
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        if (!only || strcmp(only, tests[i].name) == 0) {
-            tests[i].fn();
-            printf("fiber.shared: %s ok\n", tests[i].name);
-        }
-    return 0;
-}
+SPECS(bad_options, deep_recursion_across_switches, many_fibers_interleave_on_few_stacks,
+      sized_fibers_keep_their_own_stack, timeout_scopes_while_parked,
+      token_cancel_from_another_thread, free_discards_parked_scopes, sync_family,
+      deadlock_report, hosted_fibers_beside_shared_stacks, park_out_of_memory)

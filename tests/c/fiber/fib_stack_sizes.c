@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "../check.h"
+#include "../spec.h"
 
 #define GIB ((size_t)1 << 30)
 
@@ -26,7 +26,7 @@ static void *body(void *arg)
 static size_t fits[8], nfits;
 static size_t absurd[8], nabsurd;
 
-static void sizes(void)
+SPEC(stack_sizes)
 {
     page = (size_t)sysconf(_SC_PAGESIZE);
     nfits = nabsurd = 0;
@@ -68,7 +68,7 @@ static void *spawn_all(void *arg)
     return NULL;
 }
 
-static void test_spawn_sized(void)
+SPEC(spawn_sized)
 {
     ran = 0;
     CHECK_EQ(px_run(spawn_all, NULL, NULL), 0);
@@ -89,7 +89,7 @@ static void run_with_default(size_t size)
     px_sched_free(s);
 }
 
-static void test_sched_opts(void)
+SPEC(sched_opts)
 {
     for (size_t i = 0; i < nabsurd; i++) {
         px_sched_opts o = { 0 };
@@ -101,11 +101,4 @@ static void test_sched_opts(void)
         run_with_default(fits[i]);
 }
 
-int main(void)
-{
-    sizes();
-    test_spawn_sized();
-    test_sched_opts();
-    puts("fib_stack_sizes: ok");
-    return 0;
-}
+SPECS(stack_sizes, spawn_sized, sched_opts)

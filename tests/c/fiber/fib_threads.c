@@ -6,7 +6,7 @@
 */
 #include <stdatomic.h>
 
-#include "../check.h"
+#include "../spec.h"
 
 static px_sched *S;
 static atomic_int posted_ran;
@@ -28,7 +28,7 @@ static void *poster_thread(void *arg)
     return NULL;
 }
 
-static void test_posts(void)
+SPEC(posts)
 {
     S = px_sched_new(NULL);
     CHECK_EQ(px_sched_hold(S), 0);      /* the poster will come */
@@ -88,7 +88,7 @@ static void *other_thread(void *arg)
     return NULL;
 }
 
-static void test_cancel_and_wake(void)
+SPEC(cancel_and_wake)
 {
     S = px_sched_new(NULL);
     tok = px_token_new();
@@ -120,7 +120,7 @@ static void on_timer(void *arg, int status)
         px_sched_unhold(S);
 }
 
-static void test_timerq_executor(void)
+SPEC(timerq_executor)
 {
     S = px_sched_new(NULL);
     px_executor ex = px_sched_executor(S);
@@ -152,7 +152,7 @@ static void *run_elsewhere(void *arg)
     return NULL;
 }
 
-static void test_bound_to_its_thread(void)
+SPEC(bound_to_its_thread)
 {
     px_sched *s = px_sched_new(NULL);
     CHECK(s != NULL);
@@ -164,12 +164,4 @@ static void test_bound_to_its_thread(void)
     px_sched_free(s);
 }
 
-int main(void)
-{
-    test_bound_to_its_thread();
-    test_posts();
-    test_cancel_and_wake();
-    test_timerq_executor();
-    printf("fib_threads: ok\n");
-    return 0;
-}
+SPECS(bound_to_its_thread, posts, cancel_and_wake, timerq_executor)

@@ -9,7 +9,7 @@
 */
 #include <string.h>
 
-#include "../check.h"
+#include "../spec.h"
 
 static px_latch parking;     /* set by the fiber just before it parks */
 static px_token *tok;
@@ -57,7 +57,7 @@ static void end(void)
 }
 
 /* The case of the issue: px_run, the token cancelled from a thread. */
-static void test_px_run_waits_for_cancel(void)
+SPEC(px_run_waits_for_cancel)
 {
     pthread_t th;
     void *r = NULL;
@@ -91,7 +91,7 @@ static void *joins_pushed(void *arg)
     return NULL;
 }
 
-static void test_push_form_and_joiner(void)
+SPEC(push_form_and_joiner)
 {
     pthread_t th;
     begin();
@@ -116,7 +116,7 @@ static void sched_run_cancelled(px_sched *s, px_sched *held)
 }
 
 /* px_sched_run: the caller holds the scheduler for the cancelling thread. */
-static void test_sched_run_with_a_hold(void)
+SPEC(sched_run_with_a_hold)
 {
     begin();
     px_sched *s = px_sched_new(NULL);
@@ -127,7 +127,7 @@ static void test_sched_run_with_a_hold(void)
 }
 
 /* px_sched_run of a scheduler made with token_scopes_hold: no hold, as px_run. */
-static void test_token_scopes_hold_option(void)
+SPEC(token_scopes_hold_option)
 {
     begin();
     px_sched_opts o = { .token_scopes_hold = 1 };
@@ -183,7 +183,7 @@ static void check_report(void)
     CHECK(strstr(report, want) != NULL);
 }
 
-static void test_real_deadlocks(void)
+SPEC(real_deadlocks)
 {
     tok = px_token_new();
     CHECK(tok != NULL);
@@ -254,13 +254,5 @@ static void test_real_deadlocks(void)
     px_token_free(tok);
 }
 
-int main(void)
-{
-    test_px_run_waits_for_cancel();
-    test_push_form_and_joiner();
-    test_sched_run_with_a_hold();
-    test_token_scopes_hold_option();
-    test_real_deadlocks();
-    puts("fib_token_thread: ok");
-    return 0;
-}
+SPECS(px_run_waits_for_cancel, push_form_and_joiner, sched_run_with_a_hold,
+      token_scopes_hold_option, real_deadlocks)

@@ -8,7 +8,7 @@
 */
 #include <signal.h>
 
-#include "../check.h"
+#include "../spec.h"
 
 static px_sched *S;
 static volatile sig_atomic_t came;
@@ -52,7 +52,7 @@ static void *sleeper(void *arg)
     return NULL;
 }
 
-static void a_signal_between_the_look_and_the_wait_ends_the_wait(void)
+SPEC(a_signal_between_the_look_and_the_wait_ends_the_wait)
 {
     struct sigaction sa = { .sa_handler = on_usr1 };
     sigemptyset(&sa.sa_mask);
@@ -93,7 +93,7 @@ static void *timed_sleeper(void *arg)
 
 /* A wake is no post and no deadline: a sleep under a storm of wakes from
 ** another thread ends when it is due, not before. */
-static void wakes_end_no_sleep_early(void)
+SPEC(wakes_end_no_sleep_early)
 {
     S = px_sched_new(NULL);
     CHECK(S != NULL);
@@ -122,7 +122,7 @@ static void *busy(void *arg)
 
 /* Before a run, and while it is busy: the wake waits for the next kernel
 ** wait, which returns at once; nothing else changes. */
-static void a_wake_with_no_wait_under_way_is_harmless(void)
+SPEC(a_wake_with_no_wait_under_way_is_harmless)
 {
     CHECK_EQ(px_sched_wake(NULL), PX_EINVAL);
     S = px_sched_new(NULL);
@@ -134,11 +134,5 @@ static void a_wake_with_no_wait_under_way_is_harmless(void)
     px_sched_free(S);
 }
 
-int main(void)
-{
-    a_signal_between_the_look_and_the_wait_ends_the_wait();
-    wakes_end_no_sleep_early();
-    a_wake_with_no_wait_under_way_is_harmless();
-    printf("fib_wake: ok\n");
-    return 0;
-}
+SPECS(a_signal_between_the_look_and_the_wait_ends_the_wait, wakes_end_no_sleep_early,
+      a_wake_with_no_wait_under_way_is_harmless)

@@ -5,7 +5,7 @@
 */
 #include <math.h>
 
-#include "check.h"
+#include "../check.h"
 #include "pxhost.h"
 
 static int64_t ns_of(double s)

@@ -5,9 +5,10 @@
 ** the caller's) and holds; close is refused while a call is in flight unless
 ** forced, and a call the freed scheduler never took in goes to cannot_start,
 ** told the run is over, even after every owner let go of the executor;
-** cancel drops every hold for good.
+** cancel drops every hold for good.  One ctest each, host.exec_<spec>
+** (spec.h).
 */
-#include "check.h"
+#include "../spec.h"
 #include "pxhost.h"
 
 typedef struct call {
@@ -58,7 +59,7 @@ static void *poster(void *arg)
 }
 
 /* A call posted from another thread starts as a hosted fiber of the run. */
-static void starts_as_a_fiber(void)
+SPEC(exec_starts_a_posted_call_as_a_fiber)
 {
     px_sched *s = px_sched_new(NULL);
     CHECK(s != NULL);
@@ -89,7 +90,7 @@ static void starts_as_a_fiber(void)
 
 /* A call in flight: close refused unless forced; the freed scheduler hands
 ** it to cannot_start (run over), and it kept the executor alive for that. */
-static void in_flight_call_outlives_its_owners(void)
+SPEC(exec_in_flight_call_outlives_its_owners)
 {
     px_sched *s = px_sched_new(NULL);
     pxhost_exec *x = pxhost_exec_new(s, &OPS);
@@ -106,7 +107,7 @@ static void in_flight_call_outlives_its_owners(void)
 }
 
 /* cancel drops every hold for good: the run ends, no hold is given again. */
-static void cancel_drops_every_hold(void)
+SPEC(exec_cancel_drops_every_hold)
 {
     px_sched *s = px_sched_new(NULL);
     pxhost_exec *x = pxhost_exec_new(s, &OPS);
@@ -120,12 +121,7 @@ static void cancel_drops_every_hold(void)
     px_sched_free(s);
 }
 
-int main(void)
-{
-    CHECK_EQ(pxhost_exec_post(NULL, NULL, 0), PX_EINVAL);
-    starts_as_a_fiber();
-    in_flight_call_outlives_its_owners();
-    cancel_drops_every_hold();
-    puts("host.exec: ok");
-    return 0;
-}
+static void setup(void) { CHECK_EQ(pxhost_exec_post(NULL, NULL, 0), PX_EINVAL); }
+
+SPECS_AROUND(setup, NULL, exec_starts_a_posted_call_as_a_fiber,
+             exec_in_flight_call_outlives_its_owners, exec_cancel_drops_every_hold)

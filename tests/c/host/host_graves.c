@@ -4,7 +4,7 @@
 ** frees it once it is not busy, and keeps it while it is.  (ASan's leak check
 ** and the counting free below say which.)
 */
-#include "check.h"
+#include "../check.h"
 #include "pxhost.h"
 
 static int freed;

@@ -4,7 +4,7 @@
 ** does: its free is tried once more as the thread exits, and it is freed
 ** when nothing uses it any more.  (ASan's leak check sees the list itself.)
 */
-#include "check.h"
+#include "../check.h"
 #include "pxhost.h"
 
 static atomic_int busy, freed;

@@ -4,7 +4,7 @@
 ** Fibers synchronize on observable state (px_barrier_waiting, a fiber's
 ** end), never on sleeps; the only timeouts are the ones under test.
 */
-#include "spec.h"
+#include "sync_kit.h"
 
 static px_barrier *B;
 static px_token *T;        /* each run's own (run_with_token) */

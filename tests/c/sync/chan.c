@@ -6,7 +6,7 @@
 ** are the ones under test; in the stress specs they only make the race
 ** wider -- what is checked holds whatever the timing.
 */
-#include "spec.h"
+#include "sync_kit.h"
 
 #define V(n) ((void *)(uintptr_t)(n))
 #define N(p) ((uintptr_t)(p))

@@ -4,7 +4,7 @@
 ** Fibers synchronize on observable state (the count of fibers that called
 ** wait, a fiber's end), never on sleeps; the only timeouts are under test.
 */
-#include "spec.h"
+#include "sync_kit.h"
 
 static px_event *E;
 

@@ -10,7 +10,7 @@
 ** (release), and its calls and queries for the misuse rules.  What is a
 ** primitive's own behaviour stays in its own file.
 */
-#include "spec.h"
+#include "sync_kit.h"
 
 #define V(n) ((void *)(uintptr_t)(n))
 #define N(p) ((uintptr_t)(p))

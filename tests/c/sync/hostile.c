@@ -8,7 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "spec.h"
+#include "sync_kit.h"
 
 static px_token *tok;
 static px_sem *sem;

@@ -7,7 +7,7 @@
 ** deaths with several holds of several kinds, and a mutex left free by a
 ** death (it has no owner, refuses an unlock, tells the next owner, frees).
 */
-#include "spec.h"
+#include "sync_kit.h"
 
 static px_mutex *A, *B, *C;
 static px_rwlock *R;

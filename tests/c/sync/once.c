@@ -6,7 +6,7 @@
 */
 #include <string.h>
 
-#include "spec.h"
+#include "sync_kit.h"
 
 #define SYNC_EXAMPLE_NO_MAIN
 #include "sync_once.c"   /* docs/examples: run below as a spec */

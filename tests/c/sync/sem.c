@@ -4,7 +4,7 @@
 ** Fibers synchronize on observable state (px_sem_waiters, a fiber's end),
 ** never on sleeps; the only timeouts are the ones under test.
 */
-#include "spec.h"
+#include "sync_kit.h"
 
 static px_sem *S;
 static px_token *T;

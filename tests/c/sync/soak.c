@@ -10,7 +10,7 @@
 ** depends on the clock as well, so a rerun explores nearby interleavings:
 ** `sync_soak random_operations_keep_every_invariant <seed>`.
 */
-#include "spec.h"
+#include "sync_kit.h"
 
 enum { FIBERS = 64, OPS = 400, MUTEXES = 3, SEM_UNITS = 2, CHAN_CAP = 4 };
 

@@ -18,7 +18,7 @@
 #define FIBERS_GATE_NO_MAIN
 #include "fibers_gate.c"
 
-#include "spec.h"
+#include "sync_kit.h"
 
 static px_mutex *m;
 static gate g;

@@ -4,7 +4,7 @@
 ** Fibers synchronize on observable state (the number of waiters, a fiber's
 ** end), never on sleeps; the only timeouts are the ones under test.
 */
-#include "spec.h"
+#include "sync_kit.h"
 
 static px_waitgroup *WG;
 static px_token *T;        /* each run's own (run_with_token) */

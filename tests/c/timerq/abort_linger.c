@@ -5,7 +5,7 @@
 ** exactly one PX_ECANCELED call on the worker, also a cancel made after the
 ** worker went back to sleep, and nothing is called after px_timerq_free.
 */
-#include "check.h"
+#include "../check.h"
 
 enum { N = 200 };
 

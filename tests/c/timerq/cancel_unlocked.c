@@ -10,7 +10,7 @@
 **   - cancel_all and single cancels from two threads on the same timers: each
 **     timer is won by exactly one of them, and its one call says so.
 */
-#include "check.h"
+#include "../spec.h"
 
 enum { MANY = 20000, PERIODIC_ROUNDS = 300, RACE = 4000 };
 
@@ -36,7 +36,7 @@ static void count_call(void *arg, int status)
         atomic_fetch_add(&aborted[i], 1);
 }
 
-static void test_many_cancels_while_the_worker_is_held(void)
+SPEC(many_cancels_while_the_worker_is_held)
 {
     static uint64_t id[MANY];
     px_timerq *q = px_timerq_new(NULL);
@@ -87,7 +87,7 @@ static void on_tick(void *arg, int status)
         ev_set(&t->first_tick);
 }
 
-static void test_periodic_cancel_while_it_ticks(void)
+SPEC(periodic_cancel_while_it_ticks)
 {
     static ticker t[PERIODIC_ROUNDS];
     px_timerq *q = px_timerq_new(NULL);
@@ -136,7 +136,7 @@ static void *cancel_each(void *arg)
     return NULL;
 }
 
-static void test_cancel_all_against_single_cancels(void)
+SPEC(cancel_all_against_single_cancels)
 {
     race_q = px_timerq_new(NULL);
     CHECK(race_q != NULL);
@@ -158,11 +158,5 @@ static void test_cancel_all_against_single_cancels(void)
     ev_destroy(&go);
 }
 
-int main(void)
-{
-    test_many_cancels_while_the_worker_is_held();
-    test_periodic_cancel_while_it_ticks();
-    test_cancel_all_against_single_cancels();
-    puts("ok");
-    return 0;
-}
+SPECS(many_cancels_while_the_worker_is_held, periodic_cancel_while_it_ticks,
+      cancel_all_against_single_cancels)

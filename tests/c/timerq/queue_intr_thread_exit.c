@@ -8,7 +8,7 @@
 */
 #include <dirent.h>
 
-#include "check.h"
+#include "../check.h"
 
 static px_queue *q;
 static pthread_key_t late_key;

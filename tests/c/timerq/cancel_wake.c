@@ -22,7 +22,7 @@
 */
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../spec.h"
 
 enum { SINGLE_ROUNDS = 3000, BURST = 3000, BURST_ROUNDS = 20, CANCELLERS = 3 };
 enum { PERIODIC = 200, ONESHOT = 4000 };
@@ -49,7 +49,7 @@ static void nop(void *arg, int status)
     (void)status;
 }
 
-static void test_single_cancels_around_the_sleep(void)
+SPEC(single_cancels_around_the_sleep)
 {
     px_timerq *q = px_timerq_new(NULL);
     CHECK(q != NULL);
@@ -110,7 +110,7 @@ static void *burst_canceller(void *arg)
     return NULL;
 }
 
-static void test_bursts_from_three_threads(void)
+SPEC(bursts_from_three_threads)
 {
     burst_q = px_timerq_new(NULL);
     CHECK(burst_q != NULL);
@@ -228,7 +228,7 @@ static void *tick_canceller(void *arg)
     return NULL;
 }
 
-static void test_executor_ticks_and_handler_cancels(void)
+SPEC(executor_ticks_and_handler_cancels)
 {
     exec_pq = px_queue_new();
     CHECK(exec_pq != NULL);
@@ -334,7 +334,7 @@ static void *storm_cancel_all(void *arg)
     return NULL;
 }
 
-static void test_periodic_rearm_against_cancels(void)
+SPEC(periodic_rearm_against_cancels)
 {
     storm_q = px_timerq_new(NULL);
     CHECK(storm_q != NULL);
@@ -375,12 +375,5 @@ static void test_periodic_rearm_against_cancels(void)
     ev_destroy(&storm_go);
 }
 
-int main(void)
-{
-    test_single_cancels_around_the_sleep();
-    test_bursts_from_three_threads();
-    test_executor_ticks_and_handler_cancels();
-    test_periodic_rearm_against_cancels();
-    puts("ok");
-    return 0;
-}
+SPECS(single_cancels_around_the_sleep, bursts_from_three_threads,
+      executor_ticks_and_handler_cancels, periodic_rearm_against_cancels)

@@ -8,7 +8,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
-#include "check.h"
+#include "../check.h"
 
 /* Waits at most bound_ns for the child (`who` in the messages): kills it and
 ** fails on a hang, and fails unless it exited with status 0. */

@@ -6,7 +6,7 @@
 */
 #include <string.h>
 
-#include "check.h"
+#include "../spec.h"
 
 static status_latch called;
 
@@ -92,16 +92,39 @@ static void test_strings(void)
     CHECK(a > 0 && b >= a);
 }
 
-int main(void)
+static px_timerq *q;
+
+static void setup(void)
 {
     status_latch_init(&called);
-    px_timerq *q = px_timerq_new(NULL);
+    q = px_timerq_new(NULL);
     CHECK(q != NULL);
-    test_adds(q);
-    test_ids(q);
-    test_strings();
-    px_timerq_free(q);
-    CHECK_EQ(ev_count(&called.latch), 2);   /* no rejected timer was ever called */
-    puts("ok");
-    return 0;
 }
+
+/* How many handler calls the specs that ran owe (each counts in `called`). */
+static int accepted;
+
+static void teardown(void)
+{
+    px_timerq_free(q);
+    CHECK_EQ(ev_count(&called.latch), accepted);   /* no rejected timer was ever called */
+}
+
+SPEC(bad_adds_are_refused)
+{
+    test_adds(q);
+}
+
+SPEC(bad_ids_are_refused)
+{
+    test_ids(q);
+    accepted += 2;                           /* the one that fired, the one cancelled */
+}
+
+SPEC(strings_version_and_duration_macros)
+{
+    test_strings();
+}
+
+SPECS_AROUND(setup, teardown, bad_adds_are_refused, bad_ids_are_refused,
+             strings_version_and_duration_macros)

@@ -11,7 +11,7 @@
 #include <poll.h>
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../spec.h"
 
 static int fd_readable(int fd)
 {
@@ -33,7 +33,7 @@ static void await_size(px_queue *pq, size_t n)
     }
 }
 
-static void test_default_worker(void)
+SPEC(default_worker)
 {
     call_rec c = { 0 };
     int base = ev_count(&calls_made);
@@ -46,7 +46,7 @@ static void test_default_worker(void)
     CHECK_EQ(c.calls, 1);
 }
 
-static void test_queue(void)
+SPEC(drainable_queue)
 {
     enum { N = 5 };
     call_rec c[N] = { { 0 } };
@@ -124,7 +124,7 @@ static int refuse(void *ctx, px_handler_fn fn, void *arg, int status)
     return PX_ENOMEM;
 }
 
-static void test_failing_executor(void)
+SPEC(failing_executor)
 {
     call_rec fired = { 0 }, aborted = { 0 };
     px_executor ex = { refuse, NULL, NULL };
@@ -179,7 +179,7 @@ static void run_kept(void *ctx)
     h->n = 0;
 }
 
-static void test_flushing_executor(void)
+SPEC(flushing_executor)
 {
     enum { N = 1000 };
     static call_rec c[N];
@@ -223,7 +223,7 @@ static int kept(held *h)
     return n;
 }
 
-static void test_executor_aborts_what_it_cannot_run(void)
+SPEC(executor_aborts_what_it_cannot_run)
 {
     static held h;
     call_rec once = { 0 }, ticks = { 0 };
@@ -257,14 +257,10 @@ static void test_executor_aborts_what_it_cannot_run(void)
     CHECK_EQ(ticks.calls, 1);
 }
 
-int main(void)
+static void setup(void)
 {
     ev_init(&calls_made);
-    test_default_worker();
-    test_queue();
-    test_failing_executor();
-    test_flushing_executor();
-    test_executor_aborts_what_it_cannot_run();
-    puts("ok");
-    return 0;
 }
+
+SPECS_AROUND(setup, NULL, default_worker, drainable_queue, failing_executor, flushing_executor,
+             executor_aborts_what_it_cannot_run)

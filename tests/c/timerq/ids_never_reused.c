@@ -5,7 +5,7 @@
 */
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../check.h"
 
 #define ROUNDS 40
 #define PER    500

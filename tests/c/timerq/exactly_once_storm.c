@@ -8,7 +8,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "check.h"
+#include "../check.h"
 
 #define THREADS 4
 

@@ -3,12 +3,14 @@
 ** ends the wait with PX_EINTR; px_queue_interrupt from another thread ends
 ** every wait under way (and no later one); an interrupt racing a post loses
 ** no readiness and leaves nothing over for the next wait; a timeout is never
-** early; px_queue_wait keeps waiting through both.
+** early; px_queue_wait keeps waiting through both.  One ctest each,
+** timerq.queue_intr_<spec> (spec.h); a third argument sets the rounds of the
+** race (default 2000).
 */
 #include <signal.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "../spec.h"
 
 static px_queue *q;
 static atomic_int waiting, result;
@@ -41,12 +43,8 @@ static void pause_ms(long ms)
 }
 
 /* A signal delivered to the waiting thread ends its wait with PX_EINTR. */
-static void a_signal_ends_the_wait(void)
+SPEC(queue_intr_a_signal_ends_the_wait)
 {
-    struct sigaction sa = { 0 };
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART;                 /* ppoll is never restarted */
-    CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
     int64_t forever = -1;
     pthread_t t;
     atomic_store(&result, 99);
@@ -63,7 +61,7 @@ static void a_signal_ends_the_wait(void)
 
 /* Another thread's px_queue_interrupt ends the wait under way; one with no
 ** wait under way ends none, and leaves nothing for a later wait. */
-static void another_thread_interrupts(void)
+SPEC(queue_intr_another_thread_interrupts)
 {
     CHECK_EQ(px_queue_interrupt(q), 0);
     CHECK_EQ(px_queue_wait_intr(q, PX_MSEC(5)), 0);   /* not a stale interrupt */
@@ -94,8 +92,9 @@ static void *post_then_interrupt(void *arg)
 /* A post and an interrupt that race a wait: the wait ends (1 or PX_EINTR),
 ** the post is still queued and readable, and the next wait on an empty
 ** queue is not interrupted by what is left. */
-static void an_interrupt_racing_a_post_loses_nothing(int rounds)
+SPEC(queue_intr_racing_a_post_loses_nothing)
 {
+    int rounds = spec_arg ? atoi(spec_arg) : 2000;
     int64_t forever = -1;
     for (int i = 0; i < rounds; i++) {
         pthread_t w, p;
@@ -115,7 +114,7 @@ static void an_interrupt_racing_a_post_loses_nothing(int rounds)
 }
 
 /* A timeout ends the wait no earlier than asked. */
-static void a_timeout_is_never_early(void)
+SPEC(queue_intr_timeout_is_never_early)
 {
     for (int i = 0; i < 20; i++) {
         int64_t ms = 1 + i % 7, t0 = px_now();
@@ -125,7 +124,7 @@ static void a_timeout_is_never_early(void)
 }
 
 /* px_queue_wait is not interruptible: it waits on for the post. */
-static void the_plain_wait_is_not_interrupted(void)
+SPEC(queue_plain_wait_is_not_interrupted)
 {
     pthread_t t;
     atomic_store(&result, 99);
@@ -143,19 +142,22 @@ static void the_plain_wait_is_not_interrupted(void)
     CHECK_EQ(px_queue_drain(q, 0), 1);
 }
 
-int main(int argc, char **argv)
+/* Every spec waits on one queue; NULL is refused first.  SIGUSR1 is caught,
+** so a signal only interrupts (the plain wait's spec sends one too). */
+static void setup(void)
 {
-    int rounds = argc > 1 ? atoi(argv[1]) : 2000;
+    struct sigaction sa = { 0 };
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;                 /* ppoll is never restarted */
+    CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
     CHECK_EQ(px_queue_wait_intr(NULL, 0), PX_EINVAL);
     CHECK_EQ(px_queue_interrupt(NULL), PX_EINVAL);
     q = px_queue_new();
     CHECK(q != NULL);
-    a_signal_ends_the_wait();
-    another_thread_interrupts();
-    an_interrupt_racing_a_post_loses_nothing(rounds);
-    a_timeout_is_never_early();
-    the_plain_wait_is_not_interrupted();
-    px_queue_free(q);
-    puts("timerq.queue_interrupt: ok");
-    return 0;
 }
+
+static void teardown(void) { px_queue_free(q); }
+
+SPECS_AROUND(setup, teardown, queue_intr_a_signal_ends_the_wait,
+             queue_intr_another_thread_interrupts, queue_intr_racing_a_post_loses_nothing,
+             queue_intr_timeout_is_never_early, queue_plain_wait_is_not_interrupted)

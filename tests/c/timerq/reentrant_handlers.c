@@ -5,7 +5,7 @@
 */
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../spec.h"
 
 static px_timerq *q;
 
@@ -26,7 +26,7 @@ static void on_chain(void *arg, int status)
     CHECK(px_timerq_add(q, PX_USEC(chain_depth % 3 * 100), on_chain, NULL) != 0);
 }
 
-static void test_chain(void)
+SPEC(a_handler_adds_a_chain_of_timers)
 {
     ev_init(&chain_done);
     CHECK(px_timerq_add(q, 0, on_chain, NULL) != 0);
@@ -64,7 +64,7 @@ static void on_canceller(void *arg, int status)
     on_record(&canceller, status);
 }
 
-static void test_cancel_other(void)
+SPEC(a_handler_cancels_another_timer)
 {
     ev_init(&victim.ev);
     ev_init(&fresh.ev);
@@ -102,7 +102,7 @@ static void on_self(void *arg, int status)
     ev_set(&s->done);
 }
 
-static void test_cancel_self(void)
+SPEC(a_handler_cancels_itself)
 {
     static self s;
     ev_init(&s.id_known);
@@ -135,7 +135,7 @@ static void on_sweeper(void *arg, int status)
     on_record(&sweeper, status);
 }
 
-static void test_cancel_all_inside(void)
+SPEC(cancel_all_inside_a_handler_counts_the_others)
 {
     CHECK_EQ(px_timerq_pending(q), 0);
     for (int i = 0; i < 3; i++) {
@@ -170,7 +170,7 @@ static void on_blocker(void *arg, int status)
     on_record(&blocker, status);
 }
 
-static void test_cancel_running(void)
+SPEC(cancelling_a_running_handler_returns_0)
 {
     ev_init(&running);
     ev_init(&go);
@@ -184,19 +184,23 @@ static void test_cancel_running(void)
     EV_WAIT(&blocker.ev, 1);
     CHECK_EQ(blocker.status, 0);
     CHECK_EQ(blocker.calls, 1);
+    px_timerq_free(q);                       /* and the blocker is not called again */
+    q = NULL;
+    CHECK_EQ(blocker.calls, 1);
 }
 
-int main(void)
+static void make_queue(void)
 {
     q = px_timerq_new(NULL);
     CHECK(q != NULL);
-    test_chain();
-    test_cancel_other();
-    test_cancel_self();
-    test_cancel_all_inside();
-    test_cancel_running();
-    px_timerq_free(q);
-    CHECK_EQ(blocker.calls, 1);
-    puts("ok");
-    return 0;
 }
+
+static void free_queue(void)
+{
+    px_timerq_free(q);
+}
+
+SPECS_AROUND(make_queue, free_queue, a_handler_adds_a_chain_of_timers,
+             a_handler_cancels_another_timer, a_handler_cancels_itself,
+             cancel_all_inside_a_handler_counts_the_others,
+             cancelling_a_running_handler_returns_0)

@@ -6,7 +6,7 @@
 */
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../check.h"
 
 typedef struct waiter {
     int status, calls, seq;

@@ -5,7 +5,7 @@
 */
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../spec.h"
 
 #define N 200
 
@@ -42,7 +42,7 @@ static void check_all_once(int first_status)
     }
 }
 
-static void test_free_pending(void)
+SPEC(free_pending)
 {
     reset();
     px_timerq *q = px_timerq_new(NULL);
@@ -65,7 +65,7 @@ static void on_freer(void *arg, int status)
     on_timer(arg, status);
 }
 
-static void test_free_from_worker(void)
+SPEC(free_from_worker)
 {
     reset();
     countdown_init(&last, N);
@@ -79,11 +79,9 @@ static void test_free_from_worker(void)
     check_all_once(0);
 }
 
-int main(void)
+SPEC(free_of_null_is_a_no_op)
 {
-    test_free_pending();
-    test_free_from_worker();
     px_timerq_free(NULL);
-    puts("ok");
-    return 0;
 }
+
+SPECS(free_pending, free_from_worker, free_of_null_is_a_no_op)

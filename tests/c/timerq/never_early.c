@@ -4,7 +4,7 @@
 */
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../check.h"
 
 #define N 4000
 

@@ -5,7 +5,7 @@
 */
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../spec.h"
 
 #define P        PX_MSEC(100)   /* period of the phase test */
 #define LATE_MAX PX_MSEC(40)    /* how late a tick may start on a noisy VM */
@@ -125,7 +125,7 @@ static void test_cancel_in_tick(px_timerq *q)
 
 /* -- a fast periodic timer under px_timerq_free ----------------------------- */
 
-static void test_free_ends_periodic(void)
+SPEC(free_ends_periodic)
 {
     static ticker t;
     ev_init(&t.tick);
@@ -140,14 +140,20 @@ static void test_free_ends_periodic(void)
     CHECK_EQ(t.overlaps, 0);
 }
 
-int main(void)
+SPEC(ticks_keep_their_phase)
 {
     px_timerq *q = px_timerq_new(NULL);
     CHECK(q != NULL);
     test_phase(q);
+    px_timerq_free(q);
+}
+
+SPEC(a_tick_may_cancel_its_timer)
+{
+    px_timerq *q = px_timerq_new(NULL);
+    CHECK(q != NULL);
     test_cancel_in_tick(q);
     px_timerq_free(q);
-    test_free_ends_periodic();
-    puts("ok");
-    return 0;
 }
+
+SPECS(ticks_keep_their_phase, a_tick_may_cancel_its_timer, free_ends_periodic)

@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "../check.h"
 #include "timerq/arena.h"
 
 #define CHUNK_RECS ((uint32_t)PX__ARENA_CHUNK_RECS - 1)   /* records a chunk hands out */

@@ -12,19 +12,36 @@
 #include <sched.h>
 #include <stdatomic.h>
 
-#include "check.h"
+#include "../spec.h"
 
 static px_latch called;
 static atomic_int n_ok, n_cancelled;
 
+/* A call is counted and sets the latch in one step, under the latch's lock:
+** a reader there (cancel_came) sees both or neither, so it neither waits for a
+** set that already happened nor resets the latch while a set is under way. */
 static void on_timer(void *arg, int status)
 {
     (void)arg;
+    pthread_mutex_lock(&called.m);
     if (status == 0)
         atomic_fetch_add(&n_ok, 1);
     else if (status == PX_ECANCELED)
         atomic_fetch_add(&n_cancelled, 1);
-    ev_set(&called);
+    called.count++;
+    pthread_cond_broadcast(&called.c);
+    pthread_mutex_unlock(&called.m);
+}
+
+/* Whether the cancelled call came; if not, *count is the latch's count then
+** (that call will take it past). */
+static int cancel_came(int *count)
+{
+    pthread_mutex_lock(&called.m);
+    int came = atomic_load(&n_cancelled) != 0;
+    *count = called.count;
+    pthread_mutex_unlock(&called.m);
+    return came;
 }
 
 static void reset(void)
@@ -104,8 +121,8 @@ static void check_periodic(px_timerq *q, int64_t first, int64_t period, int tick
     int before = ev_count(&called);
     CHECK_EQ(px_timerq_cancel(q, id), 1);
     EV_WAIT(&called, before + 1);
-    while (atomic_load(&n_cancelled) == 0)   /* a tick under way ends first */
-        EV_WAIT(&called, ev_count(&called) + 1);
+    for (int n; !cancel_came(&n);)            /* a tick under way ends first */
+        EV_WAIT(&called, n + 1);
     CHECK_EQ(atomic_load(&n_cancelled), 1);
     reset();
 }
@@ -355,23 +372,62 @@ static void test_sched_slack(int64_t slack)
     px_sched_free(s);
 }
 
-int main(void)
+static const int64_t v[4] = { 0, 1, INT64_MAX, INT64_MIN };
+
+static void setup(void)
 {
-    static const int64_t v[4] = { 0, 1, INT64_MAX, INT64_MIN };
     ev_init(&called);
+}
+
+/* A timer queue's three kinds of duration: add, periodic, the deadline timer. */
+SPEC(timerq_delays_saturate)
+{
     px_timerq *q = px_timerq_new(NULL);
     CHECK(q != NULL);
     test_add(q);
+    px_timerq_free(q);
+}
+
+SPEC(timerq_periods_saturate)
+{
+    px_timerq *q = px_timerq_new(NULL);
+    CHECK(q != NULL);
     test_periodic(q);
+    px_timerq_free(q);
+}
+
+SPEC(deadline_timer_durations_saturate)
+{
+    px_timerq *q = px_timerq_new(NULL);
+    CHECK(q != NULL);
     test_timer(q);
     px_timerq_free(q);
+}
+
+SPEC(timerq_options_saturate)
+{
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++)
             test_opts(v[i], v[j]);
+}
+
+SPEC(queue_wait_timeouts_saturate)
+{
     test_queue_wait();
+}
+
+SPEC(fiber_waits_and_scopes_saturate)
+{
     CHECK_EQ(px_run(fiber_main, NULL, NULL), 0);
+}
+
+SPEC(scheduler_slack_saturates)
+{
     for (int i = 0; i < 4; i++)
         test_sched_slack(v[i]);
-    puts("ok");
-    return 0;
 }
+
+SPECS_AROUND(setup, NULL, timerq_delays_saturate, timerq_periods_saturate,
+             deadline_timer_durations_saturate, timerq_options_saturate,
+             queue_wait_timeouts_saturate, fiber_waits_and_scopes_saturate,
+             scheduler_slack_saturates)

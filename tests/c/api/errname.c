@@ -5,7 +5,7 @@
 ** codes past the last one and positive ones are "EUNKNOWN").  The table in
 ** error.c is written by hand beside px_strerror's; this is what keeps it true.
 */
-#include "check.h"
+#include "../check.h"
 
 int main(int argc, char **argv)
 {
