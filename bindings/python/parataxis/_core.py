@@ -38,7 +38,7 @@ import os
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, NoReturn, Optional, Set, Union
+from typing import Any, Callable, Dict, NoReturn, Optional, Set, TypeVar, Union
 
 from . import _host
 from ._errors import Closed, ForkedError, InvalidArgument, NoMemory, check, raise_for
@@ -221,7 +221,35 @@ def _check_handler(fn: object) -> None:
 _host.timers_setup(_tls, _refused, _run_handler)   # what the C handles and queues call back
 
 
-class HandlerQueue:
+_C = TypeVar("_C", bound="_Closing")
+
+
+class _Closing:
+    """What owns a resource that close() ends: a with-block closes it at its
+    end, and so does its collection when it was dropped without close().
+    Nothing owed refers to the object itself (a queue's calls hold its _State,
+    a loop's reader the HandlerQueue), so the collection comes as soon as the
+    last reference goes."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _C) -> _C:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:       # a close that fails in a collection has no caller
+            pass
+
+
+class HandlerQueue(_Closing):
     """A drainable queue of handler calls (px_queue): pass it as a TimerQueue's
     executor, then run the handlers on your thread with drain(), after wait() or
     when fileno() is readable (select, poll, epoll, an event loop)."""
@@ -374,20 +402,9 @@ class HandlerQueue:
         except Closed:                  # closed, or closing in another thread
             return "<parataxis.HandlerQueue closed>"
 
-    def __enter__(self) -> "HandlerQueue":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
-class TimerQueue(_TimerQueueBase):
+class TimerQueue(_TimerQueueBase, _Closing):
     """One-shot and periodic timers served by one worker thread.
 
     executor: None (handlers run on the worker thread), an asyncio event loop
@@ -645,20 +662,6 @@ class TimerQueue(_TimerQueueBase):
         except Closed:                  # closed, or closing in another thread
             return where + " closed>"
 
-    def __enter__(self) -> "TimerQueue":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # Dropped without close(): close now, whatever the executor.  Nothing
-        # owed refers to this object (calls hold the _State, the loop's reader
-        # the HandlerQueue), so this runs as soon as the last reference goes.
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def _watch(loop: asyncio.AbstractEventLoop, hq: HandlerQueue) -> None:
@@ -676,7 +679,7 @@ def _release(loop: asyncio.AbstractEventLoop, hq: HandlerQueue) -> None:
     hq.close()                          # runs the aborted calls still queued
 
 
-class Timer:
+class Timer(_Closing):
     """A reusable deadline timer on a TimerQueue (like Asio's steady_timer): set
     the expiry, then async_wait any number of handlers; all fire together."""
 
@@ -754,17 +757,6 @@ class Timer:
         except (Closed, ForkedError):
             return "<parataxis.Timer closed>"
 
-    def __enter__(self) -> "Timer":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def now() -> float:
