@@ -117,7 +117,7 @@ def test_sleep_order():
     assert woke == [0, 0.05, 0.1, 0.15, 0.2]
 
 
-def test_sleep_never_early():
+def test_sleep_never_returns_early():
     def main():
         for s in (0.001, 0.01, 0.03):
             t0 = time.monotonic()
@@ -396,9 +396,9 @@ def test_move_on_after_lets_an_outer_timeout_through():
     px.run(main)
 
 
-def test_nested_scopes():
-    """The nearer deadline wins whichever scope it belongs to, and the scope
-    that fired is the one that says so."""
+def test_an_outer_scopes_interrupt_passes_through_the_inner_one():
+    """The outer scope's deadline (or token) comes first: the inner scope lets
+    it through, and the scope that fired is the one that says so."""
     def main():
         t0 = time.monotonic()
         with pytest.raises(px.Timeout):
@@ -409,6 +409,20 @@ def test_nested_scopes():
         assert 0.015 <= took < 5
         assert outer.fired and not inner.fired
 
+        tok = px.CancellationToken()
+        with pytest.raises(px.Cancelled):
+            with px.cancel_scope(tok) as c:
+                with px.timeout(10) as t:
+                    tok.cancel()
+                    px.sleep(30)
+        assert c.fired and not t.fired
+    px.run(main)
+
+
+def test_nested_scopes_the_inner_deadline_fires_and_the_outer_goes_on():
+    """The nearer deadline is the inner scope's: it fires, and the outer
+    scope goes on."""
+    def main():
         t0 = time.monotonic()
         with px.timeout(10) as outer:
             with pytest.raises(px.Timeout):
@@ -423,15 +437,133 @@ def test_nested_scopes():
                 px.sleep(30)
             px.sleep(0.001)                     # the outer one goes on
         assert inner.expired and not outer.expired
-
-        tok = px.CancellationToken()
-        with pytest.raises(px.Cancelled):
-            with px.cancel_scope(tok) as c:
-                with px.timeout(10) as t:
-                    tok.cancel()
-                    px.sleep(30)
-        assert c.fired and not t.fired
     px.run(main)
+
+
+def test_timed_out_or_cancelled_wait_leaves_nothing_queued():
+    """A join under a timeout, then one under a token: each leaves the joined
+    fiber's joiners, and a later joiner still gets its result."""
+    def interrupted(make_scope, exc, tok=None):
+        def main():
+            ev = px.Event()
+            target = px.spawn(lambda: (ev.wait(), "target")[1])
+            def joiner():
+                with pytest.raises(exc):
+                    with make_scope():
+                        target.join()
+                return "interrupted"
+            a = px.spawn(joiner)
+            px.yield_()                         # a joins
+            if tok is not None:
+                assert tok.cancel() is True
+            assert a.join() == "interrupted"
+            b = px.spawn(target.join)
+            px.yield_()
+            assert ev.set() == 1                # the target was the one waiter
+            assert b.join() == "target"
+            assert target.join() == "target"
+        px.run(main)
+    tok = px.CancellationToken()
+    interrupted(lambda: px.cancel_scope(tok), px.Cancelled, tok)
+    interrupted(lambda: px.timeout(0.02), px.Timeout)
+
+
+def test_interrupted_joins_leave_and_the_rest_keep_their_order():
+    """301 joiners of one fiber, every third under a timeout that fires first
+    (the front, the middle, the back): each interrupted join leaves, the
+    others are woken in the order they joined."""
+    n = 301
+    timed = (n + 2) // 3
+
+    def main():
+        order, timed_out = [], [0]
+        def target():
+            while timed_out[0] < timed:         # until every timed join left
+                px.sleep(0.001)
+            return "target"
+        t = px.spawn(target)
+        def joiner(i):
+            if i % 3 == 0:
+                with pytest.raises(px.Timeout):
+                    with px.timeout(0.001):
+                        t.join()
+                timed_out[0] += 1
+                return
+            assert t.join() == "target"
+            order.append(i)
+        fs = [px.spawn(joiner, i) for i in range(n)]
+        for f in fs:
+            f.join()
+        assert t.join() == "target"             # a late join returns at once
+        return timed_out[0], order
+    timed_out, order = px.run(main)
+    assert timed_out == timed
+    assert len(order) == n - timed
+    assert order == sorted(order)
+
+
+def test_hundred_thousand_fibers_park_once_and_are_all_joined():
+    n = 100_000
+
+    def main():
+        go = px.Event()
+        fs = [px.spawn(lambda i=i: (go.wait(), i)[1]) for i in range(1, n + 1)]
+        px.yield_()                             # every one parks
+        assert go.set() == n
+        return sum(f.join() for f in fs)
+    assert px.run(main) == n * (n + 1) // 2
+
+
+def test_a_close_handlers_wait_in_a_failed_fiber_is_bounded_by_the_runs_cancel():
+    """A with-block's __exit__ that waits, in a fiber unwound by the cancel
+    that main's exception made: the wait ends at once with Cancelled."""
+    seen = []
+
+    class Closer:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            t0 = time.monotonic()
+            try:
+                px.sleep(60)
+            except px.Cancelled:
+                seen.append(("Cancelled", time.monotonic() - t0 < 30))
+            return False
+
+    def other():
+        with Closer():
+            px.sleep(60)
+
+    def main():
+        px.spawn(other)
+        px.yield_()
+        raise KeyError("main failed")
+    t0 = time.monotonic()
+    with pytest.raises(KeyError, match="main failed"):
+        px.run(main)
+    assert time.monotonic() - t0 < 30
+    assert seen == [("Cancelled", True)]
+
+
+def test_an_error_in_another_fiber_after_main_ended_cancels_nothing(unraisable):
+    finished = []
+
+    def dropped():
+        px.sleep(0.001)
+        raise KeyError("dropped")
+
+    def later():
+        px.sleep(0.05)
+        finished.append(True)
+
+    def main():
+        px.spawn(dropped)
+        px.spawn(later)
+    px.run(main)
+    assert finished == [True]
+    gc.collect()
+    assert [u for u in unraisable if isinstance(u.exc_value, KeyError)]
 
 
 def test_fired_then_park():
@@ -1012,40 +1144,6 @@ def test_stray_wake_sleep():
     assert px.run(main) >= 0.05
 
 
-def test_stray_wake_from_another_thread():
-    stop = threading.Event()
-    fid = []
-    have = threading.Event()
-
-    def flood():
-        assert have.wait(TIMEOUT)
-        while not stop.is_set():
-            lib.px_wake(fid[0])
-
-    def main():
-        m = px.Mutex()
-        m.lock()
-        def locker():
-            with m:
-                return "locked"
-        f = px.spawn(locker)
-        px.yield_()
-        fid.append(f.id)
-        have.set()
-        px.sleep(0.05)
-        assert m.waiters == 1 and not f.done
-        m.unlock()
-        return f.join()
-    th = threading.Thread(target=flood)
-    th.start()
-    try:
-        assert px.run(main) == "locked"
-    finally:
-        stop.set()
-        have.set()
-        th.join(TIMEOUT)
-
-
 # -- the scheduler as an executor ----------------------------------------------
 
 def test_timerq_executor():
@@ -1079,6 +1177,7 @@ def test_timerq_executor():
     assert px.run(main) == [1, 2, 3]
 
 
+@pytest.mark.group("timerq")
 def test_timerq_executor_holds_the_run():
     """A timer whose handler will start a fiber keeps the run alive: main may
     wait for what only that handler does, and a run whose main returned still
