@@ -117,44 +117,78 @@ describe("fiber", function()
     end)
   end)
 
-  it("timeout_interrupts_every_kind_of_wait", function()
+  -- wait() interrupted by a timeout, by a token another fiber cancels, and by
+  -- one cancelled already (at once); after each, left_queued() is 0
+  -- (tests/c/fiber/fib_scopes.c; Python's also cancels from another thread).
+  local function interrupt_both(wait, left_queued)
+    local t0 = px.now()
+    local r, err = px.timeout(0.02, wait)
+    assert.is_nil(r)
+    assert.equal("ETIMEDOUT", err.code)
+    assert.is_true(px.now() - t0 >= 0.02)
+    assert.equal(0, left_queued())
+
+    local tok = px.token()
+    local c = px.spawn(function()
+      px.sleep(0.005)
+      assert.is_true(tok:cancel())
+      assert.is_false(tok:cancel())                -- cancelled already
+    end)
+    r, err = px.with_cancel(tok, wait)
+    assert.is_nil(r)
+    assert.equal("ECANCELED", err.code)
+    assert.is_true(tok:cancelled())
+    c:join()
+    assert.equal(0, left_queued())
+
+    r, err = px.with_cancel(tok, wait)             -- a cancelled token: at once
+    assert.is_nil(r)
+    assert.equal("ECANCELED", err.code)
+    assert.equal(0, left_queued())
+  end
+  local function none() return 0 end
+
+  it("interrupt_both_sleep", function()
+    px.run(interrupt_both, function() px.sleep(60) end, none)
+  end)
+
+  it("interrupt_both_join", function()
     px.run(function()
-      local hold, never = px.mutex(), px.event()
-      local forever = px.spawn(function() hold:lock(); never:wait(); hold:unlock() end)
+      local ev = px.event()
+      local stuck = px.spawn(function() ev:wait() end)
+      interrupt_both(function() stuck:join() end, none)
+      assert.is_false(stuck:done())
+      ev:set()
+      stuck:join()
+    end)
+  end)
+
+  it("interrupt_both_mutex_lock", function()
+    px.run(function()
+      local m, release = px.mutex(), px.event()
+      local h = px.spawn(function() m:lock(); release:wait(); m:unlock() end)
       px.yield()
-      for name, wait in pairs({
-        sleep = function() px.sleep(60) end,
-        join = function() forever:join() end,
-        lock = function() hold:lock() end,
-        event = function() never:wait() end,
-      }) do
-        local r, err = px.timeout(0.01, wait)
-        assert.is_nil(r, name)
-        assert.equal("ETIMEDOUT", err.code, name)
-      end
-      never:set(); forever:join()
-      assert.equal(0, hold:owner())
+      assert.equal(h:id(), m:owner())
+      interrupt_both(function() m:lock() end, function() return m:waiters() end)
+      release:set(); h:join()
+      assert.equal(0, m:owner())
+      m:lock()                                       -- nothing stranded
+      assert.equal(px.self(), m:owner())
+      m:unlock()
     end)
   end)
 
-  it("token_cancel_from_another_fiber_interrupts_the_wait_with_ecanceled", function()
-    px.run(function()
-      local tok = px.token()
-      px.spawn(function() px.sleep(0.01); assert.is_true(tok:cancel()) end)
-      local r, err = px.with_cancel(tok, function() px.sleep(60) end)
-      assert.is_nil(r)
-      assert.equal("ECANCELED", err.code)
-      assert.is_true(tok:cancelled())
-      assert.is_false(tok:cancel())                  -- cancelled already
+  it("interrupt_both_channel_recv", function()
+    local got = px.run(function()
+      local ch = px.channel(0)
+      interrupt_both(function() ch:recv() end, none)
+      local got = {}
+      px.spawn(function() got[#got + 1] = ch:recv() end)
+      ch:send("after")                               -- the next receiver gets it
+      px.yield()
+      return got
     end)
-  end)
-
-  it("a_cancelled_token_interrupts_a_later_wait_at_once", function()
-    px.run(function()
-      local tok = px.token(); tok:cancel()
-      local _, err = px.with_cancel(tok, function() px.sleep(60) end)
-      assert.equal("ECANCELED", err.code)
-    end)
+    assert.same({ "after" }, got)
   end)
 
   it("nested_scopes_the_inner_deadline_fires_and_the_outer_goes_on", function()
@@ -182,6 +216,95 @@ describe("fiber", function()
       assert.equal("ECANCELED", inner_saw)
       assert.equal("ECANCELED", err.code)
     end)
+  end)
+
+  it("fired_then_park", function()
+    -- a scope that fired interrupts the next wait in it at once
+    px.run(function()
+      local ev = px.event()
+      local _, err = px.timeout(0.03, function()
+        local ok, e = pcall(px.sleep, 30)            -- the scope fires here
+        assert.is_false(ok)
+        assert.equal("ETIMEDOUT", e.code)
+        local t0 = px.now()
+        ok, e = pcall(ev.wait, ev)                   -- ... and again at once
+        assert.is_false(ok)
+        assert.equal("ETIMEDOUT", e.code)
+        assert.is_true(px.now() - t0 < 5)
+        error(e, 0)
+      end)
+      assert.equal("ETIMEDOUT", err.code)
+    end)
+  end)
+
+  it("timeout_raises_at_the_interrupted_wait", function()
+    local where = px.run(function()
+      local where = {}
+      local _, err = px.timeout(0.02, function()
+        where[#where + 1] = "before"
+        local ok, e = pcall(px.sleep, 30)
+        if not ok then
+          where[#where + 1] = "at the sleep"
+          error(e, 0)
+        end
+        where[#where + 1] = "after"
+      end)
+      assert.equal("ETIMEDOUT", err.code)
+      return where
+    end)
+    assert.same({ "before", "at the sleep" }, where)
+  end)
+
+  it("sleep_rejects_bad_durations", function()
+    px.run(function()
+      for _, bad in ipairs({ -1, 0 / 0, -math.huge, "x", {} }) do
+        assert.equal("EINVAL", raised(px.sleep, bad).code)
+      end
+      px.sleep(0)
+    end)
+  end)
+
+  it("cancellation_token_off_fiber", function()
+    assert.equal(0, px.self())
+    local tok = px.token()
+    assert.is_false(tok:cancelled())
+    assert.is_true(tok:cancel())
+    assert.is_false(tok:cancel())
+    assert.is_true(tok:cancelled())
+  end)
+
+  it("interrupted_joins_leave_and_the_rest_keep_their_order", function()
+    -- 301 joiners of one fiber, every third under a timeout that fires first
+    -- (the front, the middle, the back): each interrupted join leaves, the
+    -- others are woken in the order they joined
+    local n = 301
+    local timed = (n + 2) // 3
+    local order, timed_out = {}, 0
+    px.run(function()
+      local t = px.spawn(function()
+        while timed_out < timed do px.sleep(0.001) end   -- until every timed join left
+        return "target"
+      end)
+      local fs = {}
+      for i = 0, n - 1 do
+        fs[#fs + 1] = px.spawn(function()
+          if i % 3 == 0 then
+            local r, err = px.timeout(0.001, t.join, t)
+            assert.is_nil(r)
+            assert.equal("ETIMEDOUT", err.code)
+            timed_out = timed_out + 1
+            return
+          end
+          assert.equal("target", t:join())
+          order[#order + 1] = i
+        end)
+      end
+      for _, f in ipairs(fs) do f:join() end
+      assert.equal("target", t:join())                -- a late join returns at once
+    end)
+    assert.equal(timed, timed_out)
+    assert.equal(n - timed, #order)
+    for k = 2, #order do assert.is_true(order[k - 1] < order[k]) end
   end)
 
   it("durations_of_2_63_ns_or_more_mean_never", function()
