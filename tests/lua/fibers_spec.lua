@@ -307,6 +307,34 @@ describe("fiber", function()
     for k = 2, #order do assert.is_true(order[k - 1] < order[k]) end
   end)
 
+  it("joins_interrupted_newest_first_leave_in_constant_time", function()
+    -- 100,000 joiners of one fiber whose timeouts come due newest first: each
+    -- interrupted join leaves the joiners at once (a walk of the list each
+    -- would be quadratic), and the joined fiber is still joined after
+    local n = 100000
+    local t0 = px.now()
+    local left = px.run(function()
+      local go = px.event()
+      local t = px.spawn(function() go:wait(); return "target" end)
+      local base = px.now() + 2                      -- after every join was recorded
+      local left, fs = 0, {}
+      for i = 1, n do
+        fs[i] = px.spawn(function()
+          local r, err = px.timeout(math.max(0, base - px.now()) + (n - i) * 1e-6, t.join, t)
+          assert.is_nil(r)
+          assert.equal("ETIMEDOUT", err.code)
+          left = left + 1
+        end)
+      end
+      for i = 1, n do fs[i]:join() end
+      assert.equal(1, go:set())                      -- the target was the one waiter
+      assert.equal("target", t:join())
+      return left
+    end)
+    assert.equal(n, left)
+    assert.is_true(px.now() - t0 < 60)
+  end)
+
   it("durations_of_2_63_ns_or_more_mean_never", function()
     -- C's rule: a sleep or a scope of 2^63 ns or more (math.huge too) is
     -- "never", not an error; such a sleep ends only by a scope.

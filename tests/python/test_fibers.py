@@ -502,6 +502,33 @@ def test_interrupted_joins_leave_and_the_rest_keep_their_order():
     assert order == sorted(order)
 
 
+def test_joins_interrupted_newest_first_leave_in_constant_time():
+    """100,000 joiners of one fiber whose timeouts come due newest first: each
+    interrupted join leaves the joiners at once (a walk of the list each
+    would be quadratic), and the joined fiber is still joined after."""
+    n = 100_000
+
+    def main():
+        go = px.Event()
+        t = px.spawn(lambda: (go.wait(), "target")[1])
+        base = time.monotonic() + 2             # after every join was recorded
+        left = [0]
+        def joiner(i):
+            with pytest.raises(px.Timeout):
+                with px.timeout(max(0.0, base - time.monotonic()) + (n - i) * 1e-6):
+                    t.join()
+            left[0] += 1
+        fs = [px.spawn(joiner, i) for i in range(n)]
+        for f in fs:
+            f.join()
+        assert go.set() == 1                    # the target was the one waiter
+        assert t.join() == "target"
+        return left[0]
+    t0 = time.monotonic()
+    assert px.run(main) == n
+    assert time.monotonic() - t0 < 60
+
+
 def test_hundred_thousand_fibers_park_once_and_are_all_joined():
     n = 100_000
 
