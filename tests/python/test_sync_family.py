@@ -23,6 +23,7 @@ class Kind:
     queues = True           # several waiters queue (a barrier of 2 holds one)
     wakes_all = False       # one release lets every waiter through
     has_holder = False      # the report names the fiber that holds it
+    wait_of = None          # the wait's method, unbound: wait_of(obj) waits on obj
     chains = False          # a waiter's leave passes it on: the main fiber releases once
 
     def make(self):
@@ -94,6 +95,7 @@ class ExclusiveKind(Kind):
 class MutexKind(ExclusiveKind):
     name, reason = "mutex", "Mutex lock"
     lock_type, take, give, holder = px.Mutex, "lock", "unlock", "owner"
+    wait_of = staticmethod(px.Mutex.lock)
 
     def off_fiber(self, m):
         return [m.lock, m.try_lock, m.unlock, m.__enter__]
@@ -105,6 +107,7 @@ class MutexKind(ExclusiveKind):
 class RwWriteKind(ExclusiveKind):
     name, group, reason = "rwlock_write", "rwlock", "RwLock write lock"
     lock_type, take, give, holder = px.RwLock, "wrlock", "wrunlock", "writer"
+    wait_of = staticmethod(px.RwLock.wrlock)
 
     def off_fiber(self, lk):
         return [lk.rdlock, lk.wrlock, lk.try_rdlock, lk.try_wrlock, lk.rdunlock,
@@ -116,6 +119,7 @@ class RwWriteKind(ExclusiveKind):
 
 class RwReadKind(RwWriteKind):
     name, group, reason = "rwlock_read", "rwlock", "RwLock read lock"
+    wait_of = staticmethod(px.RwLock.rdlock)
 
     def block(self, lk):
         lk.rdlock()
@@ -128,6 +132,7 @@ class RwReadKind(RwWriteKind):
 
 class WaitGroupKind(Kind):
     name, reason, wakes_all = "waitgroup", "WaitGroup wait", True
+    wait_of = staticmethod(px.WaitGroup.wait)
 
     def make(self):
         return px.WaitGroup()
@@ -152,6 +157,7 @@ class WaitGroupKind(Kind):
 class BarrierKind(Kind):
     """Two parties: the waiter, and the main fiber that releases it by arriving."""
     name, reason, queues, wakes_all = "barrier", "Barrier arrive", False, True
+    wait_of = staticmethod(px.Barrier.arrive_and_wait)
 
     def make(self):
         return px.Barrier(2)
@@ -172,6 +178,7 @@ class BarrierKind(Kind):
 class OnceKind(Kind):
     """A runner fiber is inside the action until release lets it end."""
     name, reason, wakes_all = "once", "Once init", True
+    wait_of = staticmethod(lambda o: px.Once.do(o, pytest.fail))
 
     def make(self):
         return px.Once(), px.Semaphore(0)
@@ -205,6 +212,7 @@ class OnceKind(Kind):
 
 class SemKind(Kind):
     name, reason = "sem", "Semaphore acquire"
+    wait_of = staticmethod(px.Semaphore.acquire)
 
     def make(self):
         return px.Semaphore(0)
@@ -231,6 +239,7 @@ class SemKind(Kind):
 
 class EventKind(Kind):
     name, reason, wakes_all = "event", "Event wait", True
+    wait_of = staticmethod(px.Event.wait)
 
     def make(self):
         return px.Event()
@@ -252,6 +261,7 @@ class EventKind(Kind):
 class RecvKind(Kind):
     """Each release hands a fresh object to a receiver."""
     name, group, reason = "chan_recv", "chan", "Channel recv"
+    wait_of = staticmethod(px.Channel.recv)
 
     def make(self):
         return px.Channel()
@@ -275,6 +285,7 @@ class RecvKind(Kind):
 class SendKind(Kind):
     """Each waiter sends its own fiber id; release receives one."""
     name, group, reason = "chan_send", "chan", "Channel send"
+    wait_of = staticmethod(lambda ch: px.Channel.send(ch, 1))
 
     def make(self):
         return px.Channel()
@@ -346,11 +357,25 @@ def interrupted(k, h, scope):
 # -- off-fiber calls -----------------------------------------------------------------
 
 @params
-def test_off_fiber_calls_are_enofiber(k):
+def test_off_fiber_calls_are_enofiber_and_null_is_einval(k):
+    """C's PX_EINVAL for NULL has no Python counterpart (there is no NULL to
+    pass); its other half, the wait's method given an object of another kind
+    in place of its own, is refused (on a fiber: off-fiber the NoFiberError
+    comes first) and changes nothing: TypeError from the C side's check of the
+    object's kind, AttributeError where the method reaches Python state of its
+    own kind first (Channel.send)."""
     h = k.make()
     for call in k.off_fiber(h):
         with pytest.raises(px.NoFiberError):
             call()
+
+    def body():
+        other = px.Mutex() if k.name != "mutex" else px.Event()
+        state = repr(other)
+        with pytest.raises((TypeError, AttributeError)):
+            k.wait_of(other)
+        assert repr(other) == state
+    run(body)
 
 
 def test_calls_that_need_no_fiber_work_off_fiber_and_waits_stay_enofiber():
