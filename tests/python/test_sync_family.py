@@ -44,6 +44,12 @@ class Kind:
     def queued(self, h):
         return None         # the API has no count of waiters
 
+    def holder_id(self, h):
+        return None         # the API names no fiber that holds it
+
+    def hosted_check(self, h):
+        """After a waiter's hosted wait was let through and it left."""
+
     def off_fiber(self, h):
         """The calls that need a fiber."""
         return [lambda: self.block(h)]
@@ -91,6 +97,9 @@ class ExclusiveKind(Kind):
     def queued(self, h):
         return h.waiters
 
+    def holder_id(self, h):
+        return getattr(h, self.holder)
+
 
 class MutexKind(ExclusiveKind):
     name, reason = "mutex", "Mutex lock"
@@ -128,6 +137,9 @@ class RwReadKind(RwWriteKind):
     def leave(self, lk, got):
         assert got >= 1
         lk.rdunlock()
+
+    def holder_id(self, lk):
+        return None         # readers are not named
 
 
 class WaitGroupKind(Kind):
@@ -170,6 +182,9 @@ class BarrierKind(Kind):
 
     def release(self, b):
         assert b.arrive_and_wait() is True
+
+    def hosted_check(self, b):
+        assert b.phase == 1             # the re-call did not arrive again
 
     def queued(self, b):
         return b.waiting
@@ -230,6 +245,9 @@ class SemKind(Kind):
     def queued(self, s):
         return s.waiters
 
+    def hosted_check(self, s):
+        assert s.value == 0             # one unit, taken once
+
     def off_fiber(self, s):
         return [s.acquire, s.try_acquire, s.release, s.__enter__]
 
@@ -275,6 +293,9 @@ class RecvKind(Kind):
     def release(self, ch):
         assert ch.try_send(Token())
 
+    def hosted_check(self, ch):
+        assert len(ch) == 0 and ch.try_send(Token()) is False   # nothing more taken
+
     def off_fiber(self, ch):
         return [ch.recv, lambda: ch.send(1), lambda: ch.try_send(1), ch.try_recv, ch.close]
 
@@ -298,6 +319,9 @@ class SendKind(Kind):
         ok, v = ch.try_recv()
         assert ok
         released.append(v)
+
+    def hosted_check(self, ch):
+        assert ch.try_recv() == (False, None)   # the re-call did not send again
 
     def off_fiber(self, ch):
         return [ch.recv, lambda: ch.send(1)]
@@ -511,6 +535,46 @@ def test_wait_in_a_fired_scope_fails_at_once_without_queueing(k):
         b = spawn_waiting(k, h, waiter(k, h, tag="b"))
         k.release(h)
         assert b.join() == "b"
+    run(body)
+
+
+# -- hosted fibers ---------------------------------------------------------------------
+
+@params
+def test_hosted_fiber_waits_through_eyield_and_a_recall(k):
+    """Every Python fiber is hosted, as a Lua fiber: its wait parks through
+    PX_EYIELD and the binding calls it again once woken.  The release lets the
+    waiter through (and, where the primitive names a holder, makes the waiter
+    the holder before it runs); the re-call takes what was handed over, once."""
+    def body():
+        h = k.make()
+        k.arm(h)
+        named = k.has_holder and not isinstance(k, RwReadKind)
+        w = spawn_waiting(k, h, waiter(k, h, tag="through"))
+        k.release(h)
+        if named:
+            assert k.holder_id(h) == w.id       # owner before it runs
+        assert w.join() == "through"
+        if named:
+            assert k.holder_id(h) is None
+        k.hosted_check(h)
+    run(body)
+
+
+@pytest.mark.group("mutex")
+def test_hosted_fiber_timed_out_lock_leaves_no_waiter():
+    def body():
+        m = px.Mutex()
+        m.lock()
+
+        def gives_up():                 # while main holds it
+            with pytest.raises(px.Timeout):
+                with px.timeout(0.01):
+                    m.lock()
+            return m.waiters, m.owner != px.current_id()
+        assert px.spawn(gives_up).join() == (0, True)
+        assert m.owner == px.current_id()
+        m.unlock()
     run(body)
 
 
