@@ -512,6 +512,40 @@ SPEC(timed_out_or_cancelled_wait_leaves_nothing_queued)
     each_kind(timed_out_or_cancelled);
 }
 
+/* A wait in a scope that fired before it (cancelled, or a zero timeout), on
+** a fiber that does not hold it, fails at once and queues nothing; a patient
+** waiter after it gets the release.  (The mutex's, the barrier's and the
+** waitgroup's are in their own files.) */
+static void *fired_waiter(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_with_cancel(T, block_body, NULL), PX_ECANCELED);
+    CHECK_EQ(px_with_timeout(0, block_body, NULL), PX_ETIMEDOUT);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 0);
+    return NULL;
+}
+
+static void *fired_main(void *arg)
+{
+    (void)arg;
+    if (K->arm)
+        K->arm(H);
+    CHECK_EQ(px_token_cancel(T), 1);             /* fired before the wait */
+    join(px_spawn(fired_waiter, NULL));
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 0);
+    patient_gets_it();
+    return NULL;
+}
+
+static void fired_scope(void) { interrupted(fired_main); }
+
+SPEC(wait_in_a_fired_scope_fails_at_once_without_queueing) /* for: rwlock once sem event chan */
+{
+    each_kind(fired_scope);
+}
+
 /* Cancel, then release at once: the interrupted waiter is leaving but has
 ** not run yet, and the release goes past it to the patient one (a mutex's
 ** ownership, a semaphore's unit: not back to the count). */
@@ -912,6 +946,7 @@ SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
       calls_that_need_no_fiber_work_off_fiber_and_waits_stay_enofiber,
       free_refuses_a_waited_on_primitive_with_ebusy,
       timed_out_or_cancelled_wait_leaves_nothing_queued,
+      wait_in_a_fired_scope_fails_at_once_without_queueing,
       wait_cancelled_by_another_thread_leaves_nothing_queued,
       deadlock_report_names_the_wait_and_the_primitive,
       hosted_fiber_waits_through_eyield_and_a_recall,
