@@ -83,6 +83,31 @@ more["mutex.timed_out_or_cancelled_wait_leaves_nothing_queued"] = function()
   end)
 end
 
+-- Cancel, then release at once: the interrupted waiter is leaving but has not
+-- run yet, and the release goes past it to the next one.  (The mutex's and
+-- the semaphore's are in sync_spec.lua; a barrier of two holds one waiter.)
+rules[#rules + 1] = { name = "release_right_after_an_interrupt_goes_past_it_to_the_next_waiter",
+  areas = { rwlock = true, waitgroup = true, once = true, event = true, chan = true },
+  check = function(k)
+    px.run(function()
+      local h = k.make()
+      if k.arm then k.arm(h) end
+      local tok = px.token()
+      local a = spawn_waiting(function()
+        return select(2, px.with_cancel(tok, function() k.block(h) end)).code
+      end)
+      local b = spawn_waiting(waiter(k, h, {}, "b"))
+      if k.queued then assert.equal(2, k.queued(h)) end
+      tok:cancel()                                        -- a is leaving, not yet run
+      k.release(h)
+      if k.holder then assert.equal(b:id(), k.holder(h)) end
+      assert.equal("ECANCELED", a:join())
+      assert.equal("b", b:join())
+      if k.queued then assert.equal(0, k.queued(h)) end
+      if k.after_interrupt then k.after_interrupt(h) end
+    end)
+  end }
+
 -- A wait in a scope that fired before it (a cancelled token, a zero
 -- timeout), on a fiber that does not hold it, fails at once and queues
 -- nothing; a fresh waiter gets the next release.  (The mutex's, the barrier's

@@ -61,6 +61,9 @@ typedef struct kind {
     ** fiber of another run; and those of them that need no fiber, PX_ETHREAD
     ** off-fiber from another thread. */
     call_fn foreign[5], foreign_off[3];
+    /* Where it names no holder: what queries[0] reads right after a release
+    ** that went past an interrupted waiter to the next one. */
+    long long raced;
 } kind;
 
 /* -- the rows ------------------------------------------------------------------- */
@@ -182,7 +185,7 @@ static const kind kinds[] = {
       { mutex_owner_, mutex_waiters_ }, mutex_waiters_, mutex_owner_, NULL, 1,
       { 2, PX_EOWNERDEAD, 0, mutex_trylock_, mutex_owner_, 0 }, { { 0 } }, { 0 },
       { mutex_trylock_ }, { mutex_unlock_ },
-      { mutex_lock_ }, { NULL } },
+      { mutex_lock_ }, { NULL }, 0 },
     { "rwlock", "rwlock", "RwLock read lock", rwlock_make, rwlock_arm, rwlock_rdlock_,
       rwlock_leave, rwlock_release, rwlock_free_,
       { rwlock_rdlock_, rwlock_wrlock_, rwlock_tryrdlock_, rwlock_trywrlock_,
@@ -190,49 +193,49 @@ static const kind kinds[] = {
       { rwlock_readers_, rwlock_writer_, rwlock_waiters_ }, rwlock_waiters_, NULL, NULL, 1,
       { 1, PX_EOWNERDEAD, PX_EOWNERDEAD, rwlock_tryrdlock_, rwlock_writer_, 0 }, { { 0 } }, { 0 },
       { rwlock_tryrdlock_, rwlock_trywrlock_ }, { rwlock_rdunlock_, rwlock_wrunlock_ },
-      { rwlock_rdlock_, rwlock_wrlock_ }, { NULL } },
+      { rwlock_rdlock_, rwlock_wrlock_ }, { NULL }, 1 },
     { "waitgroup", "waitgroup", "WaitGroup wait", waitgroup_make, waitgroup_arm,
       waitgroup_wait_, NULL, waitgroup_release, waitgroup_free_,
       { waitgroup_wait_ }, { waitgroup_add_, waitgroup_done_ },
       { waitgroup_count_ }, NULL, NULL, NULL, 0, { 0 },
       { { waitgroup_add2_, 0, 2 }, { waitgroup_done_, 0, 1 }, { waitgroup_add0_, 0, 1 },
         { waitgroup_done_, 0, 0 } }, { waitgroup_done_, 0, 0 }, { NULL }, { NULL },
-      { waitgroup_wait_, waitgroup_done_ }, { waitgroup_done_ } },
+      { waitgroup_wait_, waitgroup_done_ }, { waitgroup_done_ }, 0 },
     { "barrier", "barrier", "Barrier arrive", barrier_make, NULL, barrier_arrive_and_wait_,
       NULL, barrier_release, barrier_free_,
       { barrier_arrive_and_wait_ }, { NULL },
       { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check, 0,
-      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL }, { barrier_arrive_and_wait_ }, { NULL } },
+      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL }, { barrier_arrive_and_wait_ }, { NULL }, 0 },
     { "once", "once", "Once init", once_make, once_arm, once_begin_, NULL, once_release,
       once_free_,
       { once_do_, once_begin_, once_end_ }, { NULL },
       { once_done_ }, NULL, NULL, NULL, 1,
       { 2, 0, 0, NULL, once_done_, 1 }, { { 0 } }, { 0 }, { NULL }, { NULL },
-      { once_do_, once_begin_ }, { NULL } },
+      { once_do_, once_begin_ }, { NULL }, 1 },
     { "sem", "semaphore", "Semaphore acquire", sem_make, NULL, sem_acquire_, NULL,
       sem_release, sem_free_,
       { sem_acquire_ }, { sem_tryacquire_, sem_release_ },
       { sem_value_, sem_waiters_ }, sem_waiters_, NULL, sem_hosted_check, 0, { 0 },
       { { sem_tryacquire_, PX_EBUSY, 0 }, { sem_release_, 0, 1 }, { sem_tryacquire_, 0, 0 } },
-      { 0 }, { NULL }, { NULL }, { sem_acquire_, sem_release_ }, { sem_release_ } },
+      { 0 }, { NULL }, { NULL }, { sem_acquire_, sem_release_ }, { sem_release_ }, 0 },
     { "event", "event", "Event wait", event_make, NULL, event_wait_, NULL, event_release,
       event_free_,
       { event_wait_ }, { event_set_, event_clear_ },
       { event_is_set_ }, NULL, NULL, NULL, 0, { 0 },
       { { event_set_, 0, 1 }, { event_clear_, 0, 0 } },
-      { event_set_, 8, 1 }, { NULL }, { NULL }, { event_wait_, event_set_ }, { event_set_ } },
+      { event_set_, 8, 1 }, { NULL }, { NULL }, { event_wait_, event_set_ }, { event_set_ }, 0 },
     { "chan", "channel", "Channel recv", chan1_make, NULL, chan_recv_, chan_recv_leave,
       chan_send_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
       { chan_len_ }, NULL, NULL, chan_hosted_check, 0,
       { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL },
-      { chan_send_, chan_recv_, chan_trysend_, chan_close_ }, { chan_trysend_, chan_close_ } },
+      { chan_send_, chan_recv_, chan_trysend_, chan_close_ }, { chan_trysend_, chan_close_ }, 1 },
     { "chan", "channel", "Channel send", chan_make, NULL, chan_send_, NULL,
       chan_recv_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
       { chan_len_, chan_cap_ }, NULL, NULL, NULL, 0,
       { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL },
-      { chan_send_, chan_recv_, chan_tryrecv_, chan_close_ }, { chan_tryrecv_, chan_close_ } },
+      { chan_send_, chan_recv_, chan_tryrecv_, chan_close_ }, { chan_tryrecv_, chan_close_ }, 0 },
 };
 
 /* -- the harness ------------------------------------------------------------------ */
@@ -548,34 +551,41 @@ SPEC(wait_in_a_fired_scope_fails_at_once_without_queueing) /* for: rwlock once s
 
 /* Cancel, then release at once: the interrupted waiter is leaving but has
 ** not run yet, and the release goes past it to the patient one (a mutex's
-** ownership, a semaphore's unit: not back to the count). */
+** ownership, a semaphore's unit: not back to the count; an event's set, a
+** waitgroup's zero, a once's end: they wake the patient one only). */
 static void *race_main(void *arg)
 {
     (void)arg;
     px_fiber *c = arm_then_spawn(cancellable, cancelled_block());
-    YIELD_UNTIL(K->queued(H) == 1);
+    YIELD_UNTIL(entered == 1);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 1);
     px_fiber *w = px_spawn(waiter, NULL);
-    YIELD_UNTIL(K->queued(H) == 2);
+    YIELD_UNTIL(entered == 2);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 2);
     CHECK_EQ(px_token_cancel(T), 1);
     K->release(H);
     if (K->holder)
         CHECK_EQ(K->holder(H), px_fiber_id(w));
     else
-        CHECK_EQ(K->queries[0](H), 0);
-    CHECK_EQ(K->queued(H), 0);
+        CHECK_EQ(K->queries[0](H), K->raced);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 0);
     join(c);
     CHECK_EQ(cancelled.result, PX_ECANCELED);
     join(w);
     CHECK_EQ(result, 0);
     if (K->holder)
         CHECK_EQ(K->holder(H), 0);
-    CHECK_EQ(K->queued(H), 0);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 0);
     return NULL;
 }
 
 static void cancel_then_release(void) { interrupted(race_main); }
 
-SPEC(release_right_after_an_interrupt_goes_past_it_to_the_next_waiter) /* for: mutex sem */
+SPEC(release_right_after_an_interrupt_goes_past_it_to_the_next_waiter) /* not for: barrier */
 {
     each_kind(cancel_then_release);
 }
