@@ -108,6 +108,26 @@ rules[#rules + 1] = { name = "release_right_after_an_interrupt_goes_past_it_to_t
     end)
   end }
 
+-- Eight waiters park; one call lets them all through (a barrier: of nine
+-- parties, the ninth arrival leads; a once: the runner's end).  (The
+-- event's and the waitgroup's are in sync_spec.lua.)
+rules[#rules + 1] = { name = "one_call_wakes_every_waiter",
+  areas = { barrier = true, once = true },
+  check = function(k)
+    px.run(function()
+      local h = k.area == "barrier" and px.barrier(9) or k.make()
+      if k.arm then k.arm(h) end
+      local log, fibers = {}, {}
+      for i = 1, 8 do fibers[i] = spawn_waiting(waiter(k, h, log, i)) end
+      if k.queued then assert.equal(8, k.queued(h)) end
+      assert.same({}, log)
+      k.release(h)
+      for i = 1, 8 do assert.equal(i, fibers[i]:join()) end
+      assert.equal(8, #log)
+      if k.area == "barrier" then assert.equal(1, h:phase()) end
+    end)
+  end }
+
 -- A wait in a scope that fired before it (a cancelled token, a zero
 -- timeout), on a fiber that does not hold it, fails at once and queues
 -- nothing; a fresh waiter gets the next release.  (The mutex's, the barrier's

@@ -35,6 +35,16 @@ typedef struct step {
     long long value;
 } step;
 
+/* One call that lets every waiter through: what it returns, and what the
+** first query reads after it; make, where a fresh one for eight waiters is
+** another than the row's. */
+typedef struct wake {
+    call_fn call;
+    int result;
+    long long value;
+    void *(*make)(void);
+} wake;
+
 typedef struct kind {
     const char *area;        /* the ctest prefix */
     const char *tag;         /* the primitive as the deadlock report names it */
@@ -54,7 +64,7 @@ typedef struct kind {
     int holder_line;         /* the deadlock report names who holds what it waits on */
     death death;
     step off[5];             /* calls that need no fiber, in order (the waits stay refused) */
-    step wake_all;           /* one call that lets every waiter through (or none) */
+    wake wake_all;           /* one call that lets every waiter through (or none) */
     call_fn tries[3], untries[3];    /* the try forms of a lock, and what undoes each */
     /* While a fiber of another scheduler waits (the row armed, one waiter
     ** parked): the calls that would park or hand over, PX_ETHREAD from a
@@ -109,6 +119,7 @@ static void waitgroup_release(void *h) { CHECK_EQ(px_waitgroup_done(h), 0); }
 /* Two parties: the waiter and the fiber that releases it by arriving. */
 CALL(barrier, arrive_and_wait) QUERY(barrier, phase) QUERY(barrier, waiting) FREE(barrier)
 static void *barrier_make(void) { return px_barrier_new(2); }
+static void *barrier9_make(void) { return px_barrier_new(9); }   /* eight wait for the 9th */
 static void barrier_release(void *h) { CHECK_EQ(px_barrier_arrive_and_wait(h), 1); }
 static void barrier_hosted_check(void *h)
 {
@@ -199,18 +210,19 @@ static const kind kinds[] = {
       { waitgroup_wait_ }, { waitgroup_add_, waitgroup_done_ },
       { waitgroup_count_ }, NULL, NULL, NULL, 0, { 0 },
       { { waitgroup_add2_, 0, 2 }, { waitgroup_done_, 0, 1 }, { waitgroup_add0_, 0, 1 },
-        { waitgroup_done_, 0, 0 } }, { waitgroup_done_, 0, 0 }, { NULL }, { NULL },
+        { waitgroup_done_, 0, 0 } }, { waitgroup_done_, 0, 0, NULL }, { NULL }, { NULL },
       { waitgroup_wait_, waitgroup_done_ }, { waitgroup_done_ }, 0 },
     { "barrier", "barrier", "Barrier arrive", barrier_make, NULL, barrier_arrive_and_wait_,
       NULL, barrier_release, barrier_free_,
       { barrier_arrive_and_wait_ }, { NULL },
       { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check, 0,
-      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL }, { barrier_arrive_and_wait_ }, { NULL }, 0 },
+      { 0 }, { { 0 } }, { barrier_arrive_and_wait_, 1, 1, barrier9_make }, { NULL }, { NULL },
+      { barrier_arrive_and_wait_ }, { NULL }, 0 },
     { "once", "once", "Once init", once_make, once_arm, once_begin_, NULL, once_release,
       once_free_,
       { once_do_, once_begin_, once_end_ }, { NULL },
       { once_done_ }, NULL, NULL, NULL, 1,
-      { 2, 0, 0, NULL, once_done_, 1 }, { { 0 } }, { 0 }, { NULL }, { NULL },
+      { 2, 0, 0, NULL, once_done_, 1 }, { { 0 } }, { once_end_, 0, 1, NULL }, { NULL }, { NULL },
       { once_do_, once_begin_ }, { NULL }, 1 },
     { "sem", "semaphore", "Semaphore acquire", sem_make, NULL, sem_acquire_, NULL,
       sem_release, sem_free_,
@@ -223,7 +235,8 @@ static const kind kinds[] = {
       { event_wait_ }, { event_set_, event_clear_ },
       { event_is_set_ }, NULL, NULL, NULL, 0, { 0 },
       { { event_set_, 0, 1 }, { event_clear_, 0, 0 } },
-      { event_set_, 8, 1 }, { NULL }, { NULL }, { event_wait_, event_set_ }, { event_set_ }, 0 },
+      { event_set_, 8, 1, NULL }, { NULL }, { NULL }, { event_wait_, event_set_ }, { event_set_ },
+      0 },
     { "chan", "channel", "Channel recv", chan1_make, NULL, chan_recv_, chan_recv_leave,
       chan_send_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
@@ -638,7 +651,8 @@ static void *one_of_many(void *arg)
     return NULL;
 }
 
-/* Eight waiters park; the one call lets them all through, and says so. */
+/* Eight waiters park; the one call lets them all through, and says so (a
+** barrier: the ninth arrival leads; a once: the runner's end). */
 static void *wake_all_main(void *arg)
 {
     (void)arg;
@@ -662,10 +676,17 @@ static void wake_all(void)
     if (K->wake_all.call == NULL)
         return;
     woken = 0;
-    run_fresh(wake_all_main);
+    if (K->wake_all.make) {
+        H = K->wake_all.make();
+        CHECK(H != NULL);
+        CHECK_EQ(px_run(wake_all_main, NULL, NULL), 0);
+        CHECK_EQ(K->free(H), 0);
+    } else {
+        run_fresh(wake_all_main);
+    }
 }
 
-SPEC(one_call_wakes_every_waiter) /* for: event waitgroup */
+SPEC(one_call_wakes_every_waiter) /* for: event waitgroup barrier once */
 {
     each_kind(wake_all);
 }
