@@ -970,6 +970,72 @@ SPEC(two_schedulers_at_once_is_ethread_and_changes_nothing)
     each_kind(two_schedulers);
 }
 
+/* -- an object nobody waits on or holds ------------------------------------------- */
+
+static px_latch other_cycled, other_stop;
+
+/* One use of H on a fiber: armed, a waiter parked and let through (a done
+** once: a later caller returns at once). */
+static void use_once_around(void)
+{
+    entered = 0;
+    result = 1;
+    if (K->arm == once_arm && px_once_done(H)) {
+        CHECK_EQ(K->block(H), 0);
+        return;
+    }
+    px_fiber *w = arm_then_spawn(waiter, NULL);
+    YIELD_UNTIL(entered == 1);
+    CHECK_EQ(result, 1);                         /* it waits */
+    release_to(w);
+}
+
+static void *other_main(void *arg)
+{
+    (void)arg;
+    use_once_around();
+    ev_set(&other_cycled);
+    EV_WAIT(&other_stop, 1);                     /* the run stays alive, its thread blocked */
+    return NULL;
+}
+
+static void *other_thread(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_run(other_main, NULL, NULL), 0);
+    return NULL;
+}
+
+static void *this_main(void *arg)
+{
+    (void)arg;
+    use_once_around();
+    return NULL;
+}
+
+/* Another run on another thread used H and is still alive, but none of its
+** fibers waits on H or holds it: this run uses H as its own. */
+static void any_run(void)
+{
+    make();
+    ev_init(&other_cycled);
+    ev_init(&other_stop);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, other_thread, NULL) == 0);
+    EV_WAIT(&other_cycled, 1);
+    CHECK_EQ(px_run(this_main, NULL, NULL), 0);
+    ev_set(&other_stop);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK_EQ(K->free(H), 0);
+    ev_destroy(&other_cycled);
+    ev_destroy(&other_stop);
+}
+
+SPEC(an_object_no_fiber_waits_on_or_holds_works_in_any_run)
+{
+    each_kind(any_run);
+}
+
 SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
       try_forms_take_a_free_one_and_refuse_a_held_one_without_parking,
       release_right_after_an_interrupt_goes_past_it_to_the_next_waiter,
@@ -982,4 +1048,5 @@ SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
       deadlock_report_names_the_wait_and_the_primitive,
       hosted_fiber_waits_through_eyield_and_a_recall,
       owner_death_hands_it_over_with_eownerdead_and_tells_later_waits,
-      two_schedulers_at_once_is_ethread_and_changes_nothing)
+      two_schedulers_at_once_is_ethread_and_changes_nothing,
+      an_object_no_fiber_waits_on_or_holds_works_in_any_run)
