@@ -607,8 +607,9 @@ def test_hosted_fiber_timed_out_lock_leaves_no_waiter():
 
 # -- hand-off -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("k", QUEUEING, ids=repr)
-def test_hands_off_in_fifo_order(k):
+def _hands_off(k):
+    """Five waiters queue; each release (or the one before them, where a
+    waiter's leave passes it on) goes to them in the order they came."""
     def body():
         del released[:]
         h = k.make()
@@ -624,6 +625,16 @@ def test_hands_off_in_fifo_order(k):
         if k.name == "chan_send":
             assert released == [f.id for f in fibers]
     run(body)
+
+
+@pytest.mark.parametrize("k", [k for k in QUEUEING if k.name != "sem"], ids=repr)
+def test_hands_off_in_fifo_order(k):
+    _hands_off(k)
+
+
+@pytest.mark.group("sem")
+def test_hands_units_off_in_fifo_order():
+    _hands_off(SemKind())
 
 
 @pytest.mark.parametrize("k", [k for k in KINDS if k.wakes_all], ids=repr)
