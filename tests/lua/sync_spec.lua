@@ -136,6 +136,23 @@ describe("mutex", function()
     end)
   end)
 
+  it("with_unlocks_when_the_block_raises", function()
+    -- Lua's with-block is a guard's scope: an error leaving it (caught, the
+    -- fiber goes on) closes the guard, which unlocks.
+    run(function()
+      local m = px.mutex()
+      local ok, err = pcall(function() local g <close> = m:guard(); error("boom", 0) end)
+      assert.is_false(ok); assert.equal("boom", err)
+      assert.equal(0, m:owner())
+      local r, timed = px.timeout(0.01, function()
+        local g <close> = m:guard()
+        px.event():wait()
+      end)
+      assert.is_nil(r); assert.equal("ETIMEDOUT", timed.code)
+      assert.equal(0, m:owner()); assert.equal(0, m:waiters())
+    end)
+  end)
+
   it("a_guard_unlocks_when_an_error_unwinds_its_fiber", function()
     run(function()
       local m = px.mutex()
@@ -997,6 +1014,24 @@ describe("once", function()
     end)
   end)
 
+  it("a_runner_ending_inside_the_action_ends_it", function()
+    run(function()
+      local o, tok, runs = px.once(), px.token(), 0
+      local r = px.spawn(function()               -- interrupted inside the action
+        return px.with_cancel(tok, function() o:call(function() runs = runs + 1; px.event():wait() end) end)
+      end)
+      yield_until(function() return runs == 1 end)
+      local w = spawn_waiting(function() o:call(error, "the action ran twice"); return "waited" end)
+      px.spawn(function() tok:cancel() end)
+      local ok, err = r:join()
+      assert.is_nil(ok); assert.equal("ECANCELED", err.code)
+      assert.equal("waited", w:join())             -- the waiter just returns
+      assert.is_true(o:done())
+      o:call(error, "the action ran twice")
+      assert.equal(1, runs)
+    end)
+  end)
+
   it("done_works_anywhere_and_do_without_an_action_is_einval", function()
     local o = px.once()                             -- off-fiber
     assert.is_false(o:done())
@@ -1067,6 +1102,27 @@ describe("sem", function()
       end
       for i = 1, 6 do fs[i]:join() end
       assert.equal(2, peak); assert.equal(2, s:value())
+    end)
+  end)
+
+  it("with_holds_one_unit_and_gives_it_back_on_an_exception", function()
+    -- Lua's with-block is a guard's scope: the guard holds one unit and an
+    -- error leaving the scope gives it back.
+    run(function()
+      local s = px.semaphore(1)
+      local ok, err = pcall(function()
+        local g <close> = s:guard()
+        assert.equal(0, s:value())
+        error("boom", 0)
+      end)
+      assert.is_false(ok); assert.equal("boom", err)
+      assert.equal(1, s:value())
+      local r, timed = px.timeout(0.01, function()
+        local g <close> = s:guard()
+        s:acquire()
+      end)
+      assert.is_nil(r); assert.equal("ETIMEDOUT", timed.code)
+      assert.equal(1, s:value()); assert.equal(0, s:waiters())
     end)
   end)
 
@@ -1331,6 +1387,12 @@ describe("chan", function()
       px.spawn(function() ch:send("v") end)
       assert.equal("v", ch:recv())
     end)
+  end)
+
+  it("channel_arguments_are_checked", function()
+    for _, bad in ipairs({ -1, "1", 1.5, {} }) do   -- a capacity is an integer >= 0
+      assert.equal("EINVAL", raised(px.channel, bad).code)
+    end
   end)
 
   it("sending_nil_is_einval", function()

@@ -205,6 +205,23 @@ def test_with_on_owner_death_unlocks_and_raises_and_strands_no_lock():
 
 
 @mutex
+def test_a_guard_unlocks_when_an_error_unwinds_its_fiber():
+    """A with-block is Python's guard: an exception that ends its fiber
+    unlocks on the way out, so the next locker is told of no owner death."""
+    def body():
+        m = px.Mutex()
+
+        def dies():
+            with m:
+                raise KeyError("boom")
+        with pytest.raises(KeyError):
+            px.spawn(dies).join()
+        m.lock()                        # no OwnerDiedError: the with released it
+        m.unlock()
+    run(body)
+
+
+@mutex
 def test_with_unlocks_when_the_block_raises():
     def body():
         m = px.Mutex()

@@ -513,11 +513,18 @@ SPEC(raced_send_whose_value_was_taken_counts_as_sent)
 
 /* -- misuse ------------------------------------------------------------------------ */
 
-SPEC(try_forms_and_close_need_no_fiber_and_a_null_out_is_einval)
+SPEC(channel_arguments_are_checked)
 {
     errno = 0;
-    CHECK(px_chan_new(SIZE_MAX) == NULL);
+    CHECK(px_chan_new(SIZE_MAX) == NULL);        /* a capacity no ring can hold */
     CHECK_EQ(errno, EINVAL);
+    errno = 0;
+    CHECK(px_chan_new(SIZE_MAX / 2 + 1) == NULL);
+    CHECK_EQ(errno, EINVAL);
+}
+
+SPEC(try_forms_and_close_need_no_fiber_and_a_null_out_is_einval)
+{
     px_chan *ch = px_chan_new(3);
     CHECK(ch != NULL);
     void *v;
@@ -547,4 +554,5 @@ SPECS(values_come_out_in_the_order_they_went_in,
       raced_recv_puts_its_value_back_at_the_front_of_the_buffer,
       raced_recv_hands_its_value_to_the_next_receiver,
       raced_send_whose_value_was_taken_counts_as_sent,
+      channel_arguments_are_checked,
       try_forms_and_close_need_no_fiber_and_a_null_out_is_einval)
