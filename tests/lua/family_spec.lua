@@ -7,7 +7,7 @@ local px = require "parataxis"
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or ""
 local helpers = dofile(dir .. "helpers.lua")
 local kit = dofile(dir .. "sync_kinds.lua")
-local raised, spawn_waiting = helpers.raised, helpers.spawn_waiting
+local raised, spawn_waiting, yield_until = helpers.raised, helpers.spawn_waiting, helpers.yield_until
 local kinds, waiter = kit.kinds, kit.waiter
 
 -- The areas in the order of their first row; rows[area] = its rows.
@@ -105,6 +105,28 @@ rules[#rules + 1] = { name = "release_right_after_an_interrupt_goes_past_it_to_t
       assert.equal("b", b:join())
       if k.queued then assert.equal(0, k.queued(h)) end
       if k.after_interrupt then k.after_interrupt(h) end
+    end)
+  end }
+
+-- Five waiters queue; each release (or the one before them, where a
+-- waiter's leave passes it on, or one release admits them all) goes to them
+-- in the order they came.  (The mutex's and the semaphore's are in
+-- sync_spec.lua.)
+rules[#rules + 1] = { name = "hands_off_in_fifo_order",
+  areas = { rwlock = true, chan = true },
+  check = function(k)
+    px.run(function()
+      local h = k.make()
+      if k.arm then k.arm(h) end
+      local log, fibers = {}, {}
+      for i = 1, 5 do fibers[i] = spawn_waiting(waiter(k, h, log, i)) end
+      if k.queued then assert.equal(5, k.queued(h)) end
+      for i = 1, 5 do
+        if i == 1 or not (k.chains or k.wakes_all) then k.release(h) end
+        yield_until(function() return #log >= i end)
+      end
+      for i = 1, 5 do assert.equal(i, fibers[i]:join()) end
+      assert.same({ 1, 2, 3, 4, 5 }, log)
     end)
   end }
 

@@ -1389,6 +1389,27 @@ describe("chan", function()
     end)
   end)
 
+  it("values_are_any_values_of_the_language_and_keep_their_identity", function()
+    run(function()
+      local objs = { {}, "s", 3.5, 7, true, false, print, coroutine.create(print), px.mutex() }
+      for _, cap in ipairs({ 0, 2, 16 }) do
+        local ch = px.channel(cap)
+        px.spawn(function()
+          for _, o in ipairs(objs) do assert.is_true(ch:send(o)) end
+          ch:close()
+        end)
+        local got = {}
+        while true do
+          local v, err = ch:recv()
+          if err then assert.equal("ECLOSED", err.code) break end
+          got[#got + 1] = v
+        end
+        assert.equal(#objs, #got)
+        for i = 1, #objs do assert.is_true(rawequal(objs[i], got[i])) end
+      end
+    end)
+  end)
+
   it("channel_arguments_are_checked", function()
     for _, bad in ipairs({ -1, "1", 1.5, {} }) do   -- a capacity is an integer >= 0
       assert.equal("EINVAL", raised(px.channel, bad).code)

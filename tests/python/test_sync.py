@@ -1398,7 +1398,7 @@ def test_values_come_out_in_the_order_they_went_in():
 
 
 @chan
-def test_values_are_any_python_objects_and_keep_their_identity():
+def test_values_are_any_values_of_the_language_and_keep_their_identity():
     def body():
         objs = [object(), None, [1, 2], {"k": "v"}, (), "s", 3.5, KeyError("x")]
         for cap in (0, 2, 16):
