@@ -8,7 +8,6 @@ Waits across threads are synchronized on events with generous bounds (TIMEOUT);
 timing checks only say "never early" and "well before a bound that would mean
 the wait was not interrupted"."""
 import gc
-import os
 import signal
 import subprocess
 import sys
