@@ -614,7 +614,7 @@ describe("timerq", function()
   end)
 
   it("a_timer_of_2_63_ns_or_more_never_fires_and_is_cancellable", function()
-    -- On the scheduler as on a plain queue (timers_spec.lua): the timer holds
+    -- On the scheduler as on a plain queue (durations_spec.lua): the timer holds
     -- the run until its cancel's aborted call, a fiber, has started.
     local seen = {}
     px.run(function()
