@@ -353,70 +353,6 @@ def test_off_fiber_calls_are_enofiber(k):
             call()
 
 
-@pytest.mark.group("waitgroup")     # Semaphore.release and Event.set need a fiber in Python
-def test_calls_that_need_no_fiber_work_off_fiber_and_waits_stay_enofiber():
-    wg = px.WaitGroup()
-    wg.add(2)
-    wg.done()
-    assert wg.count == 1
-    with pytest.raises(px.InvalidArgument):
-        wg.add(-2)
-    assert wg.count == 1
-    with pytest.raises(px.NoFiberError):
-        wg.wait()
-    wg.done()
-
-    def body():
-        wg.wait()                       # at zero: at once
-        wg.add(1)
-        wg.done()
-    run(body)
-    wg.add(1)                           # off-fiber again, after the run
-    assert wg.count == 1
-
-
-# -- try forms -----------------------------------------------------------------------
-
-def _try_mutex():
-    m = px.Mutex()
-    assert m.try_lock() and m.owner == px.current_id()
-    assert px.spawn(m.try_lock).join() is False
-    m.unlock()
-
-
-def _try_rwlock():
-    lk = px.RwLock()
-    assert lk.try_rdlock() and lk.readers == 1
-    assert px.spawn(lk.try_wrlock).join() is False
-    lk.rdunlock()
-    assert lk.try_wrlock() and lk.writer == px.current_id()
-    assert px.spawn(lk.try_rdlock).join() is False
-    assert px.spawn(lk.try_wrlock).join() is False
-    lk.wrunlock()
-
-
-def _try_sem_and_chan():
-    s = px.Semaphore(1)
-    assert s.try_acquire() and s.value == 0
-    assert s.try_acquire() is False
-    s.release()
-    ch = px.Channel(1)
-    assert ch.try_send("a") and ch.try_send("b") is False
-    assert ch.try_recv() == (True, "a")
-    assert ch.try_recv() == (False, None)
-
-
-@pytest.mark.parametrize("k", [MutexKind(), RwWriteKind()], ids=repr)
-def test_try_forms_take_a_free_one_and_refuse_a_held_one_without_parking(k):
-    """C's spec for the locks; the semaphore's and the channel's try forms
-    (C: sem.acquire_takes_a_free_unit_at_once_and_tryacquire_refuses_when_none,
-    chan.trysend_and_tryrecv_never_park_buffered_or_not) run in both rows."""
-    def body():
-        (_try_mutex if k.name == "mutex" else _try_rwlock)()
-        _try_sem_and_chan()
-    run(body)
-
-
 # -- interrupted waits -----------------------------------------------------------------
 
 def _interrupt_then_release(k, make_scope, interrupt):
@@ -607,60 +543,6 @@ def test_a_wake_flood_from_another_thread_ends_no_wait(k):
     run(body)
 
 
-# -- owner death -----------------------------------------------------------------------
-
-@pytest.mark.parametrize("k", [MutexKind(), RwWriteKind()], ids=repr)
-def test_owner_death_hands_it_over_with_eownerdead_and_tells_later_waits(k):
-    """For the mutex and the rwlock (C's spec is for the once too: a Python
-    fiber leaves Once.do only by an exception, here the holder's cancel,
-    after which the once is done and its waiter returns)."""
-    def body():
-        m = px.Mutex()
-        lk = px.RwLock()
-        once = px.Once()
-        gate = px.Event()
-        mutex = k.name == "mutex"
-
-        def holder():
-            if mutex:
-                m.lock()
-            else:
-                lk.wrlock()
-            once.do(gate.wait)          # ends inside the action: cancelled below
-        tok = px.CancellationToken()
-
-        def holder_in_scope():
-            with px.cancel_scope(tok):
-                holder()
-        h = px.spawn(holder_in_scope)
-        until(lambda: (m.owner if mutex else lk.writer) == h.id, "the holder holds")
-
-        def told(lock, owner, unlock):
-            try:
-                lock()
-            except px.OwnerDiedError:
-                assert owner() == px.current_id()   # held by the one told
-                unlock()
-                return "told"
-            return "not told"
-        if mutex:
-            w = spawn_waiting(k, m, lambda: told(m.lock, lambda: m.owner, m.unlock))
-        else:
-            w = spawn_waiting(k, lk, lambda: told(lk.wrlock, lambda: lk.writer, lk.wrunlock))
-        ow = px.spawn(once.do, pytest.fail)
-        settle()
-        tok.cancel()                    # the holder unwinds out of the action and ends
-        assert outcome(h) is px.Cancelled
-        assert w.join() == "told"
-        assert ow.join() is None and once.done
-        assert m.owner is None and lk.writer is None
-        m.lock()                        # only the first owner after the death is told
-        m.unlock()
-        lk.wrlock()
-        lk.wrunlock()
-    run(body)
-
-
 # -- deadlock reports ---------------------------------------------------------------------
 
 @params
@@ -745,22 +627,6 @@ def test_two_schedulers_at_once_is_ethread_and_changes_nothing(k):
                 with pytest.raises(px.WrongSchedulerError):
                     call()
                 assert repr(h) == state
-        run(body)
-    finally:
-        stop()
-
-
-@pytest.mark.group("rwlock")
-def test_read_hold_beside_another_schedulers_readers_is_ethread():
-    lk = px.RwLock()
-    stop = in_a_run_on_another_thread(lk.rdlock, lk.rdunlock)
-    try:
-        def body():
-            for call in (lk.rdlock, lk.try_rdlock, lk.wrlock, lk.read().__enter__):
-                with pytest.raises(px.WrongSchedulerError):
-                    call()
-            assert lk.try_wrlock() is False
-            assert lk.readers == 1 and lk.waiters == 0
         run(body)
     finally:
         stop()
