@@ -1111,7 +1111,8 @@ def test_joiners_stray_woken_interrupted_and_parked_each_return_once():
     px.run(main)
 
 
-def test_stray_wake_sleep():
+@pytest.mark.group("stray_wake")
+def test_a_stray_wake_does_not_end_a_sleep():
     def main():
         def sleeper():
             t0 = time.monotonic()
