@@ -146,6 +146,88 @@ def test_a_mutex_left_free_by_a_death_has_no_owner_refuses_unlock_and_frees():
     run(body)
 
 
+def _none_owned(*ms):
+    for m in ms:
+        assert m.owner is None and m.waiters == 0
+
+
+def _unheld(lk):
+    assert lk.readers == 0 and lk.writer is None
+
+
+@mutex_holds
+def test_unlocks_in_any_order_release_each_mutex_and_keep_the_others():
+    def body():
+        a, b, c = px.Mutex(), px.Mutex(), px.Mutex()
+        a.lock()
+        b.lock()
+        c.lock()
+        a.unlock()                          # the oldest first
+        assert a.owner is None
+        assert b.owner == px.current_id()
+        with pytest.raises(px.NotOwnerError):
+            a.unlock()
+        a.lock()                            # now the newest
+        b.unlock()
+        c.unlock()
+        c.lock()
+        with pytest.raises(px.DeadlockError):
+            c.lock()
+        a.unlock()
+        c.unlock()
+        _none_owned(a, b, c)
+        for _ in range(3):                  # each is free to take and let go again
+            a.lock()
+            b.lock()
+            c.lock()
+            c.unlock()
+            b.unlock()
+            a.unlock()
+        assert b.try_lock() is True
+        b.unlock()
+        _none_owned(a, b, c)
+    run(body)
+
+
+@mutex_holds
+def test_mutex_holds_mix_with_rwlock_holds_in_any_order_and_in_death():
+    def body():
+        a, b, r = px.Mutex(), px.Mutex(), px.RwLock()
+        a.lock()                            # the mutex under a write lock,
+        r.wrlock()                          # let go first
+        a.unlock()
+        r.wrunlock()
+        a.lock()                            # a read hold between two mutexes,
+        r.rdlock()
+        b.lock()
+        r.rdunlock()                        # let go in the middle
+        a.unlock()
+        b.unlock()
+        with pytest.raises(px.NotOwnerError):
+            r.rdunlock()
+        _none_owned(a, b)
+        _unheld(r)
+
+        def dies_holding_three():
+            r.wrlock()
+            a.lock()
+            r.rdlock()
+        px.spawn(dies_holding_three).join()    # a death with all three kinds
+        _none_owned(a)
+        _unheld(r)
+        with pytest.raises(px.OwnerDiedError):
+            a.lock()
+        assert a.owner == px.current_id()   # held by the one told
+        with pytest.raises(px.OwnerDiedError):
+            r.wrlock()
+        assert r.writer == px.current_id()
+        a.unlock()
+        r.wrunlock()
+        _none_owned(a)
+        _unheld(r)
+    run(body)
+
+
 @mutex
 def test_eownerdead_goes_past_an_interrupted_waiter_to_the_next():
     def body():
