@@ -1,5 +1,5 @@
-"""The rules every primitive of the sync family keeps (tests/c/sync/family.c and
-stray_wake.c), once over a table of them.
+"""The rules every primitive of the sync family keeps (tests/c/sync/family.c),
+once over a table of them (test_stray_wake.py runs stray_wake.c's over it too).
 
 A row says how to make the primitive, how to make its wait park (arm, on the
 main fiber), the wait itself, what a waiter does once its wait returned
@@ -12,8 +12,7 @@ import threading
 import pytest
 
 import parataxis as px
-from parataxis._parataxis import lib
-from sync_kit import TIMEOUT, cancel_from_thread, outcome, run, settle, until
+from sync_kit import TIMEOUT, cancel_from_thread, run, settle, until
 
 
 class Kind:
@@ -611,64 +610,6 @@ def test_event_set_returns_how_many_it_woke():
         for f in fibers:
             f.join()
         assert e.set() == 0
-    run(body)
-
-
-# -- stray wakes ------------------------------------------------------------------------
-
-@params
-def test_a_stray_wake_does_not_end_the_wait(k):
-    """tests/c/sync/stray_wake.c: a_stray_wake_does_not_end_a_<kind> and
-    a_stray_wake_then_<a release>_hands_it_over: the waiter keeps its place."""
-    def body():
-        h = k.make()
-        k.arm(h)
-        log = []
-        a = spawn_waiting(k, h, waiter(k, h, log, "a"))
-        b = spawn_waiting(k, h, waiter(k, h, log, "b")) if k.queues else None
-        assert lib.px_wake(a.id) == 1
-        settle()
-        assert not a.done and log == []
-        if k.queued(h) is not None:
-            assert k.queued(h) == (2 if b else 1)
-        k.release(h)                    # to A, first in line still
-        assert lib.px_wake(a.id) in (0, 1)  # granted, not yet run: a stray wake again
-        assert a.join() == "a"
-        if b is not None:
-            assert log[0] == "a"
-            if not k.chains and not k.wakes_all:
-                k.release(h)
-            assert b.join() == "b"
-    run(body)
-
-
-@params
-def test_a_wake_flood_from_another_thread_ends_no_wait(k):
-    def body():
-        h = k.make()
-        k.arm(h)
-        a = spawn_waiting(k, h, waiter(k, h, tag="a"))
-        stop = threading.Event()
-        woke = threading.Semaphore(0)
-
-        def flood():
-            while not stop.is_set():
-                lib.px_wake(a.id)
-                woke.release()
-        t = threading.Thread(target=flood)
-        t.start()
-        try:
-            for _ in range(50):         # each round: wakes landed, the waiter looked
-                assert woke.acquire(timeout=TIMEOUT)
-                settle(2)
-                assert not a.done
-            if k.queued(h) is not None:
-                assert k.queued(h) == 1
-            k.release(h)
-            assert a.join() == "a"
-        finally:
-            stop.set()
-            t.join(TIMEOUT)
     run(body)
 
 
