@@ -430,7 +430,7 @@ LOCKS = [
 locks = pytest.mark.parametrize("k", LOCKS, ids=repr)
 
 
-def _told(wait, h):
+def _told_or_got(wait, h):
     """wait(h): "told" when it raised OwnerDiedError (holding it), else "got"."""
     try:
         assert wait(h) is not False
@@ -456,7 +456,7 @@ def test_owner_death_hands_it_over_with_eownerdead_and_tells_later_waits(k):
         got = []
 
         def waiter():
-            got.append(_told(k.wait, h))
+            got.append(_told_or_got(k.wait, h))
             k.leave(h)
         ws = [px.spawn(waiter) for _ in range(k.waiters)]
         d.join()                        # ended holding it
@@ -464,15 +464,15 @@ def test_owner_death_hands_it_over_with_eownerdead_and_tells_later_waits(k):
             w.join()
         later = "told" if k.told_later else "got"
         assert got == ["told"] + [later] * (k.waiters - 1)     # handed over at the death
-        assert _told(k.wait, h) == later
+        assert _told_or_got(k.wait, h) == later
         k.leave(h)
         for wait in (k.wait, k.try_wait):
             h = k.make()
             px.spawn(k.arm, h).join()
             assert k.holder(h) is None  # released as it ended
-            assert _told(wait, h) == "told"
+            assert _told_or_got(wait, h) == "told"
             k.leave(h)
-            assert _told(wait, h) == later
+            assert _told_or_got(wait, h) == later
             k.leave(h)
     run(body)
 
