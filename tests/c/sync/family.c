@@ -673,8 +673,10 @@ static void *wake_all_main(void *arg)
 
 static void wake_all(void)
 {
-    if (K->wake_all.call == NULL)
+    if (K->wake_all.call == NULL) {
+        CHECK(spec_arg == NULL);    /* a row named on the command line must have one */
         return;
+    }
     woken = 0;
     if (K->wake_all.make) {
         H = K->wake_all.make();
