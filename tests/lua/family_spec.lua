@@ -7,7 +7,7 @@ local px = require "parataxis"
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or ""
 local helpers = dofile(dir .. "helpers.lua")
 local kit = dofile(dir .. "sync_kinds.lua")
-local raised, spawn_waiting = helpers.raised, helpers.spawn_waiting
+local raised, spawn_waiting, yield_until = helpers.raised, helpers.spawn_waiting, helpers.yield_until
 local kinds, waiter = kit.kinds, kit.waiter
 
 -- The areas in the order of their first row; rows[area] = its rows.
@@ -21,7 +21,7 @@ for _, k in ipairs(kinds) do
 end
 
 -- The rules: each takes one row.  sync = true: for the family's rows only
--- (not fiber:join).  more[area]: what that area's test asserts besides.
+-- (not fiber:join); areas: only for these areas.  more[area]: what that area's test asserts besides.
 local rules, more = {}, {}
 
 -- A wait off-fiber is ENOFIBER; the wait's method given nil or an object of
@@ -83,6 +83,98 @@ more["mutex.timed_out_or_cancelled_wait_leaves_nothing_queued"] = function()
   end)
 end
 
+-- Cancel, then release at once: the interrupted waiter is leaving but has not
+-- run yet, and the release goes past it to the next one.  (The mutex's and
+-- the semaphore's are in sync_spec.lua; a barrier of two holds one waiter.)
+rules[#rules + 1] = { name = "release_right_after_an_interrupt_goes_past_it_to_the_next_waiter",
+  areas = { rwlock = true, waitgroup = true, once = true, event = true, chan = true },
+  check = function(k)
+    px.run(function()
+      local h = k.make()
+      if k.arm then k.arm(h) end
+      local tok = px.token()
+      local a = spawn_waiting(function()
+        return select(2, px.with_cancel(tok, function() k.block(h) end)).code
+      end)
+      local b = spawn_waiting(waiter(k, h, {}, "b"))
+      if k.queued then assert.equal(2, k.queued(h)) end
+      tok:cancel()                                        -- a is leaving, not yet run
+      k.release(h)
+      if k.holder then assert.equal(b:id(), k.holder(h)) end
+      assert.equal("ECANCELED", a:join())
+      assert.equal("b", b:join())
+      if k.queued then assert.equal(0, k.queued(h)) end
+      if k.after_interrupt then k.after_interrupt(h) end
+    end)
+  end }
+
+-- Five waiters queue; each release (or the one before them, where a
+-- waiter's leave passes it on, or one release admits them all) goes to them
+-- in the order they came.  (The mutex's and the semaphore's are in
+-- sync_spec.lua.)
+rules[#rules + 1] = { name = "hands_off_in_fifo_order",
+  areas = { rwlock = true, chan = true },
+  check = function(k)
+    px.run(function()
+      local h = k.make()
+      if k.arm then k.arm(h) end
+      local log, fibers = {}, {}
+      for i = 1, 5 do fibers[i] = spawn_waiting(waiter(k, h, log, i)) end
+      if k.queued then assert.equal(5, k.queued(h)) end
+      for i = 1, 5 do
+        if i == 1 or not (k.chains or k.wakes_all) then k.release(h) end
+        yield_until(function() return #log >= i end)
+      end
+      for i = 1, 5 do assert.equal(i, fibers[i]:join()) end
+      assert.same({ 1, 2, 3, 4, 5 }, log)
+    end)
+  end }
+
+-- Eight waiters park; one call lets them all through (a barrier: of nine
+-- parties, the ninth arrival leads; a once: the runner's end).  (The
+-- event's and the waitgroup's are in sync_spec.lua.)
+rules[#rules + 1] = { name = "one_call_wakes_every_waiter",
+  areas = { barrier = true, once = true },
+  check = function(k)
+    px.run(function()
+      local h = k.area == "barrier" and px.barrier(9) or k.make()
+      if k.arm then k.arm(h) end
+      local log, fibers = {}, {}
+      for i = 1, 8 do fibers[i] = spawn_waiting(waiter(k, h, log, i)) end
+      if k.queued then assert.equal(8, k.queued(h)) end
+      assert.same({}, log)
+      k.release(h)
+      for i = 1, 8 do assert.equal(i, fibers[i]:join()) end
+      assert.equal(8, #log)
+      if k.area == "barrier" then assert.equal(1, h:phase()) end
+    end)
+  end }
+
+-- A wait in a scope that fired before it (a cancelled token, a zero
+-- timeout), on a fiber that does not hold it, fails at once and queues
+-- nothing; a fresh waiter gets the next release.  (The mutex's, the barrier's
+-- and the waitgroup's are in sync_spec.lua.)
+rules[#rules + 1] = { name = "wait_in_a_fired_scope_fails_at_once_without_queueing",
+  areas = { rwlock = true, once = true, sem = true, event = true, chan = true },
+  check = function(k)
+    px.run(function()
+      local h = k.make()
+      if k.arm then k.arm(h) end
+      local tok = px.token()
+      assert.is_true(tok:cancel())                        -- fired before the wait
+      local f = px.spawn(function()
+        local r1, e1 = px.with_cancel(tok, function() k.block(h) end)
+        local r2, e2 = px.timeout(0, function() k.block(h) end)
+        return r1, e1.code, r2, e2.code
+      end)
+      assert.same({ nil, "ECANCELED", nil, "ETIMEDOUT" }, { f:join() })
+      if k.queued then assert.equal(0, k.queued(h)) end
+      local b = spawn_waiting(waiter(k, h, {}, "b"))
+      k.release(h)
+      assert.equal("b", b:join())
+    end)
+  end }
+
 -- Nothing can run: the run raises EDEADLK, and the waiter's own line of the
 -- report names its wait and the primitive (and, where the primitive has one,
 -- the fiber that holds it); an armer parked elsewhere does not stand in for it.
@@ -129,6 +221,7 @@ for _, area in ipairs(areas) do
   describe(area, function()
     for _, rule in ipairs(rules) do
       local these = {}
+      if rule.areas and not rule.areas[area] then goto next_rule end
       for _, k in ipairs(rows[area]) do
         if not (rule.sync and k.not_sync) then these[#these + 1] = k end
       end
@@ -139,6 +232,7 @@ for _, area in ipairs(areas) do
           if extra then extra() end
         end)
       end
+      ::next_rule::
     end
   end)
 end

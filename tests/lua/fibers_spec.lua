@@ -6,7 +6,7 @@ local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "helpe
 local raised, lua_child = h.raised, h.lua_child
 
 describe("fiber", function()
-  it("run_returns_mains_results_and_passes_its_arguments", function()
+  it("run_passes_arguments_and_returns_mains_result", function()
     local a, b = px.run(function(x, y) return x + y, "two" end, 1, 2)
     assert.equal(3, a)
     assert.equal("two", b)
@@ -92,7 +92,7 @@ describe("fiber", function()
     end)
   end)
 
-  it("self_join_is_edeadlk", function()
+  it("self_join", function()
     px.run(function()
       local f
       f = px.spawn(function() return raised(f.join, f).code end)
@@ -353,7 +353,7 @@ describe("fiber", function()
     end)
   end)
 
-  it("an_error_in_main_propagates_out_of_run_after_the_other_fibers_were_cancelled", function()
+  it("exception_in_main_propagates_after_the_others_unwound", function()
     local cleaned, seen = false, nil
     local err = raised(px.run, function()
       px.spawn(function()
@@ -422,7 +422,7 @@ describe("fiber", function()
     assert.is_true(finished)
   end)
 
-  it("deadlock_report_names_the_wait_and_the_primitive", function()
+  it("px_run_reports_a_deadlock_and_says_edeadlk", function()
     local err = raised(px.run, function()
       local e = px.event()
       px.spawn(function() e:wait() end)
@@ -495,7 +495,7 @@ describe("fiber", function()
     end)
   end)
 
-  it("waits_off_fiber_raise_enofiber", function()
+  it("off_fiber_calls", function()
     assert.equal("ENOFIBER", raised(px.sleep, 0).code)
     assert.equal("ENOFIBER", raised(px.yield).code)
     assert.equal("ENOFIBER", raised(px.spawn, function() end).code)
@@ -544,6 +544,157 @@ describe("fiber", function()
       for i = 1, n do sum = sum + fibers[i]:join() end
       assert.equal(n * (n + 1) // 2, sum)
     end)
+  end)
+  it("spawn_order", function()
+    -- a spawned fiber runs when its spawner next parks, yields or ends
+    local trail = {}
+    px.run(function()
+      local function child(name) trail[#trail + 1] = name end
+      px.spawn(child, "a")
+      px.spawn(child, "b")
+      trail[#trail + 1] = "spawned"
+      px.yield()
+      trail[#trail + 1] = "yielded"
+      local c = px.spawn(child, "c")
+      trail[#trail + 1] = "spawned c"
+      c:join()
+      px.spawn(child, "d")
+      trail[#trail + 1] = "end"
+    end)
+    assert.same({ "spawned", "a", "b", "yielded", "spawned c", "c", "end", "d" }, trail)
+  end)
+
+  it("yield_lets_the_others_run", function()
+    local seen = px.run(function()
+      local seen = {}
+      px.spawn(function() seen[#seen + 1] = 1 end)
+      px.spawn(function() seen[#seen + 1] = 2 end)
+      assert.same({}, seen)
+      px.yield()
+      return seen
+    end)
+    assert.same({ 1, 2 }, seen)
+  end)
+
+  it("stale_ids", function()
+    -- ids are never 0, never reused, and px.self() is 0 off-fiber
+    local ids = {}
+    px.run(function()
+      local me = px.self()
+      assert.is_true(me ~= 0)
+      local f = px.spawn(px.self)
+      assert.is_true(f:id() ~= 0 and f:id() ~= me)
+      assert.equal(f:id(), f:join())
+      local g = px.spawn(function() end)
+      assert.is_true(g:id() > f:id())                -- a new fiber never gets an old id
+      g:join()
+      ids = { me, f:id(), g:id() }
+    end)
+    local later = px.run(px.self)
+    assert.is_true(later > math.max(table.unpack(ids)))   -- nor does a later run's
+    assert.equal(0, px.self())
+  end)
+
+  it("many", function()
+    -- 100,000 fibers spawned and joined, in waves of 10,000
+    local n = 100000
+    local done = px.run(function()
+      local done = 0
+      local function tiny(i) done = done + 1; return i end
+      for base = 0, n - 1, 10000 do
+        local fs = {}
+        for i = 1, 10000 do fs[i] = px.spawn(tiny, base + i) end
+        for i = 1, 10000 do assert.equal(base + i, fs[i]:join()) end
+      end
+      return done
+    end)
+    assert.equal(n, done)
+  end)
+
+  it("cycle", function()
+    -- two fibers each holding the mutex the other waits for: EDEADLK whose
+    -- message names the waits, the fibers and the cycle; every fiber was
+    -- unwound (its to-be-closed variables closed)
+    local unwound, ids = {}, {}
+    local function closer(name)
+      return setmetatable({}, { __close = function() unwound[#unwound + 1] = name end })
+    end
+    local function side(mine, other, name)
+      local c <close> = closer(name)
+      ids[name] = px.self()
+      local g <close> = mine:guard()
+      px.yield()
+      other:lock()
+    end
+    local err = raised(px.run, function()
+      local c <close> = closer("main")
+      local a, b = px.mutex(), px.mutex()
+      local fa = px.spawn(side, a, b, "a")
+      local fb = px.spawn(side, b, a, "b")
+      fa:join()
+      fb:join()
+    end)
+    assert.equal("EDEADLK", err.code)
+    local msg = err.message
+    assert.truthy(msg:find("deadlock", 1, true))
+    assert.truthy(msg:find("Mutex lock", 1, true) and msg:find("fiber join", 1, true))
+    assert.truthy(msg:find("wait-for cycle", 1, true))
+    for _, name in ipairs({ "a", "b" }) do
+      assert.truthy(msg:find(tostring(ids[name]), 1, true))
+    end
+    table.sort(unwound)
+    assert.same({ "a", "b", "main" }, unwound)
+  end)
+
+  it("join_cycle", function()
+    local unwound = {}
+    local function closer(name)
+      return setmetatable({}, { __close = function() unwound[#unwound + 1] = name end })
+    end
+    local err = raised(px.run, function()
+      local box = {}
+      local function join_b()
+        local c <close> = closer("b")
+        box.a:join()
+      end
+      local function join_a()
+        local c <close> = closer("a")
+        box.b = px.spawn(join_b)
+        box.b:join()
+      end
+      box.a = px.spawn(join_a)
+      box.a:join()
+    end)
+    assert.equal("EDEADLK", err.code)
+    assert.truthy(err.message:find("fiber join", 1, true))
+    assert.truthy(err.message:find("wait-for cycle", 1, true))
+    table.sort(unwound)
+    assert.same({ "a", "b" }, unwound)
+  end)
+
+  it("not_deadlocks", function()
+    -- a pending timeout or sleep is not a deadlock
+    local r = px.run(function()
+      local ev = px.event()
+      local _, err = px.timeout(0.02, function() return ev:wait() end)
+      assert.equal("ETIMEDOUT", err.code)
+      px.spawn(function() px.sleep(0.02); ev:set() end):join()
+      ev:wait()
+      return "ok"
+    end)
+    assert.equal("ok", r)
+  end)
+
+  it("real_deadlocks", function()
+    -- with no cancel scope open, or once it closed, a stuck run is a deadlock
+    local err = raised(px.run, function()
+      local tok = px.token()
+      px.with_cancel(tok, function() end)
+      px.event():wait()
+    end)
+    assert.equal("EDEADLK", err.code)
+    assert.truthy(err.message:find("parked", 1, true))
+    assert.is_nil(px.run(function() end))          -- the thread runs again afterwards
   end)
 end)
 
@@ -613,36 +764,8 @@ describe("timerq", function()
     assert.is_false(waited)
   end)
 
-  it("timerq_executor", function()
-    -- each handler runs as a new fiber: it may lock a px.mutex and px.sleep
-    local order = px.run(function()
-      local m, done, order = px.mutex(), px.event(), {}
-      local main_id = px.self()
-      local function handler(n)
-        return function(aborted)
-          assert.is_false(aborted)
-          assert.is_true(px.self() ~= 0 and px.self() ~= main_id)
-          local g <close> = m:guard()
-          px.sleep(0.001)
-          order[#order + 1] = n
-          if #order == 3 then done:set() end
-        end
-      end
-      local q <close> = px.TimerQueue{ executor = px.scheduler() }
-      m:lock()                                  -- the handlers queue on it
-      q:add(0.03, handler(3))
-      q:add(0.01, handler(1))
-      q:add(0.02, handler(2))
-      px.sleep(0.1)
-      m:unlock()
-      assert.is_true(px.timeout(LONG, function() return done:wait() end))
-      return order
-    end)
-    assert.same({ 1, 2, 3 }, order)
-  end)
-
   it("a_timer_of_2_63_ns_or_more_never_fires_and_is_cancellable", function()
-    -- On the scheduler as on a plain queue (timers_spec.lua): the timer holds
+    -- On the scheduler as on a plain queue (durations_spec.lua): the timer holds
     -- the run until its cancel's aborted call, a fiber, has started.
     local seen = {}
     px.run(function()
@@ -657,41 +780,6 @@ describe("timerq", function()
       for _, id in ipairs(ids) do assert.is_true(q:cancel(id)) end
     end)
     assert.same({ true, true, true }, seen)
-  end)
-
-  it("timerq_executor_holds_the_run", function()
-    -- a timer whose handler will start a fiber keeps the run alive: main may
-    -- wait for what only that handler does, and a run whose main returned
-    -- still runs the handler before it ends
-    local seen = {}
-    local q = px.run(function()
-      local ev = px.event()
-      local q = px.TimerQueue{ executor = px.scheduler() }
-      q:add(0.05, function(aborted) seen[#seen + 1] = { "first", aborted }; ev:set() end)
-      ev:wait()                                 -- only the handler sets it
-      q:add(0.05, function(aborted) seen[#seen + 1] = { "second", aborted } end)
-      return q
-    end)
-    q:close()
-    assert.same({ { "first", false }, { "second", false } }, seen)
-  end)
-
-  it("a_failed_run_waits_for_no_timer", function()
-    -- the hold of a pending timer ends when the run is cancelled: main's error
-    -- comes out at once, and the handler is called aborted later, off-run
-    local calls, q = {}, nil
-    local t0 = px.now()
-    local ok, err = pcall(px.run, function()
-      q = px.TimerQueue{ executor = px.scheduler() }
-      q:add(60, function(aborted) calls[#calls + 1] = aborted end)
-      error("main", 0)
-    end)
-    assert.is_false(ok)
-    assert.equal("main", err)
-    assert.is_true(px.now() - t0 < LONG)
-    assert.same({}, calls)
-    q:close()                                   -- aborts it: its call comes here
-    assert.same({ true }, calls)
   end)
 
   it("a_deadlocked_run_waits_for_no_timer_once_it_unwinds", function()
@@ -779,5 +867,74 @@ describe("timerq", function()
       assert.truthy(tostring(raised(sq.run, sq, 0)):find("fibers of the running px.run", 1, true))
       assert.equal(0, sq:drain())
     end)
+  end)
+end)
+
+-- The scheduler as a timer queue's executor, seen from the run (the C suite's
+-- fiber.timerq_executor & co.).
+describe("fiber", function()
+  local LONG = 30      -- a bound no passing run comes near (noisy machine)
+
+  it("timerq_executor", function()
+    -- each handler runs as a new fiber: it may lock a px.mutex and px.sleep
+    local order = px.run(function()
+      local m, done, order = px.mutex(), px.event(), {}
+      local main_id = px.self()
+      local function handler(n)
+        return function(aborted)
+          assert.is_false(aborted)
+          assert.is_true(px.self() ~= 0 and px.self() ~= main_id)
+          local g <close> = m:guard()
+          px.sleep(0.001)
+          order[#order + 1] = n
+          if #order == 3 then done:set() end
+        end
+      end
+      local q <close> = px.TimerQueue{ executor = px.scheduler() }
+      m:lock()                                  -- the handlers queue on it
+      q:add(0.03, handler(3))
+      q:add(0.01, handler(1))
+      q:add(0.02, handler(2))
+      px.sleep(0.1)
+      m:unlock()
+      assert.is_true(px.timeout(LONG, function() return done:wait() end))
+      return order
+    end)
+    assert.same({ 1, 2, 3 }, order)
+  end)
+
+  it("timerq_executor_holds_the_run", function()
+    -- a timer whose handler will start a fiber keeps the run alive: main may
+    -- wait for what only that handler does, and a run whose main returned
+    -- still runs the handler before it ends
+    local seen = {}
+    local q = px.run(function()
+      local ev = px.event()
+      local q = px.TimerQueue{ executor = px.scheduler() }
+      q:add(0.05, function(aborted) seen[#seen + 1] = { "first", aborted }; ev:set() end)
+      ev:wait()                                 -- only the handler sets it
+      q:add(0.05, function(aborted) seen[#seen + 1] = { "second", aborted } end)
+      return q
+    end)
+    q:close()
+    assert.same({ { "first", false }, { "second", false } }, seen)
+  end)
+
+  it("a_failed_run_waits_for_no_timer", function()
+    -- the hold of a pending timer ends when the run is cancelled: main's error
+    -- comes out at once, and the handler is called aborted later, off-run
+    local calls, q = {}, nil
+    local t0 = px.now()
+    local ok, err = pcall(px.run, function()
+      q = px.TimerQueue{ executor = px.scheduler() }
+      q:add(60, function(aborted) calls[#calls + 1] = aborted end)
+      error("main", 0)
+    end)
+    assert.is_false(ok)
+    assert.equal("main", err)
+    assert.is_true(px.now() - t0 < LONG)
+    assert.same({}, calls)
+    q:close()                                   -- aborts it: its call comes here
+    assert.same({ true }, calls)
   end)
 end)

@@ -10,6 +10,10 @@
 **       fiber; returns once the fiber is parked.  Kinds "rwlock_read" and
 **       "mutex_held" park nobody: the main fiber holds a read hold, or the
 **       mutex.
+**   local h = foreign.use(kind, obj)
+**       The same run, but it uses obj once first (arms it, parks a fiber on
+**       it and lets it through), then blocks its thread in its main fiber
+**       holding nothing and with nobody waiting; returns then.
 **   local wait_rc, run_rc = foreign.finish(h)
 **       Lets the parked fiber through, ends the run and joins the thread;
 **       returns what the fiber's wait returned and what px_run returned
@@ -85,6 +89,7 @@ static const kind kinds[] = {
 
 typedef struct home {
     const kind *k;
+    px_fiber_fn main;                   /* home_main (park) or used_main (use) */
     void *obj;
     pthread_t thread;
     pthread_mutex_t mu;
@@ -149,15 +154,36 @@ static void *home_main(void *arg)
     return NULL;
 }
 
+/* foreign.use: one use of obj (armed, the waiter parked and let through),
+** then the run stays alive holding nothing, its thread blocked. */
+static void *used_main(void *arg)
+{
+    home *h = arg;
+    px_fiber *w = NULL;
+    if (h->k->arm && (h->step_rc = h->k->arm(h->obj)) < 0)
+        goto alive;
+    if ((w = px_spawn(waiter, h)) == NULL)
+        goto alive;
+    for (int i = 0; !h->entered && i < 1000; i++)
+        px_yield();                     /* it runs up to its park */
+    h->step_rc = h->k->release(h->obj);
+    px_join(w, NULL);
+    px_fiber_release(w);
+alive:
+    raise_flag(h, &h->parked);
+    wait_flag(h, &h->go);               /* blocks this run's thread */
+    return NULL;
+}
+
 static void *home_thread(void *arg)
 {
     home *h = arg;
-    h->run_rc = px_run(home_main, h, NULL);
+    h->run_rc = px_run(h->main, h, NULL);
     raise_flag(h, &h->parked);          /* should the run end early */
     return NULL;
 }
 
-static int l_park(lua_State *L)
+static int start(lua_State *L, px_fiber_fn main)
 {
     const char *name = luaL_checkstring(L, 1);
     void **ud = lua_touserdata(L, 2);
@@ -169,21 +195,25 @@ static int l_park(lua_State *L)
     luaL_argcheck(L, k != NULL, 1, "a kind of px_foreign");
     home *h = calloc(1, sizeof *h);
     if (h == NULL)
-        return luaL_error(L, "px_foreign.park: out of memory");
+        return luaL_error(L, "px_foreign: out of memory");
     h->k = k;
+    h->main = main;
     h->obj = *ud;
     h->wait_rc = 1;                     /* "still waiting" until it returns */
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     if (pthread_create(&h->thread, NULL, home_thread, h) != 0) {
         free(h);
-        return luaL_error(L, "px_foreign.park: no thread");
+        return luaL_error(L, "px_foreign: no thread");
     }
     if (!wait_flag(h, &h->parked))
-        return luaL_error(L, "px_foreign.park: the other run never parked");
+        return luaL_error(L, "px_foreign: the other run never got ready");
     lua_pushlightuserdata(L, h);
     return 1;
 }
+
+static int l_park(lua_State *L) { return start(L, home_main); }
+static int l_use(lua_State *L) { return start(L, used_main); }
 
 static int l_finish(lua_State *L)
 {
@@ -203,7 +233,8 @@ int luaopen_px_foreign(lua_State *L);
 
 int luaopen_px_foreign(lua_State *L)
 {
-    static const luaL_Reg fns[] = { { "park", l_park }, { "finish", l_finish }, { NULL, NULL } };
+    static const luaL_Reg fns[] = { { "park", l_park }, { "use", l_use }, { "finish", l_finish },
+                                    { NULL, NULL } };
     luaL_newlib(L, fns);
     return 1;
 }

@@ -44,6 +44,21 @@ function h.run_until(q, cond)
   error("condition not reached in 20 s")
 end
 
+-- Waits, without running anything, until n calls of the TimerQueue q are due
+-- (queued for run or drain); fails instead of hanging.
+function h.wait_due(q, n)
+  local deadline = px.now() + 20
+  while q.core:size() < n and px.now() < deadline do q.core:wait(0.01) end
+  assert.equal(n, q.core:size())
+end
+
+-- Spins (no sleep: a Lua state has no other way to wait without running
+-- anything) for `s` seconds.
+function h.spin(s)
+  local until_ = px.now() + s
+  while px.now() < until_ do end
+end
+
 -- code, preceded by the assignments that give a child interpreter this
 -- run's package.path and package.cpath.
 function h.with_paths(code)

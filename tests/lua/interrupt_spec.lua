@@ -168,9 +168,9 @@ local ok, err = pcall(px.run, function()
   px.spawn(function()
     local q <close> = px.TimerQueue{ executor = px.scheduler() }
     q:add(60, function(aborted) print("handler", aborted) end)
+    print("ready")    -- here, not in main: a signal before this fiber ran found no queue
     px.sleep(60)
   end)
-  print("ready")
   px.sleep(60)
 end)
 print("pcall", ok, err)

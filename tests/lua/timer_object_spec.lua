@@ -204,7 +204,7 @@ describe("timer", function()
   end)
 
   it("takes_a_timeout_or_repeat_of_2_63_ns_or_more_as_never", function()
-    -- C's rule (timers_spec.lua, durations_of_2^63_ns_or_more_mean_never).
+    -- C's rule (durations_spec.lua, timerq_delays_saturate and timerq_periods_saturate).
     local calls = 0
     local t, u = px.timer(q), px.timer(q)
     assert.equal(0, t:start(1e10, 0, function() calls = calls + 1 end))

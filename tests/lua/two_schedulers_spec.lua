@@ -108,6 +108,72 @@ for _, area in ipairs(areas) do
   end)
 end
 
+-- The same rule seen from the other side: px_foreign's run used the object
+-- (armed it, parked a fiber on it and let it through) and is still alive,
+-- but none of its fibers waits on it or holds it: this run uses it as its
+-- own, and the other run ends well.
+local spawn_waiting = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "helpers.lua")
+  .spawn_waiting
+local uses = {   -- one use on a fiber of this run, by what px_foreign did
+  mutex = function(m)
+    m:lock()
+    local w = spawn_waiting(function() m:lock(); m:unlock() end)
+    m:unlock(); w:join()
+  end,
+  rwlock = function(l)
+    l:wrlock()
+    local w = spawn_waiting(function() l:rdlock(); l:rdunlock() end)
+    l:wrunlock(); w:join()
+  end,
+  waitgroup = function(wg)
+    wg:add(1)
+    local w = spawn_waiting(function() wg:wait() end)
+    wg:done(); w:join()
+  end,
+  barrier = function(b)
+    local w = spawn_waiting(function() b:arrive_and_wait() end)
+    b:arrive_and_wait(); w:join()
+  end,
+  once = function(o)                          -- done by the other run: at once
+    assert.is_true(o:done())
+    o:call(error, "the action ran twice")
+  end,
+  sem = function(s)
+    local w = spawn_waiting(function() s:acquire() end)
+    s:release(); w:join()
+  end,
+  event = function(e)
+    e:clear()                                 -- the other run's set left it set
+    local w = spawn_waiting(function() e:wait() end)
+    e:set(); w:join()
+  end,
+  chan_recv = function(c)
+    local w = spawn_waiting(function() return (c:recv()) end)
+    assert.is_true(c:send("v")); assert.equal("v", w:join())
+  end,
+  chan_send = function(c)
+    local w = spawn_waiting(function() assert.is_true(c:send("v")) end)
+    assert.equal("v", c:recv()); w:join()
+  end,
+}
+
+for _, area in ipairs(areas) do
+  describe(area, function()
+    it("an_object_no_fiber_waits_on_or_holds_works_in_any_run", function()
+      if not foreign then pending("px_foreign is built only with the C tests") return end
+      for _, row in ipairs(by_area[area]) do
+        local obj = row[2]()
+        local h = foreign.use(row[3], obj)
+        local ok, err = pcall(px.run, function() uses[row[3]](obj) end)
+        local wait_rc, run_rc = foreign.finish(h)
+        assert(ok, err)
+        assert.equal(0, wait_rc)
+        assert.equal(0, run_rc)
+      end
+    end)
+  end)
+end
+
 -- px_foreign's run holds obj (kind: "rwlock_read", "mutex_held"), with
 -- nobody waiting; body runs as a run of this thread meanwhile; then the other
 -- run lets go and ends: it waited for nothing, and ended well.

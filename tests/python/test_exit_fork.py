@@ -4,6 +4,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -96,8 +97,14 @@ def test_queue_dropped_inside_its_own_handler():
     assert sorted(out) == ["True", "exit", "other"]
 
 
+# -- fork: tests/behaviours.txt fork.<name>, as tests/c/fork/<name>.c ----------
+
+@pytest.mark.group("fork")
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_fork_marks_queues_unusable_in_child():
+def test_child():
+    """In the child of a fork the parent's queues, handles and timers refuse
+    work with ForkedError and close without joining a missing worker; a queue
+    made in the child works; the parent's queue goes on."""
     q = parataxis.TimerQueue()
     hq = parataxis.HandlerQueue()
     calls, done = [], threading.Event()
@@ -135,3 +142,127 @@ def test_fork_marks_queues_unusable_in_child():
     assert calls == [False]
     q.close()
     hq.close()
+
+
+@pytest.mark.group("fork")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_fiber():
+    """A fiber that forks: the parent's run goes on; the child may start a new
+    run of its own and exit (the forked run belongs to the parent)."""
+    out = run_script("""
+        import os, parataxis as px
+        def child_main():
+            return px.spawn(lambda: 5).join()
+        def main():
+            other = px.spawn(px.sleep, 0.01)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    try:
+                        r = px.run(child_main)
+                    except px.Error as e:
+                        r = type(e).__name__
+                    print("child", r, flush=True)
+                finally:
+                    os._exit(0)
+            _, status = os.waitpid(pid, 0)
+            other.join()
+            return os.waitstatus_to_exitcode(status)
+        print("parent", px.run(main))
+    """)
+    assert out[-2:] == ["parent", "0"]
+    assert out[:2] == ["child", "5"]   # BusyError before the fix in _host.c begin()
+
+
+@pytest.mark.group("fork")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_timerq():
+    """A child forked right after its parent's first add (the parent's worker
+    is starting) makes a queue of its own: a due handler is called once, not
+    aborted, and its close returns; the parent's queue goes on."""
+    q = parataxis.TimerQueue()
+    calls, done = [], threading.Event()
+    q.add(0.05, lambda a: (calls.append(a), done.set()))
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                   # the child
+        code = 0
+        try:
+            got, ev = [], threading.Event()
+            q2 = parataxis.TimerQueue()
+            q2.add(0, lambda a: (got.append(a), ev.set()))
+            if not ev.wait(10):
+                code |= 1
+            q2.close()
+            if got != [False]:
+                code |= 2
+        except BaseException:
+            code |= 4
+        os.write(w, bytes([code]))
+        os._exit(0)
+    os.close(w)
+    status = os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert status == b"\x00"
+    assert done.wait(TIMEOUT)                       # the parent's queue still works
+    assert calls == [False]
+    q.close()
+
+
+@pytest.mark.group("fork")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_locks():
+    """Children forked while other threads post to a running scheduler (its
+    inbox lock) can run px.run of their own and exit: no lock a thread of the
+    parent held at the fork is left taken in the child."""
+    stop, have = threading.Event(), threading.Event()
+    box = {}
+
+    def main():
+        box["sched"] = px_sched = parataxis.scheduler()
+        have.set()
+        while not stop.is_set():
+            parataxis.sleep(0.001)
+        return px_sched
+
+    def poster():
+        assert have.wait(TIMEOUT)
+        while not stop.is_set():
+            try:
+                box["sched"].post(lambda: None)
+            except parataxis.Closed:
+                return
+
+    runner = threading.Thread(target=parataxis.run, args=(main,))
+    runner.start()
+    posters = [threading.Thread(target=poster) for _ in range(2)]
+    for t in posters:
+        t.start()
+    try:
+        assert have.wait(TIMEOUT)
+        for _ in range(10):
+            pid = os.fork()
+            if pid == 0:                           # the child
+                code = 1
+                try:
+                    if parataxis.run(lambda: parataxis.spawn(lambda: 5).join()) == 5:
+                        code = 0
+                finally:
+                    os._exit(code)
+            deadline = time.monotonic() + TIMEOUT
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    break
+                if time.monotonic() > deadline:    # it hung on a lock of the parent
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    pytest.fail("a child of the fork hung")
+                time.sleep(0.01)
+            assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        stop.set()
+        for t in posters:
+            t.join(TIMEOUT)
+        runner.join(TIMEOUT)

@@ -8,7 +8,6 @@ Waits across threads are synchronized on events with generous bounds (TIMEOUT);
 timing checks only say "never early" and "well before a bound that would mean
 the wait was not interrupted"."""
 import gc
-import os
 import signal
 import subprocess
 import sys
@@ -158,6 +157,53 @@ def test_stale_ids():
     assert px.current_id() == 0
 
 
+def test_self_is_0_off_fiber_and_the_fibers_id_on_one():
+    assert px.current_id() == 0
+
+    def main():
+        me = px.current_id()
+        assert me != 0
+        f = px.spawn(px.current_id)
+        assert f.join() == f.id
+        assert f.id != me
+    px.run(main)
+    assert px.current_id() == 0
+
+
+def test_a_fiber_nobody_references_still_runs_to_its_end():
+    ended = []
+
+    def main():
+        px.spawn(lambda: (px.sleep(0.02), ended.append(True)))
+        gc.collect()
+        gc.collect()
+    px.run(main)
+    assert ended == [True]
+
+
+def test_a_finished_fiber_is_joined_after_its_run():
+    f = px.run(lambda: px.spawn(lambda: "late"))
+    assert f.done
+    assert f.join() == "late"
+
+
+def test_bad_arguments_raise_einval_naming_the_function_and_the_argument():
+    """Python's idiom: a bad value is px.InvalidArgument (PX_EINVAL) whose
+    message names the function and the value; a bad type is a TypeError."""
+    with pytest.raises(TypeError):
+        px.run(42)
+
+    def main():
+        with pytest.raises(px.InvalidArgument, match=r"sleep must be >= 0, got -1") as e:
+            px.sleep(-1)
+        assert e.value.code == lib.PX_EINVAL
+        with pytest.raises(px.InvalidArgument, match=r"timeout must be >= 0, got nan"):
+            px.timeout(float("nan"))
+        with pytest.raises(TypeError):
+            px.sleep("1")
+    px.run(main)
+
+
 def test_off_fiber_calls():
     with pytest.raises(px.NoFiberError):
         px.spawn(lambda: None)
@@ -187,7 +233,7 @@ def test_self_join():
     assert px.run(main) == "ok"
 
 
-def test_join_reraises_the_exception():
+def test_join_reraises_the_fibers_error_unchanged():
     class Boom(Exception):
         pass
 
@@ -197,10 +243,15 @@ def test_join_reraises_the_exception():
             f.join()
         with pytest.raises(ZeroDivisionError):
             f.join()                            # again: the same exception
+        e = Boom("x")
         def boom():
-            raise Boom("x")
-        with pytest.raises(Boom, match="x"):
-            px.spawn(boom).join()
+            raise e
+        g = px.spawn(boom)
+        with pytest.raises(Boom, match="x") as first:
+            g.join()
+        with pytest.raises(Boom) as again:
+            g.join()
+        assert first.value is e and again.value is e   # the very object raised
         return f.done
     assert px.run(main) is True
 
@@ -777,7 +828,7 @@ def test_a_run_on_each_of_two_threads():
     assert results == {"a": ("a", 19900), "b": ("b", 19900)}
 
 
-def test_run_inside_a_fiber_is_busy():
+def test_a_nested_run_is_ebusy():
     def main():
         with pytest.raises(px.BusyError):
             px.run(lambda: None)
@@ -847,6 +898,69 @@ def test_join_cycle():
     msg = str(e.value)
     assert "fiber join" in msg and "wait-for cycle" in msg
     assert sorted(unwound) == ["a", "b"]
+
+
+def test_px_run_reports_a_deadlock_and_says_edeadlk():
+    with pytest.raises(px.DeadlockError) as e:
+        px.run(lambda: px.Event().wait())
+    assert e.value.code == lib.PX_EDEADLK
+    msg = str(e.value)
+    assert "deadlock detected" in msg
+    assert "1 fiber(s) are parked" in msg and 'parked on "Event wait"' in msg
+
+
+def test_a_deadlocked_run_unwinds_its_fibers_before_it_raises():
+    closed = []
+
+    def other():
+        try:
+            px.Event().wait()
+        finally:
+            closed.append("other")
+
+    def main():
+        m = px.Mutex()
+        px.spawn(other)
+        try:
+            m.lock()
+            px.Event().wait()
+        finally:
+            closed.append("main")
+    with pytest.raises(px.DeadlockError):
+        px.run(main)
+    assert sorted(closed) == ["main", "other"]
+
+
+def test_close_handlers_of_a_failed_fiber_can_wait():
+    """A finally block may wait when an exception ends its fiber, as it may on
+    a normal exit."""
+    log = []
+
+    def closer(name):
+        px.sleep(0.001)                         # a wait, then a hand-over
+        with px.Mutex():
+            log.append(f"{name} closed after its error: {sys.exc_info()[1]}")
+
+    def failing():
+        try:
+            raise RuntimeError("fiber failed")
+        finally:
+            closer("fiber")
+
+    def main():
+        f = px.spawn(failing)
+        try:
+            f.join()
+        except RuntimeError as e:
+            log.append(f"joined: False {e}")
+        try:
+            raise RuntimeError("main failed")
+        finally:
+            closer("main")
+    with pytest.raises(RuntimeError, match="main failed"):
+        px.run(main)
+    assert log == ["fiber closed after its error: fiber failed", "joined: False fiber failed",
+                   "main closed after its error: main failed"]
 
 
 def test_not_deadlocks():
@@ -1156,7 +1270,8 @@ def test_joiners_stray_woken_interrupted_and_parked_each_return_once():
     px.run(main)
 
 
-def test_stray_wake_sleep():
+@pytest.mark.group("stray_wake")
+def test_a_stray_wake_does_not_end_a_sleep():
     def main():
         def sleeper():
             t0 = time.monotonic()
@@ -1204,7 +1319,6 @@ def test_timerq_executor():
     assert px.run(main) == [1, 2, 3]
 
 
-@pytest.mark.group("timerq")
 def test_timerq_executor_holds_the_run():
     """A timer whose handler will start a fiber keeps the run alive: main may
     wait for what only that handler does, and a run whose main returned still
@@ -1314,35 +1428,6 @@ def test_exit_from_a_fiber():
     assert r.returncode == 3, r.stderr
     assert r.stdout.split("\n")[0] == "other unwound"
     assert "Fatal" not in r.stderr
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_fork_in_a_fiber():
-    """A fiber that forks: the parent's run goes on; the child may start a new
-    run of its own and exit (the forked run belongs to the parent)."""
-    out = run_script("""
-        import os, parataxis as px
-        def child_main():
-            return px.spawn(lambda: 5).join()
-        def main():
-            other = px.spawn(px.sleep, 0.01)
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    try:
-                        r = px.run(child_main)
-                    except px.Error as e:
-                        r = type(e).__name__
-                    print("child", r, flush=True)
-                finally:
-                    os._exit(0)
-            _, status = os.waitpid(pid, 0)
-            other.join()
-            return os.waitstatus_to_exitcode(status)
-        print("parent", px.run(main))
-    """)
-    assert out[-2:] == ["parent", "0"]
-    assert out[:2] == ["child", "5"]   # BusyError before the fix in _host.c begin()
 
 
 def test_a_failed_run_waits_for_no_timer():

@@ -1,9 +1,12 @@
 """Each primitive's own behaviour, mirroring tests/c/sync/<primitive>.c (the
 rules common to the family are in test_sync_family.py)."""
+import random
+
 import pytest
 
 import parataxis as px
 from sync_kit import cancel_from_thread, outcome, run, settle, until
+from test_sync_family import in_a_run_on_another_thread
 
 # Each test's group in tests/behaviours.txt: the primitive of its section.
 mutex, mutex_holds, rwlock, waitgroup, barrier, once, sem, event, chan = (
@@ -143,15 +146,85 @@ def test_a_mutex_left_free_by_a_death_has_no_owner_refuses_unlock_and_frees():
     run(body)
 
 
-@mutex
-def test_trylock_after_an_owner_death_is_told_and_holds_it():
+def _none_owned(*ms):
+    for m in ms:
+        assert m.owner is None and m.waiters == 0
+
+
+def _unheld(lk):
+    assert lk.readers == 0 and lk.writer is None
+
+
+@mutex_holds
+def test_unlocks_in_any_order_release_each_mutex_and_keep_the_others():
     def body():
-        m = px.Mutex()
-        px.spawn(m.lock).join()
+        a, b, c = px.Mutex(), px.Mutex(), px.Mutex()
+        a.lock()
+        b.lock()
+        c.lock()
+        a.unlock()                          # the oldest first
+        assert a.owner is None
+        assert b.owner == px.current_id()
+        with pytest.raises(px.NotOwnerError):
+            a.unlock()
+        a.lock()                            # now the newest
+        b.unlock()
+        c.unlock()
+        c.lock()
+        with pytest.raises(px.DeadlockError):
+            c.lock()
+        a.unlock()
+        c.unlock()
+        _none_owned(a, b, c)
+        for _ in range(3):                  # each is free to take and let go again
+            a.lock()
+            b.lock()
+            c.lock()
+            c.unlock()
+            b.unlock()
+            a.unlock()
+        assert b.try_lock() is True
+        b.unlock()
+        _none_owned(a, b, c)
+    run(body)
+
+
+@mutex_holds
+def test_mutex_holds_mix_with_rwlock_holds_in_any_order_and_in_death():
+    def body():
+        a, b, r = px.Mutex(), px.Mutex(), px.RwLock()
+        a.lock()                            # the mutex under a write lock,
+        r.wrlock()                          # let go first
+        a.unlock()
+        r.wrunlock()
+        a.lock()                            # a read hold between two mutexes,
+        r.rdlock()
+        b.lock()
+        r.rdunlock()                        # let go in the middle
+        a.unlock()
+        b.unlock()
+        with pytest.raises(px.NotOwnerError):
+            r.rdunlock()
+        _none_owned(a, b)
+        _unheld(r)
+
+        def dies_holding_three():
+            r.wrlock()
+            a.lock()
+            r.rdlock()
+        px.spawn(dies_holding_three).join()    # a death with all three kinds
+        _none_owned(a)
+        _unheld(r)
         with pytest.raises(px.OwnerDiedError):
-            m.try_lock()
-        assert m.owner == px.current_id()
-        m.unlock()
+            a.lock()
+        assert a.owner == px.current_id()   # held by the one told
+        with pytest.raises(px.OwnerDiedError):
+            r.wrlock()
+        assert r.writer == px.current_id()
+        a.unlock()
+        r.wrunlock()
+        _none_owned(a)
+        _unheld(r)
     run(body)
 
 
@@ -214,6 +287,23 @@ def test_with_on_owner_death_unlocks_and_raises_and_strands_no_lock():
 
 
 @mutex
+def test_a_guard_unlocks_when_an_error_unwinds_its_fiber():
+    """A with-block is Python's guard: an exception that ends its fiber
+    unlocks on the way out, so the next locker is told of no owner death."""
+    def body():
+        m = px.Mutex()
+
+        def dies():
+            with m:
+                raise KeyError("boom")
+        with pytest.raises(KeyError):
+            px.spawn(dies).join()
+        m.lock()                        # no OwnerDiedError: the with released it
+        m.unlock()
+    run(body)
+
+
+@mutex
 def test_with_unlocks_when_the_block_raises():
     def body():
         m = px.Mutex()
@@ -226,6 +316,49 @@ def test_with_unlocks_when_the_block_raises():
                 with px.timeout(0.01):
                     px.Event().wait()
         assert m.owner is None and m.waiters == 0
+    run(body)
+
+
+@mutex
+def test_lock_held_by_a_fiber_of_another_scheduler_is_ethread():
+    """Another run's main fiber holds it, nobody waits: a lock here would park
+    on a foreign holder (WrongSchedulerError), try_lock is refused, unlock is
+    not ours."""
+    m = px.Mutex()
+    stop = in_a_run_on_another_thread(m.lock, m.unlock)
+    try:
+        def body():
+            with pytest.raises(px.WrongSchedulerError):
+                m.lock()
+            assert m.try_lock() is False
+            with pytest.raises(px.NotOwnerError):
+                m.unlock()
+            assert m.waiters == 0
+        run(body)
+    finally:
+        stop()
+    assert m.owner is None
+
+
+@mutex
+def test_a_fiber_id_that_held_the_lock_is_never_mistaken_for_a_new_fiber():
+    def body():
+        m, ids = px.Mutex(), []
+        first = px.spawn(lambda: (m.lock(), m.unlock(), px.current_id())).join()[2]
+        px.spawn(m.lock).join()         # and one that died holding it
+
+        def later():                    # fiber records are recycled; ids are not
+            me = px.current_id()
+            assert me != first and m.owner != me
+            try:
+                assert m.try_lock()     # never DeadlockError: not the owner
+            except px.OwnerDiedError:
+                pass
+            m.unlock()
+            return me
+        for _ in range(64):
+            ids.append(px.spawn(later).join())
+        assert len(set(ids)) == 64
     run(body)
 
 
@@ -254,6 +387,121 @@ def test_deadlock_report_names_the_holders_and_prints_the_cycle():
     report = str(e.value)
     assert '"Mutex lock"' in report and "wait-for cycle" in report, report
     assert f"held by fiber {ids['f']}" in report and f"held by fiber {ids['g']}" in report
+
+
+# -- Mutex and RwLock: the rules of tests/c/sync/family.c over their lock rows -----------
+
+class LockRow:
+    """A lock of the family as C's rows see it: arm takes it (a mutex's lock,
+    the rwlock's write lock), wait is the waiters' wait (lock, rdlock), leave
+    what a waiter does with it, holder the fiber arm made the holder; tries and
+    untries its try forms and what undoes each.  At an owner death `waiters`
+    wait, the first is told (OwnerDiedError, holding it) and later waits are
+    told when `told_later`."""
+
+    def __init__(self, group, make, arm, wait, try_wait, leave, holder, tries, untries,
+                 waiters, told_later):
+        self.group, self.make, self.arm, self.wait = group, make, arm, wait
+        self.try_wait, self.leave, self.holder = try_wait, leave, holder
+        self.tries, self.untries = tries, untries
+        self.waiters, self.told_later = waiters, told_later
+
+    def __repr__(self):
+        return self.group
+
+
+def _leave_mutex(m):
+    assert m.owner == px.current_id()
+    m.unlock()
+
+
+def _leave_read(lk):
+    assert lk.readers == 1
+    lk.rdunlock()
+
+
+LOCKS = [
+    LockRow("mutex", px.Mutex, px.Mutex.lock, px.Mutex.lock, px.Mutex.try_lock, _leave_mutex,
+            lambda m: m.owner, lambda m: [m.try_lock], lambda m: [m.unlock], 2, False),
+    LockRow("rwlock", px.RwLock, px.RwLock.wrlock, px.RwLock.rdlock, px.RwLock.try_rdlock,
+            _leave_read, lambda lk: lk.writer, lambda lk: [lk.try_rdlock, lk.try_wrlock],
+            lambda lk: [lk.rdunlock, lk.wrunlock], 1, True),
+]
+locks = pytest.mark.parametrize("k", LOCKS, ids=repr)
+
+
+def _told_or_got(wait, h):
+    """wait(h): "told" when it raised OwnerDiedError (holding it), else "got"."""
+    try:
+        assert wait(h) is not False
+    except px.OwnerDiedError:
+        return "told"
+    return "got"
+
+
+@locks
+def test_owner_death_hands_it_over_with_eownerdead_and_tells_later_waits(k):
+    """A fiber ends holding it: the first waiter gets it with OwnerDiedError,
+    later waits are told as the lock says (a mutex: no more; an rwlock's
+    readers: until a writer takes it).  With nobody waiting at the death, it is
+    free, and the wait (or its try form) after it is told the same way."""
+    def body():
+        h = k.make()
+
+        def dying():
+            k.arm(h)
+            until(lambda: h.waiters == k.waiters, "they all wait")
+        d = px.spawn(dying)
+        until(lambda: k.holder(h) == d.id, "it holds")
+        got = []
+
+        def waiter():
+            got.append(_told_or_got(k.wait, h))
+            k.leave(h)
+        ws = [px.spawn(waiter) for _ in range(k.waiters)]
+        d.join()                        # ended holding it
+        for w in ws:
+            w.join()
+        later = "told" if k.told_later else "got"
+        assert got == ["told"] + [later] * (k.waiters - 1)     # handed over at the death
+        assert _told_or_got(k.wait, h) == later
+        k.leave(h)
+        for wait in (k.wait, k.try_wait):
+            h = k.make()
+            px.spawn(k.arm, h).join()
+            assert k.holder(h) is None  # released as it ended
+            assert _told_or_got(wait, h) == "told"
+            k.leave(h)
+            assert _told_or_got(wait, h) == later
+            k.leave(h)
+    run(body)
+
+
+@locks
+def test_try_forms_take_a_free_one_and_refuse_a_held_one_without_parking(k):
+    """A free one is taken (a mutex: held by the caller); a held one is
+    refused, by another fiber, and so it stays while a waiter is queued."""
+    def body():
+        h = k.make()
+        for take, undo in zip(k.tries(h), k.untries(h)):
+            assert take() is True
+            if k.group == "mutex":
+                assert h.owner == px.current_id()
+            undo()
+        k.arm(h)
+
+        def refused():
+            return [take() for take in k.tries(h)]
+        assert px.spawn(refused).join() == [False] * len(k.tries(h))
+        assert h.waiters == 0
+        w = px.spawn(lambda: (k.wait(h), k.leave(h)))
+        parked(w, lambda: h.waiters == 1)
+        assert px.spawn(refused).join() == [False] * len(k.tries(h))
+        assert h.waiters == 1           # the waiter only
+        k.untries(h)[-1]()              # the arm's hold: unlock, wrunlock
+        w.join()
+        assert h.waiters == 0
+    run(body)
 
 
 # -- RwLock ------------------------------------------------------------------------------
@@ -544,6 +792,176 @@ def test_with_read_or_write_on_owner_death_releases_and_raises_and_strands_no_ho
 
 
 @rwlock
+def test_wrunlock_right_after_an_interrupted_writer_goes_past_it_to_the_readers():
+    def body():
+        lk, tok = px.RwLock(), px.CancellationToken()
+        lk.wrlock()
+        c = parked_in_scope(tok, lk.wrlock, queued=lambda: lk.waiters == 1)
+
+        def reader():
+            lk.rdlock()
+            lk.rdunlock()
+            return "read"
+        r1, r2 = px.spawn(reader), px.spawn(reader)
+        until(lambda: lk.waiters == 3, "the readers queued")
+        assert tok.cancel()             # c interrupted, still queued
+        lk.wrunlock()
+        assert lk.writer is None        # past c, which is leaving ...
+        assert lk.readers == 2          # ... to the readers behind it
+        assert lk.waiters == 0
+        assert outcome(c) is px.Cancelled
+        assert r1.join() == "read" and r2.join() == "read"
+        assert lk.readers == 0 and lk.writer is None
+    run(body)
+
+
+@rwlock
+def test_wrunlock_right_after_an_interrupted_reader_goes_past_it_to_the_writer():
+    def body():
+        lk, tok = px.RwLock(), px.CancellationToken()
+        lk.wrlock()
+        c = parked_in_scope(tok, lk.rdlock, queued=lambda: lk.waiters == 1)
+        w = px.spawn(lambda: (lk.wrlock(), lk.wrunlock()))
+        parked(w, lambda: lk.waiters == 2)
+        assert tok.cancel()
+        lk.wrunlock()
+        assert lk.readers == 0          # past c, which is leaving,
+        assert lk.writer == w.id        # to the writer behind it
+        assert lk.waiters == 0
+        assert outcome(c) is px.Cancelled
+        w.join()
+        assert lk.readers == 0 and lk.writer is None
+    run(body)
+
+
+@rwlock
+def test_a_fiber_that_once_held_it_is_never_mistaken_for_a_new_fiber():
+    def body():
+        lk = px.RwLock()
+        px.spawn(lambda: [lk.rdlock() for _ in range(3)]).join()   # three holds
+        px.spawn(lambda: (lk.wrlock(), lk.rdlock())).join()
+
+        def later():                    # on recycled fiber records
+            assert lk.readers == 0
+            with pytest.raises(px.NotOwnerError):
+                lk.rdunlock()           # holds nothing
+            with pytest.raises(px.NotOwnerError):
+                lk.wrunlock()
+            try:
+                lk.wrlock()             # not an upgrade: no DeadlockError
+            except px.OwnerDiedError:
+                pass
+            lk.wrunlock()
+        for _ in range(64):
+            px.spawn(later).join()
+        assert lk.readers == 0 and lk.writer is None
+    run(body)
+
+
+@rwlock
+def test_read_hold_beside_another_schedulers_readers_is_ethread():
+    """Another run's main fiber holds a read hold, nobody waits: a read hold
+    here would sit beside a foreign reader, a write lock would park on one."""
+    lk = px.RwLock()
+    stop = in_a_run_on_another_thread(lk.rdlock, lk.rdunlock)
+    try:
+        def body():
+            for call in (lk.rdlock, lk.try_rdlock, lk.wrlock):
+                with pytest.raises(px.WrongSchedulerError):
+                    call()
+            assert lk.try_wrlock() is False
+            assert lk.readers == 1 and lk.waiters == 0
+        run(body)
+    finally:
+        stop()
+    assert lk.readers == 0
+
+
+@rwlock
+def test_random_locking_under_random_timeouts_keeps_exclusion_and_leaves_nothing_queued():
+    """24 fibers take read holds (sometimes reentrant), write locks and a
+    mutex at random, under random short timeouts, holding them across yields;
+    the exclusion holds at every step, and at the end nothing is held or
+    queued."""
+    lk, sm = px.RwLock(), px.Mutex()
+    st = {"write": 0, "read": 0, "mutex": False, "ops": 0, "timeouts": 0}
+
+    def bounded(rng, lock):
+        """lock() under a random timeout of under 300 us (a quarter unbounded):
+        True when it got it."""
+        if rng.randrange(4) == 0:
+            lock()
+            return True
+        try:
+            with px.timeout(rng.randrange(300) * 1e-6):
+                lock()
+            return True
+        except px.Timeout:
+            st["timeouts"] += 1
+            return False
+
+    def hold_for(rng):
+        if rng.randrange(8) == 0:
+            px.sleep(50e-6)             # long enough for timeouts to fire
+        for _ in range(rng.randrange(3)):
+            px.yield_()
+
+    def read(rng):
+        if not bounded(rng, lk.rdlock):
+            return
+        assert st["write"] == 0
+        st["read"] += 1
+        if rng.randrange(2):
+            lk.rdlock()                 # reentrant: at once
+        else:
+            assert lk.try_rdlock()
+        with pytest.raises(px.DeadlockError):
+            lk.wrlock()
+        hold_for(rng)
+        assert st["write"] == 0
+        st["read"] -= 1
+        lk.rdunlock()
+        lk.rdunlock()
+
+    def write(rng):
+        if not bounded(rng, lk.wrlock):
+            return
+        assert st["write"] == 0 and st["read"] == 0 and lk.readers == 0
+        st["write"] = 1
+        hold_for(rng)
+        assert st["read"] == 0
+        st["write"] = 0
+        lk.wrunlock()
+
+    def lock_mutex(rng):
+        if not bounded(rng, sm.lock):
+            return
+        assert not st["mutex"]
+        st["mutex"] = True
+        assert sm.owner == px.current_id()
+        hold_for(rng)
+        st["mutex"] = False
+        sm.unlock()
+
+    def soaker(seed):
+        rng = random.Random(seed)
+        for _ in range(1000):
+            (read, write, lock_mutex)[rng.randrange(3)](rng)
+            st["ops"] += 1
+            if rng.randrange(2):
+                px.yield_()
+
+    def body():
+        for f in [px.spawn(soaker, i * 7919 + 1) for i in range(24)]:
+            f.join()
+    run(body)
+    assert st["ops"] == 24 * 1000
+    assert st["timeouts"] > 0, "no timeout fired"
+    assert lk.readers == 0 and lk.writer is None and lk.waiters == 0
+    assert sm.owner is None and sm.waiters == 0
+
+
+@rwlock
 def test_deadlock_report_names_readers_and_writer_and_prints_the_cycle():
     ids = {}
 
@@ -617,6 +1035,34 @@ def test_top_up_while_waiting_keeps_the_waiter_parked_until_zero():
         assert not w.done and wg.count == 1
         wg.done()
         w.join()
+    run(body)
+
+
+@waitgroup
+def test_calls_that_need_no_fiber_work_off_fiber_and_waits_stay_enofiber():
+    """As C's steps: add and done need no fiber; after each, wait is still
+    refused off-fiber and the count is what the step made it."""
+    wg = px.WaitGroup()
+    for step, count in ((lambda: wg.add(2), 2), (wg.done, 1), (lambda: wg.add(0), 1),
+                        (wg.done, 0)):
+        step()
+        assert wg.count == count
+        with pytest.raises(px.NoFiberError):
+            wg.wait()
+        assert wg.count == count
+
+
+@waitgroup
+def test_cancelled_wait_leaves_nothing_queued():
+    def body():
+        wg, tok = px.WaitGroup(), px.CancellationToken()
+        wg.add(1)
+        c = parked_in_scope(tok, wg.wait)
+        tok.cancel()
+        assert outcome(c) is px.Cancelled
+        assert wg.count == 1            # the count is not touched
+        wg.done()
+        wg.wait()                       # at zero: at once, nobody left queued
     run(body)
 
 
@@ -832,6 +1278,18 @@ def test_reentrant_do_from_inside_the_action_is_edeadlk():
 
 
 @once
+def test_done_works_anywhere_and_do_without_an_action_is_einval():
+    """Off-fiber: done reads; do without an action is refused (Python's
+    TypeError for the missing argument: C's and Lua's EINVAL) and leaves it
+    not done."""
+    once = px.Once()
+    assert once.done is False
+    with pytest.raises(TypeError):
+        once.do()
+    assert once.done is False
+
+
+@once
 def test_deadlock_report_names_the_runner_and_prints_the_cycle():
     ids = {}
 
@@ -1022,7 +1480,7 @@ def test_values_come_out_in_the_order_they_went_in():
 
 
 @chan
-def test_values_are_any_python_objects_and_keep_their_identity():
+def test_values_are_any_values_of_the_language_and_keep_their_identity():
     def body():
         objs = [object(), None, [1, 2], {"k": "v"}, (), "s", 3.5, KeyError("x")]
         for cap in (0, 2, 16):
@@ -1268,6 +1726,17 @@ def test_cancelled_send_racing_a_recv_sends_nothing():
         assert outcome(a) is px.Cancelled
         b.join()
         assert ch.try_recv() == (False, None) and ch._values == {}
+    run(body)
+
+
+@chan
+def test_a_channel_without_a_capacity_is_unbuffered():
+    def body():
+        ch = px.Channel()               # Channel(0), as documented
+        assert ch.capacity == 0
+        assert ch.try_send(1) is False
+        px.spawn(ch.send, "v")
+        assert ch.recv() == "v"
     run(body)
 
 

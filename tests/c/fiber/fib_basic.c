@@ -1,7 +1,8 @@
 /*
-** fib_basic.c -- spawn/join with results, FIFO yield order, sleep order without
-** early wakes, stale ids, off-fiber calls, an idle scheduler, 100,000 fibers:
-** one SPEC (one ctest fiber.<name>) each.
+** fib_basic.c -- px_run's argument and result, spawn/join with results, when a
+** spawned fiber first runs, FIFO yield order, sleep order without early wakes,
+** ids and stale ids, a self join, off-fiber calls, a nested run, an idle
+** scheduler, 100,000 fibers: one SPEC (one ctest fiber.<name>) each.
 */
 #include <string.h>
 
@@ -136,10 +137,27 @@ static void *stale_ids(void *arg)
     return NULL;
 }
 
+static px_fiber *joins_itself;
+
+static void *self_joiner(void *arg)
+{
+    (void)arg;
+    void *r = (void *)1;
+    CHECK_EQ(px_join(joins_itself, &r), PX_EDEADLK);
+    CHECK(r == (void *)1);                    /* left alone */
+    return (void *)"ok";
+}
+
 static void *self_join(void *arg)
 {
     (void)arg;
     CHECK(px_self() != 0);
+    joins_itself = px_spawn(self_joiner, NULL);
+    CHECK(joins_itself != NULL);
+    void *r = NULL;
+    CHECK_EQ(px_join(joins_itself, &r), 0);
+    CHECK(strcmp(r, "ok") == 0);
+    px_fiber_release(joins_itself);
     return NULL;
 }
 
@@ -191,6 +209,143 @@ static void *many(void *arg)
     free(f);
     CHECK_EQ(done_count, n);
     return NULL;
+}
+
+/* -- px_run's argument and result; a nested run -------------------------- */
+
+static void *twice(void *arg)
+{
+    return (void *)((intptr_t)arg * 2);
+}
+
+static void *add_then_spawn(void *arg)
+{
+    intptr_t n = (intptr_t)arg;
+    px_fiber *f = px_spawn(twice, (void *)(intptr_t)21);
+    void *r = NULL;
+    CHECK_EQ(px_join(f, &r), 0);
+    px_fiber_release(f);
+    return (void *)(n + (intptr_t)r);       /* n + 42 */
+}
+
+static int nested_code;
+static void *nested_result;
+
+static void *runs_nested(void *arg)
+{
+    (void)arg;
+    nested_result = (void *)1;
+    nested_code = px_run(tiny, NULL, &nested_result);
+    CHECK_EQ(px_yield(), 0);                /* the outer run goes on */
+    return (void *)"ok";
+}
+
+/* -- ids: 0 off-fiber, the fiber's own on one -------------------------------- */
+
+static void *own_id(void *arg)
+{
+    (void)arg;
+    return (void *)(uintptr_t)px_self();
+}
+
+static void *ids_on_fibers(void *arg)
+{
+    (void)arg;
+    uint64_t me = px_self();
+    CHECK(me != 0);
+    px_fiber *f = px_spawn(own_id, NULL);
+    void *r = NULL;
+    CHECK_EQ(px_join(f, &r), 0);
+    CHECK_EQ((uint64_t)(uintptr_t)r, px_fiber_id(f));
+    CHECK(px_fiber_id(f) != me);
+    px_fiber_release(f);
+    return NULL;
+}
+
+/* -- a spawned fiber runs when its spawner next parks, yields or ends ------- */
+
+static char trail[32];
+static size_t trail_len;
+
+static void *leave_mark(void *arg)
+{
+    trail[trail_len++] = (char)(intptr_t)arg;
+    return NULL;
+}
+
+static void *spawner(void *arg)
+{
+    (void)arg;
+    px_fiber *f[4];
+    f[0] = px_spawn(leave_mark, (void *)'a');
+    f[1] = px_spawn(leave_mark, (void *)'b');
+    trail[trail_len++] = 'S';                  /* spawned: neither ran yet */
+    CHECK_EQ(px_yield(), 0);
+    trail[trail_len++] = 'Y';                  /* yielded: both ran */
+    f[2] = px_spawn(leave_mark, (void *)'c');
+    trail[trail_len++] = 's';
+    CHECK_EQ(px_join(f[2], NULL), 0);          /* a join parks: c runs */
+    f[3] = px_spawn(leave_mark, (void *)'d');
+    trail[trail_len++] = 'E';                  /* d runs after main ended */
+    for (int i = 0; i < 4; i++)
+        px_fiber_release(f[i]);
+    return NULL;
+}
+
+/* -- a yield lets every fiber that is ready run first ------------------------ */
+
+static void *seen_after_yield(void *arg)
+{
+    (void)arg;
+    trail_len = 0;
+    px_fiber *a = px_spawn(leave_mark, (void *)'1');
+    px_fiber *b = px_spawn(leave_mark, (void *)'2');
+    CHECK_EQ(trail_len, 0);
+    CHECK_EQ(px_yield(), 0);
+    CHECK_EQ(trail_len, 2);
+    CHECK(trail[0] == '1' && trail[1] == '2');
+    px_fiber_release(a);
+    px_fiber_release(b);
+    return NULL;
+}
+
+SPEC(run_passes_arguments_and_returns_mains_result)
+{
+    void *r = NULL;
+    CHECK_EQ(px_run(twice, (void *)(intptr_t)5, &r), 0);
+    CHECK_EQ((intptr_t)r, 10);
+    CHECK_EQ(px_run(add_then_spawn, (void *)(intptr_t)3, &r), 0);
+    CHECK_EQ((intptr_t)r, 45);
+    CHECK_EQ(px_run(twice, NULL, NULL), 0);   /* no result wanted */
+}
+
+SPEC(a_nested_run_is_ebusy)
+{
+    void *r = NULL;
+    CHECK_EQ(px_run(runs_nested, NULL, &r), 0);
+    CHECK_EQ(nested_code, PX_EBUSY);
+    CHECK(nested_result == NULL);           /* set to NULL first, whatever the outcome */
+    CHECK(strcmp(r, "ok") == 0);
+}
+
+SPEC(self_is_0_off_fiber_and_the_fibers_id_on_one)
+{
+    CHECK_EQ(px_self(), 0);
+    CHECK_EQ(px_run(ids_on_fibers, NULL, NULL), 0);
+    CHECK_EQ(px_self(), 0);
+}
+
+SPEC(spawn_order)
+{
+    trail_len = 0;
+    CHECK_EQ(px_run(spawner, NULL, NULL), 0);
+    trail[trail_len] = 0;
+    CHECK(strcmp(trail, "SabYscEd") == 0);
+}
+
+SPEC(yield_lets_the_others_run)
+{
+    CHECK_EQ(px_run(seen_after_yield, NULL, NULL), 0);
 }
 
 SPEC(join_results)
@@ -251,4 +406,6 @@ SPEC(many)
 }
 
 SPECS(join_results, yield_order, sleep_order, stale_ids, self_join, off_fiber_calls,
-      a_scheduler_with_nothing_to_do_returns_at_once, many)
+      a_scheduler_with_nothing_to_do_returns_at_once, many,
+      run_passes_arguments_and_returns_mains_result, a_nested_run_is_ebusy,
+      self_is_0_off_fiber_and_the_fibers_id_on_one, spawn_order, yield_lets_the_others_run)

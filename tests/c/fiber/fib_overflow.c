@@ -13,7 +13,8 @@
 **     neighbours parked on the same stack, their bytes copied away, even with
 **     no guarded stacks at all: each shared stack has a guard of its own.
 **
-** Each case runs in a forked child whose stderr the parent reads.  The child
+** One SPEC (one ctest fiber.<name>) per kind of stack and frame.  Each case
+** runs in a forked child whose stderr the parent reads.  The child
 ** names the fiber it expects in its first line ("expect N").  Under ASan the
 ** stacks of parked fibers carry poisoned redzones, so a runaway that reaches
 ** them may be stopped by ASan's own report first (a stack-buffer-overflow or
@@ -27,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../check.h"
+#include "../spec.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define ASAN 1
@@ -110,13 +111,9 @@ static void child(const char *guarded_budget)
 
 /* -- the parent ------------------------------------------------------------ */
 
-static const char *only;   /* argv[1]: run the case of that name only */
-
 static void expect_report_on(const char *what, const char *guarded_budget, int big_frame,
                              int n_neighbours, int n_shared)
 {
-    if (only && strcmp(only, what) != 0)
-        return;
     int fds[2], status;
     char out[8192], sink[4096];
     size_t n = 0;
@@ -167,20 +164,53 @@ static void expect_report(const char *what, const char *guarded_budget, int big_
     expect_report_on(what, guarded_budget, big_frame, n_neighbours, 0);
 }
 
-int main(int argc, char **argv)
+SPEC(overflow_on_a_slab_stack_is_reported)
 {
-    only = argc > 1 ? argv[1] : NULL;
     expect_report("slab, no guarded stacks", "0", 0, 20);
-    expect_report("slab, past a budget of 2", "2", 0, 20);
-    expect_report("slab, lowest slot", "0", 0, 0);
-    expect_report("guarded, 40 KiB frames", NULL, 1, 0);
-    expect_report("slab, 40 KiB frames", "0", 1, 20);
-    /* Shared stacks: the runaway's neighbours (and the main fiber) are parked
-    ** on its stack, their bytes copied away; past the budget too, since a
-    ** shared stack has its guard whatever the budget. */
-    expect_report_on("shared", NULL, 0, 20, 1);
-    expect_report_on("shared, no guarded stacks", "0", 0, 20, 2);
-    expect_report_on("shared, 40 KiB frames", NULL, 1, 20, 1);
-    puts("fib_overflow: ok");
-    return 0;
 }
+
+SPEC(overflow_past_the_guarded_budget_is_reported)
+{
+    expect_report("slab, past a budget of 2", "2", 0, 20);
+}
+
+SPEC(overflow_on_the_lowest_slot_of_a_slab_is_reported)
+{
+    expect_report("slab, lowest slot", "0", 0, 0);
+}
+
+SPEC(overflow_by_frames_bigger_than_a_page_on_a_guarded_stack_is_reported)
+{
+    expect_report("guarded, 40 KiB frames", NULL, 1, 0);
+}
+
+SPEC(overflow_by_frames_bigger_than_a_page_on_a_slab_stack_is_reported)
+{
+    expect_report("slab, 40 KiB frames", "0", 1, 20);
+}
+
+/* Shared stacks: the runaway's neighbours (and the main fiber) are parked on
+** its stack, their bytes copied away; past the budget too, since a shared
+** stack has its guard whatever the budget. */
+SPEC(overflow_on_a_shared_stack_is_reported)
+{
+    expect_report_on("shared", NULL, 0, 20, 1);
+}
+
+SPEC(overflow_on_a_shared_stack_without_guarded_stacks_is_reported)
+{
+    expect_report_on("shared, no guarded stacks", "0", 0, 20, 2);
+}
+
+SPEC(overflow_by_frames_bigger_than_a_page_on_a_shared_stack_is_reported)
+{
+    expect_report_on("shared, 40 KiB frames", NULL, 1, 20, 1);
+}
+
+SPECS(overflow_on_a_slab_stack_is_reported, overflow_past_the_guarded_budget_is_reported,
+      overflow_on_the_lowest_slot_of_a_slab_is_reported,
+      overflow_by_frames_bigger_than_a_page_on_a_guarded_stack_is_reported,
+      overflow_by_frames_bigger_than_a_page_on_a_slab_stack_is_reported,
+      overflow_on_a_shared_stack_is_reported,
+      overflow_on_a_shared_stack_without_guarded_stacks_is_reported,
+      overflow_by_frames_bigger_than_a_page_on_a_shared_stack_is_reported)

@@ -2,7 +2,8 @@
 ** fib_threads.c -- other threads and a scheduler: posts from another thread
 ** wake a waiting scheduler; a token cancelled on another thread interrupts a
 ** parked fiber; a wake by id from another thread; a timer queue delivering into
-** a scheduler through px_sched_executor; wrong-thread calls are error codes.
+** a scheduler through px_sched_executor; wrong-thread calls are error codes;
+** two threads each in a run of their own at once.
 */
 #include <stdatomic.h>
 
@@ -28,7 +29,7 @@ static void *poster_thread(void *arg)
     return NULL;
 }
 
-SPEC(posts)
+SPEC(post_from_another_thread)
 {
     S = px_sched_new(NULL);
     CHECK_EQ(px_sched_hold(S), 0);      /* the poster will come */
@@ -164,4 +165,53 @@ SPEC(bound_to_its_thread)
     px_sched_free(s);
 }
 
-SPECS(bound_to_its_thread, posts, cancel_and_wake, timerq_executor)
+/* -- a run on each of two threads at once ---------------------------------- */
+
+static pthread_barrier_t both_under_way;
+
+static void *ident(void *arg)
+{
+    return arg;
+}
+
+static void *spawn_sleep_join(void *arg)
+{
+    (void)arg;
+    int r = pthread_barrier_wait(&both_under_way);   /* both runs are under way */
+    CHECK(r == 0 || r == PTHREAD_BARRIER_SERIAL_THREAD);
+    intptr_t total = 0;
+    for (intptr_t i = 0; i < 200; i++) {
+        px_fiber *f = px_spawn(ident, (void *)i);
+        CHECK(f != NULL);
+        CHECK_EQ(px_sleep(PX_USEC(500)), 0);
+        void *v = NULL;
+        CHECK_EQ(px_join(f, &v), 0);
+        total += (intptr_t)v;
+        px_fiber_release(f);
+    }
+    return (void *)total;
+}
+
+static void *run_on_a_thread(void *arg)
+{
+    void **result = arg;
+    CHECK_EQ(px_run(spawn_sleep_join, NULL, result), 0);
+    return NULL;
+}
+
+SPEC(a_run_on_each_of_two_threads)
+{
+    void *results[2] = { NULL, NULL };
+    pthread_t t[2];
+    CHECK(pthread_barrier_init(&both_under_way, NULL, 2) == 0);
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&t[i], NULL, run_on_a_thread, &results[i]) == 0);
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+    pthread_barrier_destroy(&both_under_way);
+    CHECK_EQ((intptr_t)results[0], 19900);
+    CHECK_EQ((intptr_t)results[1], 19900);
+}
+
+SPECS(bound_to_its_thread, post_from_another_thread, cancel_and_wake, timerq_executor,
+      a_run_on_each_of_two_threads)

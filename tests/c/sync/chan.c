@@ -46,6 +46,45 @@ static int send_body(void *arg) { return px_chan_send(C, arg); }
 
 /* -- order and capacity ---------------------------------------------------------- */
 
+/* Five receivers queue on an unbuffered channel: each send goes to the one
+** that came first.  Then five senders queue: each recv takes from the one
+** that came first. */
+static void *fifo_handoff_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f[5];
+    entered = 0;
+    for (uintptr_t i = 0; i < 5; i++) {
+        f[i] = px_spawn(receiver, V(i));
+        YIELD_UNTIL(entered == (int)i + 1);
+    }
+    for (uintptr_t i = 0; i < 5; i++)
+        CHECK_EQ(px_chan_send(C, V(10 + i)), 0);  /* a receiver waits: no park */
+    join_all(f, 5);
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(results[i], 0);
+        CHECK_EQ(N(got[i]), 10 + (uintptr_t)i);
+    }
+    entered = 0;
+    for (uintptr_t i = 0; i < 5; i++) {
+        f[i] = px_spawn(sender, V(20 + i));
+        YIELD_UNTIL(entered == (int)i + 1);
+    }
+    for (uintptr_t i = 0; i < 5; i++) {
+        void *v;
+        CHECK_EQ(px_chan_tryrecv(C, &v), 0);
+        CHECK_EQ(N(v), 20 + i);
+    }
+    join_all(f, 5);
+    entered = 0;                                 /* as the other specs find it */
+    return NULL;
+}
+
+SPEC(hands_off_in_fifo_order)
+{
+    run(0, fifo_handoff_main);
+}
+
 static void *fifo_main(void *arg)
 {
     (void)arg;
@@ -513,11 +552,18 @@ SPEC(raced_send_whose_value_was_taken_counts_as_sent)
 
 /* -- misuse ------------------------------------------------------------------------ */
 
-SPEC(try_forms_and_close_need_no_fiber_and_a_null_out_is_einval)
+SPEC(channel_arguments_are_checked)
 {
     errno = 0;
-    CHECK(px_chan_new(SIZE_MAX) == NULL);
+    CHECK(px_chan_new(SIZE_MAX) == NULL);        /* a capacity no ring can hold */
     CHECK_EQ(errno, EINVAL);
+    errno = 0;
+    CHECK(px_chan_new(SIZE_MAX / 2 + 1) == NULL);
+    CHECK_EQ(errno, EINVAL);
+}
+
+SPEC(try_forms_and_close_need_no_fiber_and_a_null_out_is_einval)
+{
     px_chan *ch = px_chan_new(3);
     CHECK(ch != NULL);
     void *v;
@@ -531,6 +577,7 @@ SPEC(try_forms_and_close_need_no_fiber_and_a_null_out_is_einval)
 }
 
 SPECS(values_come_out_in_the_order_they_went_in,
+      hands_off_in_fifo_order,
       buffered_send_parks_only_while_the_channel_is_full,
       unbuffered_send_completes_only_when_a_receiver_takes_the_value,
       recv_parks_until_a_value_is_handed_to_it,
@@ -547,4 +594,5 @@ SPECS(values_come_out_in_the_order_they_went_in,
       raced_recv_puts_its_value_back_at_the_front_of_the_buffer,
       raced_recv_hands_its_value_to_the_next_receiver,
       raced_send_whose_value_was_taken_counts_as_sent,
+      channel_arguments_are_checked,
       try_forms_and_close_need_no_fiber_and_a_null_out_is_einval)

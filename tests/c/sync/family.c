@@ -35,6 +35,16 @@ typedef struct step {
     long long value;
 } step;
 
+/* One call that lets every waiter through: what it returns, and what the
+** first query reads after it; make, where a fresh one for eight waiters is
+** another than the row's. */
+typedef struct wake {
+    call_fn call;
+    int result;
+    long long value;
+    void *(*make)(void);
+} wake;
+
 typedef struct kind {
     const char *area;        /* the ctest prefix */
     const char *tag;         /* the primitive as the deadlock report names it */
@@ -54,13 +64,16 @@ typedef struct kind {
     int holder_line;         /* the deadlock report names who holds what it waits on */
     death death;
     step off[5];             /* calls that need no fiber, in order (the waits stay refused) */
-    step wake_all;           /* one call that lets every waiter through (or none) */
+    wake wake_all;           /* one call that lets every waiter through (or none) */
     call_fn tries[3], untries[3];    /* the try forms of a lock, and what undoes each */
     /* While a fiber of another scheduler waits (the row armed, one waiter
     ** parked): the calls that would park or hand over, PX_ETHREAD from a
     ** fiber of another run; and those of them that need no fiber, PX_ETHREAD
     ** off-fiber from another thread. */
     call_fn foreign[5], foreign_off[3];
+    /* Where it names no holder: what queries[0] reads right after a release
+    ** that went past an interrupted waiter to the next one. */
+    long long raced;
 } kind;
 
 /* -- the rows ------------------------------------------------------------------- */
@@ -106,6 +119,7 @@ static void waitgroup_release(void *h) { CHECK_EQ(px_waitgroup_done(h), 0); }
 /* Two parties: the waiter and the fiber that releases it by arriving. */
 CALL(barrier, arrive_and_wait) QUERY(barrier, phase) QUERY(barrier, waiting) FREE(barrier)
 static void *barrier_make(void) { return px_barrier_new(2); }
+static void *barrier9_make(void) { return px_barrier_new(9); }   /* eight wait for the 9th */
 static void barrier_release(void *h) { CHECK_EQ(px_barrier_arrive_and_wait(h), 1); }
 static void barrier_hosted_check(void *h)
 {
@@ -182,7 +196,7 @@ static const kind kinds[] = {
       { mutex_owner_, mutex_waiters_ }, mutex_waiters_, mutex_owner_, NULL, 1,
       { 2, PX_EOWNERDEAD, 0, mutex_trylock_, mutex_owner_, 0 }, { { 0 } }, { 0 },
       { mutex_trylock_ }, { mutex_unlock_ },
-      { mutex_lock_ }, { NULL } },
+      { mutex_lock_ }, { NULL }, 0 },
     { "rwlock", "rwlock", "RwLock read lock", rwlock_make, rwlock_arm, rwlock_rdlock_,
       rwlock_leave, rwlock_release, rwlock_free_,
       { rwlock_rdlock_, rwlock_wrlock_, rwlock_tryrdlock_, rwlock_trywrlock_,
@@ -190,49 +204,51 @@ static const kind kinds[] = {
       { rwlock_readers_, rwlock_writer_, rwlock_waiters_ }, rwlock_waiters_, NULL, NULL, 1,
       { 1, PX_EOWNERDEAD, PX_EOWNERDEAD, rwlock_tryrdlock_, rwlock_writer_, 0 }, { { 0 } }, { 0 },
       { rwlock_tryrdlock_, rwlock_trywrlock_ }, { rwlock_rdunlock_, rwlock_wrunlock_ },
-      { rwlock_rdlock_, rwlock_wrlock_ }, { NULL } },
+      { rwlock_rdlock_, rwlock_wrlock_ }, { NULL }, 1 },
     { "waitgroup", "waitgroup", "WaitGroup wait", waitgroup_make, waitgroup_arm,
       waitgroup_wait_, NULL, waitgroup_release, waitgroup_free_,
       { waitgroup_wait_ }, { waitgroup_add_, waitgroup_done_ },
       { waitgroup_count_ }, NULL, NULL, NULL, 0, { 0 },
       { { waitgroup_add2_, 0, 2 }, { waitgroup_done_, 0, 1 }, { waitgroup_add0_, 0, 1 },
-        { waitgroup_done_, 0, 0 } }, { waitgroup_done_, 0, 0 }, { NULL }, { NULL },
-      { waitgroup_wait_, waitgroup_done_ }, { waitgroup_done_ } },
+        { waitgroup_done_, 0, 0 } }, { waitgroup_done_, 0, 0, NULL }, { NULL }, { NULL },
+      { waitgroup_wait_, waitgroup_done_ }, { waitgroup_done_ }, 0 },
     { "barrier", "barrier", "Barrier arrive", barrier_make, NULL, barrier_arrive_and_wait_,
       NULL, barrier_release, barrier_free_,
       { barrier_arrive_and_wait_ }, { NULL },
       { barrier_phase_, barrier_waiting_ }, barrier_waiting_, NULL, barrier_hosted_check, 0,
-      { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL }, { barrier_arrive_and_wait_ }, { NULL } },
+      { 0 }, { { 0 } }, { barrier_arrive_and_wait_, 1, 1, barrier9_make }, { NULL }, { NULL },
+      { barrier_arrive_and_wait_ }, { NULL }, 0 },
     { "once", "once", "Once init", once_make, once_arm, once_begin_, NULL, once_release,
       once_free_,
       { once_do_, once_begin_, once_end_ }, { NULL },
       { once_done_ }, NULL, NULL, NULL, 1,
-      { 2, 0, 0, NULL, once_done_, 1 }, { { 0 } }, { 0 }, { NULL }, { NULL },
-      { once_do_, once_begin_ }, { NULL } },
+      { 2, 0, 0, NULL, once_done_, 1 }, { { 0 } }, { once_end_, 0, 1, NULL }, { NULL }, { NULL },
+      { once_do_, once_begin_ }, { NULL }, 1 },
     { "sem", "semaphore", "Semaphore acquire", sem_make, NULL, sem_acquire_, NULL,
       sem_release, sem_free_,
       { sem_acquire_ }, { sem_tryacquire_, sem_release_ },
       { sem_value_, sem_waiters_ }, sem_waiters_, NULL, sem_hosted_check, 0, { 0 },
       { { sem_tryacquire_, PX_EBUSY, 0 }, { sem_release_, 0, 1 }, { sem_tryacquire_, 0, 0 } },
-      { 0 }, { NULL }, { NULL }, { sem_acquire_, sem_release_ }, { sem_release_ } },
+      { 0 }, { NULL }, { NULL }, { sem_acquire_, sem_release_ }, { sem_release_ }, 0 },
     { "event", "event", "Event wait", event_make, NULL, event_wait_, NULL, event_release,
       event_free_,
       { event_wait_ }, { event_set_, event_clear_ },
       { event_is_set_ }, NULL, NULL, NULL, 0, { 0 },
       { { event_set_, 0, 1 }, { event_clear_, 0, 0 } },
-      { event_set_, 8, 1 }, { NULL }, { NULL }, { event_wait_, event_set_ }, { event_set_ } },
+      { event_set_, 8, 1, NULL }, { NULL }, { NULL }, { event_wait_, event_set_ }, { event_set_ },
+      0 },
     { "chan", "channel", "Channel recv", chan1_make, NULL, chan_recv_, chan_recv_leave,
       chan_send_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
       { chan_len_ }, NULL, NULL, chan_hosted_check, 0,
       { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL },
-      { chan_send_, chan_recv_, chan_trysend_, chan_close_ }, { chan_trysend_, chan_close_ } },
+      { chan_send_, chan_recv_, chan_trysend_, chan_close_ }, { chan_trysend_, chan_close_ }, 1 },
     { "chan", "channel", "Channel send", chan_make, NULL, chan_send_, NULL,
       chan_recv_release, chan_free_,
       { chan_send_, chan_recv_ }, { chan_trysend_, chan_tryrecv_, chan_close_ },
       { chan_len_, chan_cap_ }, NULL, NULL, NULL, 0,
       { 0 }, { { 0 } }, { 0 }, { NULL }, { NULL },
-      { chan_send_, chan_recv_, chan_tryrecv_, chan_close_ }, { chan_tryrecv_, chan_close_ } },
+      { chan_send_, chan_recv_, chan_tryrecv_, chan_close_ }, { chan_tryrecv_, chan_close_ }, 0 },
 };
 
 /* -- the harness ------------------------------------------------------------------ */
@@ -512,36 +528,77 @@ SPEC(timed_out_or_cancelled_wait_leaves_nothing_queued)
     each_kind(timed_out_or_cancelled);
 }
 
+/* A wait in a scope that fired before it (cancelled, or a zero timeout), on
+** a fiber that does not hold it, fails at once and queues nothing; a patient
+** waiter after it gets the release.  (The mutex's, the barrier's and the
+** waitgroup's are in their own files.) */
+static void *fired_waiter(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_with_cancel(T, block_body, NULL), PX_ECANCELED);
+    CHECK_EQ(px_with_timeout(0, block_body, NULL), PX_ETIMEDOUT);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 0);
+    return NULL;
+}
+
+static void *fired_main(void *arg)
+{
+    (void)arg;
+    if (K->arm)
+        K->arm(H);
+    CHECK_EQ(px_token_cancel(T), 1);             /* fired before the wait */
+    join(px_spawn(fired_waiter, NULL));
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 0);
+    patient_gets_it();
+    return NULL;
+}
+
+static void fired_scope(void) { interrupted(fired_main); }
+
+SPEC(wait_in_a_fired_scope_fails_at_once_without_queueing) /* for: rwlock once sem event chan */
+{
+    each_kind(fired_scope);
+}
+
 /* Cancel, then release at once: the interrupted waiter is leaving but has
 ** not run yet, and the release goes past it to the patient one (a mutex's
-** ownership, a semaphore's unit: not back to the count). */
+** ownership, a semaphore's unit: not back to the count; an event's set, a
+** waitgroup's zero, a once's end: they wake the patient one only). */
 static void *race_main(void *arg)
 {
     (void)arg;
     px_fiber *c = arm_then_spawn(cancellable, cancelled_block());
-    YIELD_UNTIL(K->queued(H) == 1);
+    YIELD_UNTIL(entered == 1);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 1);
     px_fiber *w = px_spawn(waiter, NULL);
-    YIELD_UNTIL(K->queued(H) == 2);
+    YIELD_UNTIL(entered == 2);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 2);
     CHECK_EQ(px_token_cancel(T), 1);
     K->release(H);
     if (K->holder)
         CHECK_EQ(K->holder(H), px_fiber_id(w));
     else
-        CHECK_EQ(K->queries[0](H), 0);
-    CHECK_EQ(K->queued(H), 0);
+        CHECK_EQ(K->queries[0](H), K->raced);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 0);
     join(c);
     CHECK_EQ(cancelled.result, PX_ECANCELED);
     join(w);
     CHECK_EQ(result, 0);
     if (K->holder)
         CHECK_EQ(K->holder(H), 0);
-    CHECK_EQ(K->queued(H), 0);
+    if (K->queued)
+        CHECK_EQ(K->queued(H), 0);
     return NULL;
 }
 
 static void cancel_then_release(void) { interrupted(race_main); }
 
-SPEC(release_right_after_an_interrupt_goes_past_it_to_the_next_waiter) /* for: mutex sem */
+SPEC(release_right_after_an_interrupt_goes_past_it_to_the_next_waiter) /* not for: barrier */
 {
     each_kind(cancel_then_release);
 }
@@ -594,7 +651,8 @@ static void *one_of_many(void *arg)
     return NULL;
 }
 
-/* Eight waiters park; the one call lets them all through, and says so. */
+/* Eight waiters park; the one call lets them all through, and says so (a
+** barrier: the ninth arrival leads; a once: the runner's end). */
 static void *wake_all_main(void *arg)
 {
     (void)arg;
@@ -615,13 +673,22 @@ static void *wake_all_main(void *arg)
 
 static void wake_all(void)
 {
-    if (K->wake_all.call == NULL)
+    if (K->wake_all.call == NULL) {
+        CHECK(spec_arg == NULL);    /* a row named on the command line must have one */
         return;
+    }
     woken = 0;
-    run_fresh(wake_all_main);
+    if (K->wake_all.make) {
+        H = K->wake_all.make();
+        CHECK(H != NULL);
+        CHECK_EQ(px_run(wake_all_main, NULL, NULL), 0);
+        CHECK_EQ(K->free(H), 0);
+    } else {
+        run_fresh(wake_all_main);
+    }
 }
 
-SPEC(one_call_wakes_every_waiter) /* for: event waitgroup */
+SPEC(one_call_wakes_every_waiter) /* for: event waitgroup barrier once */
 {
     each_kind(wake_all);
 }
@@ -905,6 +972,72 @@ SPEC(two_schedulers_at_once_is_ethread_and_changes_nothing)
     each_kind(two_schedulers);
 }
 
+/* -- an object nobody waits on or holds ------------------------------------------- */
+
+static px_latch other_cycled, other_stop;
+
+/* One use of H on a fiber: armed, a waiter parked and let through (a done
+** once: a later caller returns at once). */
+static void use_once_around(void)
+{
+    entered = 0;
+    result = 1;
+    if (K->arm == once_arm && px_once_done(H)) {
+        CHECK_EQ(K->block(H), 0);
+        return;
+    }
+    px_fiber *w = arm_then_spawn(waiter, NULL);
+    YIELD_UNTIL(entered == 1);
+    CHECK_EQ(result, 1);                         /* it waits */
+    release_to(w);
+}
+
+static void *other_main(void *arg)
+{
+    (void)arg;
+    use_once_around();
+    ev_set(&other_cycled);
+    EV_WAIT(&other_stop, 1);                     /* the run stays alive, its thread blocked */
+    return NULL;
+}
+
+static void *other_thread(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_run(other_main, NULL, NULL), 0);
+    return NULL;
+}
+
+static void *this_main(void *arg)
+{
+    (void)arg;
+    use_once_around();
+    return NULL;
+}
+
+/* Another run on another thread used H and is still alive, but none of its
+** fibers waits on H or holds it: this run uses H as its own. */
+static void any_run(void)
+{
+    make();
+    ev_init(&other_cycled);
+    ev_init(&other_stop);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, other_thread, NULL) == 0);
+    EV_WAIT(&other_cycled, 1);
+    CHECK_EQ(px_run(this_main, NULL, NULL), 0);
+    ev_set(&other_stop);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK_EQ(K->free(H), 0);
+    ev_destroy(&other_cycled);
+    ev_destroy(&other_stop);
+}
+
+SPEC(an_object_no_fiber_waits_on_or_holds_works_in_any_run)
+{
+    each_kind(any_run);
+}
+
 SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
       try_forms_take_a_free_one_and_refuse_a_held_one_without_parking,
       release_right_after_an_interrupt_goes_past_it_to_the_next_waiter,
@@ -912,8 +1045,10 @@ SPECS(off_fiber_calls_are_enofiber_and_null_is_einval,
       calls_that_need_no_fiber_work_off_fiber_and_waits_stay_enofiber,
       free_refuses_a_waited_on_primitive_with_ebusy,
       timed_out_or_cancelled_wait_leaves_nothing_queued,
+      wait_in_a_fired_scope_fails_at_once_without_queueing,
       wait_cancelled_by_another_thread_leaves_nothing_queued,
       deadlock_report_names_the_wait_and_the_primitive,
       hosted_fiber_waits_through_eyield_and_a_recall,
       owner_death_hands_it_over_with_eownerdead_and_tells_later_waits,
-      two_schedulers_at_once_is_ethread_and_changes_nothing)
+      two_schedulers_at_once_is_ethread_and_changes_nothing,
+      an_object_no_fiber_waits_on_or_holds_works_in_any_run)

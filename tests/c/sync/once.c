@@ -127,6 +127,74 @@ SPEC(reentrant_do_from_inside_the_action_is_edeadlk)
     run(reentrant_main);
 }
 
+/* The runner is interrupted inside the action (its wait there cancelled, by
+** another thread as Python's runner is): the action ends with it, the waiter
+** returns 0 and it is done. */
+static px_token *T;
+static px_event *Gate;
+static cancel_call runner_call;
+static int waiter_result = -100;
+
+static int gated_action(void *arg)
+{
+    (void)arg;
+    runs++;
+    return px_event_wait(Gate);                  /* nobody sets it */
+}
+
+static int do_gated(void *arg) { (void)arg; return px_once_do(O, gated_action, NULL); }
+
+static void *once_waiter(void *arg)
+{
+    (void)arg;
+    waiter_result = px_once_do(O, failing_action, NULL);
+    return NULL;
+}
+
+static void *canceller(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_token_cancel(T), 1);
+    return NULL;
+}
+
+static int join_fiber(void *arg) { return px_join(arg, NULL); }
+
+static void *ending_runner_main(void *arg)
+{
+    (void)arg;
+    runner_call = (cancel_call){ .token = T, .body = do_gated };
+    px_fiber *r = px_spawn(cancellable, &runner_call);
+    YIELD_UNTIL(runs == 1);                      /* inside the action */
+    px_fiber *w = px_spawn(once_waiter, NULL);
+    for (int i = 0; i < 10; i++)
+        CHECK_EQ(px_yield(), 0);
+    CHECK_EQ(waiter_result, -100);               /* it waits for the runner */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, canceller, NULL) == 0);
+    /* The cancel comes from a thread the scheduler cannot see: join under a
+    ** (generous) timeout, whose deadline keeps the run from a deadlock. */
+    CHECK_EQ(px_with_timeout(PX_TEST_TIMEOUT_NS, join_fiber, r), 0);
+    px_fiber_release(r);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK_EQ(runner_call.result, PX_ECANCELED);  /* the action's outcome */
+    join(w);
+    CHECK_EQ(waiter_result, 0);                  /* the waiter just returns */
+    CHECK_EQ(px_once_done(O), 1);
+    CHECK_EQ(px_once_do(O, failing_action, NULL), 0);
+    CHECK_EQ(runs, 1);
+    return NULL;
+}
+
+SPEC(a_runner_ending_inside_the_action_ends_it)
+{
+    CHECK((T = px_token_new()) != NULL);
+    CHECK((Gate = px_event_new()) != NULL);
+    run(ending_runner_main);
+    CHECK_EQ(px_event_free(Gate), 0);
+    px_token_free(T);
+}
+
 static int begin_results[3];
 
 static void *beginner(void *arg)
@@ -251,6 +319,7 @@ SPECS(runs_the_action_once_among_5_racers_who_wait_for_it,
       later_callers_return_at_once_without_running_it,
       a_failed_action_is_done_and_never_retried,
       reentrant_do_from_inside_the_action_is_edeadlk,
+      a_runner_ending_inside_the_action_ends_it,
       begin_and_end_run_the_action_in_two_steps,
       end_by_a_fiber_that_did_not_begin_is_eperm,
       done_works_anywhere_and_do_without_an_action_is_einval,

@@ -210,6 +210,37 @@ SPEC(writers_are_served_in_fifo_order_by_direct_hand_off)
     run(writers_fifo_main);
 }
 
+/* Five writers queue behind main's write lock, then five readers behind a
+** fresh one: one wrunlock hands it on, writer to writer in the order they
+** came (each passing it on); and admits the readers, who run in that order. */
+static void *fifo_main(void *arg)
+{
+    (void)arg;
+    const char *names[5] = { "a", "b", "c", "d", "e" };
+    px_fiber *f[5];
+    for (px_fiber_fn fn = writer; fn; fn = fn == writer ? reader : NULL) {
+        logbuf[0] = 0;
+        CHECK_EQ(px_rwlock_wrlock(L), 0);
+        for (int i = 0; i < 5; i++) {
+            f[i] = px_spawn(fn, (void *)names[i]);
+            YIELD_UNTIL(px_rwlock_waiters(L) == (size_t)i + 1);
+        }
+        CHECK_EQ(px_rwlock_wrunlock(L), 0);
+        if (fn == writer)
+            CHECK_EQ(px_rwlock_writer(L), px_fiber_id(f[0]));
+        else
+            CHECK_EQ(px_rwlock_readers(L), 5);
+        join_all(f, 5);
+        CHECK(strcmp(logbuf, "abcde") == 0);
+    }
+    return NULL;
+}
+
+SPEC(hands_off_in_fifo_order)
+{
+    run(fifo_main);
+}
+
 /* -- holds of one fiber ---------------------------------------------------------- */
 
 static void *reentrant_main(void *arg)
@@ -859,6 +890,7 @@ SPECS(any_number_of_readers_hold_it_together,
       a_writer_excludes_readers_and_other_writers,
       writer_preference_orders_a_in_a_out_w_in_w_out_r_in_r_out,
       readers_queued_behind_a_writer_are_admitted_together,
+      hands_off_in_fifo_order,
       writers_are_served_in_fifo_order_by_direct_hand_off,
       read_side_is_reentrant_even_with_a_writer_waiting,
       the_writer_may_take_read_holds_but_not_a_second_write_lock,

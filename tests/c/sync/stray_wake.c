@@ -128,6 +128,62 @@ SPEC(a_stray_wake_does_not_end_a_gate_take)
     free(g.waiters);
 }
 
+/* -- a sleep, and fibers that wait on nothing -------------------------------- */
+
+static int64_t slept;
+
+static void *sleeper(void *arg)
+{
+    (void)arg;
+    int64_t t0 = px_now();
+    CHECK_EQ(px_sleep(50 * 1000 * 1000), 0);
+    slept = px_now() - t0;
+    return NULL;
+}
+
+/* A sleep is in no primitive's queue: a wake aimed at it is stale (0) and the
+** sleep lasts its time. */
+static void *sleep_main(void *arg)
+{
+    (void)arg;
+    px_fiber *s = px_spawn(sleeper, NULL);
+    CHECK_EQ(px_yield(), 0);                     /* it sleeps */
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(px_wake(px_fiber_id(s)), 0);
+        CHECK_EQ(px_yield(), 0);
+    }
+    finish(s);
+    CHECK_GE(slept, 50 * 1000 * 1000);
+    return NULL;
+}
+
+SPEC(a_stray_wake_does_not_end_a_sleep)
+{
+    CHECK_EQ(px_run(sleep_main, NULL, NULL), 0);
+}
+
+static void *nothing(void *arg)
+{
+    return arg;
+}
+
+static void *ended_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f = px_spawn(nothing, NULL);
+    CHECK_EQ(px_join(f, NULL), 0);
+    CHECK_EQ(px_wake(px_fiber_id(f)), 0);        /* ended */
+    px_fiber_release(f);
+    CHECK_EQ(px_wake(0), 0);                     /* no fiber has id 0 */
+    CHECK_EQ(px_wake((uint64_t)1 << 40), 0);     /* nor this one */
+    return NULL;
+}
+
+SPEC(a_stray_wake_of_an_ended_or_unknown_fiber_does_nothing)
+{
+    CHECK_EQ(px_run(ended_main, NULL, NULL), 0);
+}
+
 /* -- a joiner made ready by a stray wake as its fiber ends ------------------- */
 
 static px_event *go_b;
@@ -512,6 +568,23 @@ static void rwlock_disarm(void)
 
 static const kind rwlock_kind = { rwlock_arm, rwlock_wait, rwlock_release, rwlock_queued, rwlock_disarm };
 
+/* -- RwLock, readers only: the main fiber writes; its wrunlock admits them all */
+
+static int rdlock_wait(int i)
+{
+    (void)i;
+    int r = px_rwlock_rdlock(rw);
+    if (r != 0)
+        return r;
+    CHECK_EQ(px_rwlock_writer(rw), 0);
+    CHECK_GE(px_rwlock_readers(rw), 1);
+    sections++;
+    CHECK_EQ(px_rwlock_rdunlock(rw), 0);
+    return 0;
+}
+
+static const kind rdlock_kind = { rwlock_arm, rdlock_wait, rwlock_release, rwlock_queued, rwlock_disarm };
+
 /* -- WaitGroup: one job a round; done ends every wait ------------------------ */
 
 static px_waitgroup *wg;
@@ -874,6 +947,7 @@ static void *hosted_main(void *arg)
 
 SPEC(a_stray_wake_then_an_unlock_hands_the_mutex_over)      { run_stray(&mutex_kind); }
 SPEC(a_stray_wake_then_an_unlock_hands_the_rwlock_over)     { run_stray(&rwlock_kind); }
+SPEC(a_stray_wake_then_a_wrunlock_admits_the_readers)       { run_stray(&rdlock_kind); }
 SPEC(a_stray_wake_then_done_ends_a_waitgroup_wait)          { run_stray(&waitgroup_kind); }
 SPEC(a_stray_wake_then_the_last_arrival_releases_a_barrier) { run_stray(&barrier_kind); }
 SPEC(a_stray_wake_then_the_end_releases_a_once_wait)        { run_stray(&once_kind); }
@@ -907,9 +981,12 @@ SPEC(a_wake_flood_from_another_thread_ends_no_join)            { run_flood(&join
 SPECS(a_stray_wake_does_not_end_a_mutex_lock,
       a_stray_wake_does_not_end_a_join,
       a_stray_wake_does_not_end_a_gate_take,
+      a_stray_wake_does_not_end_a_sleep,
+      a_stray_wake_of_an_ended_or_unknown_fiber_does_nothing,
       a_joiner_woken_as_its_fiber_ends_returns_once,
       a_stray_wake_then_an_unlock_hands_the_mutex_over,
       a_stray_wake_then_an_unlock_hands_the_rwlock_over,
+      a_stray_wake_then_a_wrunlock_admits_the_readers,
       a_stray_wake_then_done_ends_a_waitgroup_wait,
       a_stray_wake_then_the_last_arrival_releases_a_barrier,
       a_stray_wake_then_the_end_releases_a_once_wait,

@@ -1,12 +1,13 @@
 /*
-** deadline_timer -- px_timer: a fresh timer's waits complete at once; all waits of
-** an expiry complete together with status 0; expires_after aborts the pending
-** waits and returns their count; px_timer_cancel aborts them and keeps the
-** expiry; px_timer_free delivers PX_ECANCELED to the pending waits.
+** deadline_timer -- px_timer, one spec per behaviour: a fresh timer's waits
+** complete at once; expires_after aborts the pending waits and returns their
+** count, px_timer_cancel aborts them and keeps the expiry; all waits of an
+** expiry complete together with status 0; px_timer_free delivers PX_ECANCELED
+** to the pending waits; bad input is refused.
 */
 #include <stdatomic.h>
 
-#include "../check.h"
+#include "../spec.h"
 
 typedef struct waiter {
     int status, calls, seq;
@@ -15,18 +16,22 @@ typedef struct waiter {
 
 static atomic_int seq;        /* order of every wait's call */
 static px_latch completed;    /* set once per call */
+static px_timerq *q;
+static px_timer *t;
+static waiter w[8];
+static int total;             /* calls the waits made so far */
 
 static void on_wait(void *arg, int status)
 {
-    waiter *w = arg;
-    w->status = status;
-    w->calls++;
-    w->seq = atomic_fetch_add(&seq, 1);
-    w->at = px_now();
+    waiter *wt = arg;
+    wt->status = status;
+    wt->calls++;
+    wt->seq = atomic_fetch_add(&seq, 1);
+    wt->at = px_now();
     ev_set(&completed);
 }
 
-static void wait_all(px_timer *t, waiter *w, int n)
+static void wait_all(int n)
 {
     for (int i = 0; i < n; i++) {
         w[i] = (waiter){ .calls = 0 };
@@ -34,7 +39,7 @@ static void wait_all(px_timer *t, waiter *w, int n)
     }
 }
 
-static void check_all(const waiter *w, int n, int status)
+static void check_all(int n, int status)
 {
     for (int i = 0; i < n; i++) {
         CHECK_EQ(w[i].calls, 1);
@@ -42,74 +47,109 @@ static void check_all(const waiter *w, int n, int status)
     }
 }
 
-int main(void)
+static void setup(void)
 {
-    waiter w[8];
-    int total = 0;
     ev_init(&completed);
-    px_timerq *q = px_timerq_new(NULL);
+    q = px_timerq_new(NULL);
     CHECK(q != NULL);
-    px_timer *t = px_timer_new(q);
+}
+
+static void teardown(void)
+{
+    px_timerq_free(q);
+    CHECK_EQ(ev_count(&completed), total);   /* no call after its spec */
+}
+
+static void new_timer(void)
+{
+    t = px_timer_new(q);
     CHECK(t != NULL);
+}
 
-    /* A fresh timer has expired already. */
+static void free_timer(void)
+{
+    px_timer_free(t);
+    t = NULL;
+}
+
+SPEC(a_fresh_timer_has_expired_already)
+{
+    new_timer();
     CHECK(px_timer_expiry(t) <= px_now());
-    wait_all(t, w, 2);
+    wait_all(2);
     EV_WAIT(&completed, total += 2);
-    check_all(w, 2, 0);
+    check_all(2, 0);
+    free_timer();
+}
 
+SPEC(timer_reset_and_cancel_abort_waits)
+{
+    new_timer();
     /* A new expiry aborts the pending waits and counts them. */
     CHECK_EQ(px_timer_expires_after(t, PX_SEC(10)), 0);
-    wait_all(t, w, 3);
-    CHECK_EQ(px_timer_expires_after(t, PX_MSEC(20)), 3);
+    wait_all(3);
+    CHECK_EQ(px_timer_expires_after(t, PX_SEC(10)), 3);
     EV_WAIT(&completed, total += 3);
-    check_all(w, 3, PX_ECANCELED);
+    check_all(3, PX_ECANCELED);
 
+    /* Cancel aborts the waits and keeps the expiry. */
+    CHECK_EQ(px_timer_expires_at(t, px_now() + PX_SEC(10)), 0);
+    int64_t expiry = px_timer_expiry(t);
+    wait_all(4);
+    CHECK_EQ(px_timer_cancel(t), 4);
+    EV_WAIT(&completed, total += 4);
+    check_all(4, PX_ECANCELED);
+    CHECK_EQ(px_timer_expiry(t), expiry);
+    CHECK_EQ(px_timer_cancel(t), 0);
+    free_timer();
+}
+
+SPEC(timer_waiters_fire_together)
+{
     /* Every wait of one expiry completes in one go, none early. */
+    new_timer();
+    CHECK_EQ(px_timer_expires_after(t, PX_MSEC(20)), 0);
     int64_t expiry = px_timer_expiry(t);
     CHECK(expiry > 0);
-    wait_all(t, w, 8);
+    wait_all(8);
     EV_WAIT(&completed, total += 8);
-    check_all(w, 8, 0);
+    check_all(8, 0);
     for (int i = 0; i < 8; i++) {
         CHECK_GE(w[i].at, expiry);
         CHECK_EQ(w[i].seq, w[0].seq + i);   /* consecutive, in wait order */
     }
+    free_timer();
+}
 
-    /* Cancel aborts the waits and keeps the expiry. */
-    CHECK_EQ(px_timer_expires_at(t, px_now() + PX_SEC(10)), 0);
-    expiry = px_timer_expiry(t);
-    wait_all(t, w, 4);
-    CHECK_EQ(px_timer_cancel(t), 4);
-    EV_WAIT(&completed, total += 4);
-    check_all(w, 4, PX_ECANCELED);
-    CHECK_EQ(px_timer_expiry(t), expiry);
-    CHECK_EQ(px_timer_cancel(t), 0);
-
+SPEC(timer_free_aborts_its_waits)
+{
     /* Waits after a cancel still wait for the kept expiry; free aborts them. */
-    wait_all(t, w, 5);
+    new_timer();
+    CHECK_EQ(px_timer_expires_after(t, PX_SEC(10)), 0);
+    CHECK_EQ(px_timer_cancel(t), 0);
+    wait_all(5);
     CHECK_EQ(ev_count(&completed), total);
-    px_timer_free(t);
+    free_timer();
     EV_WAIT(&completed, total += 5);
-    check_all(w, 5, PX_ECANCELED);
+    check_all(5, PX_ECANCELED);
+}
 
-    /* Bad input. */
+SPEC(timer_bad_input_is_refused)
+{
     CHECK(px_timer_new(NULL) == NULL);
     CHECK_EQ(px_timer_expires_after(NULL, 0), PX_EINVAL);
     CHECK_EQ(px_timer_expires_at(NULL, 0), PX_EINVAL);
     CHECK_EQ(px_timer_expiry(NULL), PX_EINVAL);
     CHECK_EQ(px_timer_cancel(NULL), PX_EINVAL);
     CHECK_EQ(px_timer_async_wait(NULL, on_wait, NULL), PX_EINVAL);
-    t = px_timer_new(q);
-    CHECK(t != NULL);
+    new_timer();
     CHECK_EQ(px_timer_expires_after(t, -1), PX_EINVAL);
     CHECK_EQ(px_timer_expires_at(t, -1), PX_EINVAL);
     CHECK_EQ(px_timer_async_wait(t, NULL, NULL), PX_EINVAL);
-    px_timer_free(t);
+    free_timer();
     px_timer_free(NULL);
-
-    px_timerq_free(q);
     CHECK_EQ(ev_count(&completed), total);
-    puts("ok");
-    return 0;
 }
+
+SPECS_AROUND(setup, teardown, a_fresh_timer_has_expired_already, timer_reset_and_cancel_abort_waits,
+             timer_waiters_fire_together, timer_free_aborts_its_waits, timer_bad_input_is_refused)

@@ -123,6 +123,46 @@ static void test_cancel_in_tick(px_timerq *q)
     CHECK_EQ(b.ticks, 3);
 }
 
+/* -- ticks, a cancel, one final call ------------------------------------- */
+
+static void on_plain(void *arg, int status)
+{
+    ticker *t = arg;
+    enter(t);
+    if (t->finals)
+        t->after_final++;
+    if (status == PX_ECANCELED)
+        t->finals++;
+    else
+        t->ticks++;
+    atomic_store(&t->in_handler, 0);
+    ev_set(status == PX_ECANCELED ? &t->final : &t->tick);
+}
+
+SPEC(periodic_ticks_then_one_final_call)
+{
+    static ticker t;
+    ev_init(&t.tick);
+    ev_init(&t.final);
+    px_timerq *q = px_timerq_new(NULL);
+    CHECK(q != NULL);
+    uint64_t id = px_timerq_add_periodic(q, PX_MSEC(1), PX_MSEC(5), on_plain, &t);
+    CHECK(id != 0);
+    EV_WAIT(&t.tick, 3);
+    CHECK_EQ(px_timerq_cancel(q, id), 1);
+    EV_WAIT(&t.final, 1);
+    int ticks = t.ticks;
+    sleep_ns(PX_MSEC(30));                  /* negative check: would show an extra tick */
+    CHECK_EQ(t.ticks, ticks);
+    CHECK_GE(ticks, 3);
+    CHECK_EQ(t.finals, 1);
+    CHECK_EQ(t.after_final, 0);
+    CHECK_EQ(t.overlaps, 0);
+    CHECK_EQ(px_timerq_cancel(q, id), 0);
+    px_timerq_free(q);
+    CHECK_EQ(t.finals, 1);
+}
+
 /* -- a fast periodic timer under px_timerq_free ----------------------------- */
 
 SPEC(free_ends_periodic)
@@ -156,4 +196,5 @@ SPEC(a_tick_may_cancel_its_timer)
     px_timerq_free(q);
 }
 
-SPECS(ticks_keep_their_phase, a_tick_may_cancel_its_timer, free_ends_periodic)
+SPECS(ticks_keep_their_phase, a_tick_may_cancel_its_timer, free_ends_periodic,
+      periodic_ticks_then_one_final_call)
