@@ -575,9 +575,9 @@ def test_joins_interrupted_newest_first_leave_in_constant_time():
         assert go.set() == 1                    # the target was the one waiter
         assert t.join() == "target"
         return left[0]
-    t0 = time.monotonic()
+    t0 = time.process_time()                    # CPU time: a noisy machine's load is not ours
     assert px.run(main) == n
-    assert time.monotonic() - t0 < 60
+    assert time.process_time() - t0 < 60        # quadratic: minutes
 
 
 def test_hundred_thousand_fibers_park_once_and_are_all_joined():
