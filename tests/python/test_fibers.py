@@ -1066,6 +1066,45 @@ def default_sigint():
     signal.signal(signal.SIGINT, old)
 
 
+def test_a_signal_while_it_waits_returns_eintr_and_the_run_goes_on():
+    """A signal whose Python handler returns, sent while the run waits in the
+    kernel (the wait ends with EINTR): the handler runs on the main thread,
+    and the run goes on, its sleeps still never early."""
+    assert threading.current_thread() is threading.main_thread()
+    target = threading.main_thread().ident
+    got = []
+    sleeping = threading.Event()
+
+    def send():
+        if sleeping.wait(TIMEOUT):
+            for _ in range(200):
+                if got:
+                    break
+                time.sleep(0.05)
+                signal.pthread_kill(target, signal.SIGUSR1)
+
+    def main():
+        sleeping.set()
+        t_end = time.monotonic() + TIMEOUT
+        n = 0
+        while not got and time.monotonic() < t_end:
+            t0 = time.monotonic()
+            px.sleep(0.05)
+            assert time.monotonic() - t0 >= 0.05
+            n += 1
+        return n
+
+    old = signal.signal(signal.SIGUSR1, lambda *_: got.append("usr1"))
+    th = threading.Thread(target=send, daemon=True)
+    th.start()
+    try:
+        assert px.run(main) >= 1
+    finally:
+        th.join(TIMEOUT)
+        signal.signal(signal.SIGUSR1, old)
+    assert got and set(got) == {"usr1"}
+
+
 def test_keyboard_interrupt_while_fibers_sleep(default_sigint):
     assert threading.current_thread() is threading.main_thread()
     unwound = []
