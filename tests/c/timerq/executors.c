@@ -114,6 +114,37 @@ SPEC(drainable_queue)
     px_queue_free(NULL);
 }
 
+/* The queue's descriptor (what a binding's fileno() gives an event loop) is
+** readable exactly while a call waits to be drained: not before the timer is
+** due, from its post until the drain that runs it, and not after. */
+SPEC(fileno_is_readable_exactly_while_calls_are_owed)
+{
+    px_queue *pq = px_queue_new();
+    CHECK(pq != NULL);
+    int fd = px_queue_fd(pq);
+    CHECK(fd >= 0);
+    px_executor ex = px_queue_executor(pq);
+    px_timerq_opts o = { .executor = &ex };
+    px_timerq *q = px_timerq_new(&o);
+    CHECK(q != NULL);
+    CHECK(!fd_readable(fd));
+    for (int round = 0; round < 2; round++) {
+        call_rec c = { 0 };
+        CHECK(px_timerq_add(q, round ? PX_MSEC(20) : 0, record_call, &c) != 0);
+        CHECK_EQ(px_queue_wait(pq, PX_TEST_TIMEOUT_NS), 1);
+        CHECK(fd_readable(fd));
+        CHECK(fd_readable(fd));             /* asking does not clear it */
+        CHECK_EQ(c.calls, 0);
+        CHECK_EQ(px_queue_drain(pq, 0), 1);
+        CHECK_EQ(c.calls, 1);
+        CHECK_EQ(c.status, 0);
+        CHECK(!fd_readable(fd));
+    }
+    px_timerq_free(q);
+    CHECK(!fd_readable(fd));
+    px_queue_free(pq);
+}
+
 /* An executor that always refuses: the queue must run the handler itself. */
 static atomic_int posts;
 
@@ -263,4 +294,4 @@ static void setup(void)
 }
 
 SPECS_AROUND(setup, NULL, default_worker, drainable_queue, failing_executor, flushing_executor,
-             executor_aborts_what_it_cannot_run)
+             executor_aborts_what_it_cannot_run, fileno_is_readable_exactly_while_calls_are_owed)

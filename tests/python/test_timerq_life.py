@@ -1,0 +1,225 @@
+"""The timer queue's life, as tests/c/timerq/ checks it in C: a burst of
+cancels, an executor that cannot run what it accepted, a HandlerQueue drained
+by one thread while another cancels, and the descriptor an event loop polls."""
+import concurrent.futures
+import random
+import select
+import threading
+
+import pytest
+
+import parataxis
+from conftest import TIMEOUT, Recorder
+
+pytestmark = pytest.mark.group("timerq")   # tests/behaviours.txt: timerq.<name>
+
+
+def readable(fd):
+    return select.select([fd], [], [], 0)[0] == [fd]
+
+
+def test_a_burst_of_cancels_is_delivered_aborted_once_each():
+    # As abort_linger.c with the default linger: every cancel that won is
+    # followed by exactly one aborted call on the worker, also one made after
+    # the burst was delivered; nothing is called after close.
+    n = 200
+    recs = [Recorder() for _ in range(n + 1)]
+    q = parataxis.TimerQueue()
+    ids = [q.add(10, recs[i]) for i in range(n)]
+    assert all(q.cancel(h) is True for h in ids)
+    for r in recs[:n]:
+        assert r.wait_for(1) == [True]
+    late = q.add(10, recs[n])                  # one more, after the burst was delivered
+    assert q.cancel(late) is True
+    assert recs[n].wait_for(1) == [True]
+    q.close()
+    for r in recs:
+        assert r.calls == [True]
+        assert r.threads[0] != threading.get_ident()   # on the worker
+
+
+class KeepingExecutor(concurrent.futures.Executor):
+    """Keeps every call's future (it never runs them): its owner then cancels
+    them, as an executor that cannot run what it accepted does."""
+
+    def __init__(self):
+        self.futures = []
+        self.lock = threading.Lock()
+        self.submitted = threading.Semaphore(0)
+
+    def submit(self, fn, *args, **kwargs):
+        f = concurrent.futures.Future()
+        with self.lock:
+            self.futures.append(f)
+        self.submitted.release()
+        return f
+
+
+def test_executor_aborts_what_it_cannot_run():
+    # As executors.c: the one-shot's one call and the periodic timer's final
+    # one (not re-armed) come aborted, from the executor's cancel; the timers
+    # are gone then.
+    ex = KeepingExecutor()
+    once, ticks = Recorder(), Recorder()
+    with parataxis.TimerQueue(executor=ex) as q:
+        h = q.add(0, once)
+        ph = q.add_periodic(0, 0.001, ticks)
+        for _ in range(2):
+            assert ex.submitted.acquire(timeout=TIMEOUT)
+        with ex.lock:
+            kept = list(ex.futures)
+        assert [f.cancel() for f in kept] == [True, True]
+        assert once.calls == [True]             # inline, in the cancelling thread
+        assert ticks.calls == [True]            # the final call: not re-armed
+        assert q.cancel(h) is False
+        assert q.cancel(ph) is False
+        assert q.pending == 0
+    with ex.lock:
+        assert len(ex.futures) == 2             # nothing more was submitted
+    assert once.calls == [True]
+    assert ticks.calls == [True]
+
+
+def test_executor_ticks_and_handler_cancels():
+    # As cancel_wake.c: a HandlerQueue drained by one thread; periodic timers
+    # cancelled from another thread while they tick; one-shot timers that
+    # cancel a few later ones from their handlers, on the draining thread.
+    # Each periodic timer: one winning cancel, one final call, no tick after
+    # it; each one-shot: one call, aborted exactly when a cancel of it won.
+    periodic, oneshot = 50, 400
+    lock = threading.Lock()
+    ticks, finals, after_final = [0] * periodic, [0] * periodic, [0] * periodic
+    shots = [[] for _ in range(oneshot)]
+    shot_wins = [0] * oneshot
+    sids = [None] * oneshot
+    left = [periodic + oneshot]
+    all_done = threading.Event()
+
+    def one_done():
+        left[0] -= 1
+        if left[0] == 0:
+            all_done.set()
+
+    def on_tick(i):
+        def fn(aborted):
+            with lock:
+                if finals[i]:
+                    after_final[i] += 1
+                if aborted:
+                    finals[i] += 1
+                    one_done()
+                else:
+                    ticks[i] += 1
+        return fn
+
+    def on_shot(i):
+        def fn(aborted):
+            if not aborted:                     # cancel a few later shots, from here
+                for k in (1, 2, 3):
+                    o = (i + k * 37) % oneshot
+                    if sids[o] is not None and q.cancel(sids[o]):
+                        with lock:
+                            shot_wins[o] += 1
+            with lock:
+                shots[i].append(aborted)
+                one_done()
+        return fn
+
+    stop = threading.Event()
+    with parataxis.HandlerQueue() as hq:
+        q = parataxis.TimerQueue(executor=hq)
+
+        def drainer():
+            while not stop.is_set():
+                hq.wait(0.005)
+                hq.drain()
+
+        th = threading.Thread(target=drainer)
+        th.start()
+        try:
+            pids = [q.add_periodic(1e-5 * (i % 7), 2e-5 + 1e-6 * (i % 13), on_tick(i))
+                    for i in range(periodic)]
+            for i in range(oneshot):
+                sids[i] = q.add(1e-5 * (i % 300), on_shot(i))
+            wins = [0] * periodic
+            rng = random.Random(7)
+
+            def canceller():
+                for i in range(periodic):
+                    if rng.random() < 0.5:     # let it tick first, or not
+                        end = parataxis.now() + TIMEOUT
+                        while ticks[i] == 0 and parataxis.now() < end:
+                            pass
+                    wins[i] += q.cancel(pids[i])
+
+            ct = threading.Thread(target=canceller)
+            ct.start()
+            ct.join()
+            assert all_done.wait(2 * TIMEOUT), f"{left[0]} calls did not come"
+            assert q.pending == 0
+            q.close()
+        finally:
+            stop.set()
+            th.join()
+        hq.drain()
+    assert wins == [1] * periodic
+    assert finals == [1] * periodic
+    assert after_final == [0] * periodic
+    for i in range(oneshot):
+        assert len(shots[i]) == 1
+        assert shot_wins[i] <= 1
+        assert shots[i] == [bool(shot_wins[i])]
+
+
+def test_fileno_is_readable_exactly_while_calls_are_owed():
+    # The HandlerQueue's descriptor, as the Lua queue's fileno() and
+    # px_queue_fd in C: readable from the due call's post until the drain that
+    # runs it, and not otherwise.
+    with parataxis.HandlerQueue() as hq, parataxis.TimerQueue(executor=hq) as q:
+        fd = hq.fileno()
+        assert fd >= 0
+        assert not readable(fd)
+        for delay in (0, 0.02):
+            rec = Recorder()
+            q.add(delay, rec)
+            assert hq.wait(TIMEOUT) is True
+            assert readable(fd)
+            assert readable(fd)                 # asking does not clear it
+            assert rec.calls == []
+            assert hq.drain() == 1
+            assert rec.calls == [False]
+            assert not readable(fd)
+
+
+def test_fileno_stays_readable_after_a_handler_error_while_calls_are_owed():
+    # A handler's error that ends a drain (in Python a SystemExit or a
+    # KeyboardInterrupt: an Exception goes to sys.unraisablehook and the drain
+    # goes on) leaves the calls after it queued, and the descriptor readable.
+    calls, errors = [0], 0
+
+    def boom(aborted):
+        raise SystemExit("boom")
+
+    def ok(aborted):
+        calls[0] += 1
+
+    with parataxis.HandlerQueue() as hq, parataxis.TimerQueue(executor=hq) as q:
+        fd = hq.fileno()
+        q.add(0.001, boom)
+        for _ in range(4):
+            q.add(0.001, ok)
+        end = parataxis.now() + TIMEOUT
+        while len(hq) < 5 and parataxis.now() < end:   # until the worker queued all five
+            hq.wait(0.01)
+        assert len(hq) == 5
+        while calls[0] < 4 and parataxis.now() < end:  # an fd-driven loop
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    hq.drain()
+                except SystemExit:
+                    errors += 1
+                    if calls[0] < 4:
+                        assert readable(fd), "calls owed, fd not readable"
+        assert errors == 1
+        assert calls[0] == 4
+        assert not readable(fd)
