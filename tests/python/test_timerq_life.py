@@ -1,10 +1,14 @@
-"""The timer queue's life, as tests/c/timerq/ checks it in C: a burst of
-cancels, an executor that cannot run what it accepted, a HandlerQueue drained
-by one thread while another cancels, and the descriptor an event loop polls."""
+"""The timer queue's life, mirrored from tests/c/timerq/ and the Lua suite: a
+burst of cancels, an executor that cannot run what it accepted, a HandlerQueue
+drained by one thread while another cancels, the descriptor an event loop
+polls, a handler's error, waits without a bound, and a fiber run's scheduler
+as the executor."""
 import concurrent.futures
+import math
 import random
 import select
 import threading
+import time
 
 import pytest
 
@@ -223,3 +227,173 @@ def test_fileno_stays_readable_after_a_handler_error_while_calls_are_owed():
         assert errors == 1
         assert calls[0] == 4
         assert not readable(fd)
+
+
+# -- a handler's error, and close ---------------------------------------------
+
+def test_an_error_in_a_handler_propagates_and_loses_no_other_call():
+    # A handler's error that propagates out of the drain running it (in Python
+    # a SystemExit or KeyboardInterrupt; an Exception goes to
+    # sys.unraisablehook): the calls beside it are not lost.
+    ok_calls, raised = [0], False
+
+    def boom(aborted):
+        raise SystemExit("boom")
+
+    def ok(aborted):
+        ok_calls[0] += 1
+
+    with parataxis.HandlerQueue() as hq, parataxis.TimerQueue(executor=hq) as q:
+        q.add(0.001, boom)
+        q.add(0.001, ok)
+        q.add(0.001, ok)
+        for _ in range(400):
+            if ok_calls[0] == 2 and raised:
+                break
+            hq.wait(0.05)
+            try:
+                hq.drain()
+            except SystemExit:
+                raised = True
+    assert ok_calls[0] == 2
+    assert raised
+
+
+def test_close_delivers_every_owed_call_from_a_close_scope_that_ends_in_an_error(unraisable):
+    # A with-block that ends in an exception closes its queue: every owed
+    # call is delivered, a handler's own exception (reported, not raised)
+    # does not replace the block's.
+    calls = [0]
+
+    def bad(aborted):
+        raise ZeroDivisionError("in handler")
+
+    def ok(aborted):
+        calls[0] += 1
+
+    with pytest.raises(RuntimeError, match="in scope"):
+        with parataxis.TimerQueue() as q:
+            q.add(60, bad)
+            q.add(60, ok)
+            raise RuntimeError("in scope")
+    assert calls[0] == 1
+    with unraisable.cond:
+        assert unraisable.cond.wait_for(lambda: unraisable, TIMEOUT)
+    assert [u.exc_type for u in unraisable] == [ZeroDivisionError]
+
+
+# -- waiting without a bound (Lua's q:run(), here HandlerQueue.wait) ------------
+
+def _waits_until_a_call_is_due(wait):
+    def test():
+        calls = []
+        with parataxis.HandlerQueue() as hq, parataxis.TimerQueue(executor=hq) as q:
+            q.add(0.05, calls.append)
+            t0 = time.monotonic()
+            assert wait(hq) is True
+            ran = hq.drain()
+            took = time.monotonic() - t0
+        assert ran == 1
+        assert calls == [False]
+        assert took >= 0.045, f"returned after {took} s"
+    return test
+
+
+for _name, _wait in (("math_huge", lambda hq: hq.wait(math.inf)),
+                     ("1e300", lambda hq: hq.wait(1e300)),
+                     ("1e10_above_the_c_range", lambda hq: hq.wait(1e10)),
+                     ("no_timeout", lambda hq: hq.wait())):
+    _test = _waits_until_a_call_is_due(_wait)
+    _test.__name__ = f"test_run_without_a_bound_with_{_name}_waits_until_a_call_is_due"
+    globals()[_test.__name__] = _test
+del _name, _wait, _test
+
+
+def test_run_without_a_bound_waits_for_a_periodic_timers_next_tick():
+    ticks, finals = [0], [0]
+
+    def tick(aborted):
+        if aborted:
+            finals[0] += 1
+        else:
+            ticks[0] += 1
+
+    with parataxis.HandlerQueue() as hq, parataxis.TimerQueue(executor=hq) as q:
+        h = q.add_periodic(0.03, 0.03, tick)
+        t0 = time.monotonic()
+        assert hq.wait() is True
+        assert hq.drain() == 1
+        took = time.monotonic() - t0
+        assert ticks[0] == 1
+        assert took >= 0.025, f"returned after {took} s"
+        assert q.cancel(h) is True
+        assert hq.wait() is True
+        assert hq.drain() == 1                  # the final aborted call
+        assert finals[0] == 1
+
+
+def test_run_without_a_bound_refuses_a_nan_or_negative_timeout_and_changes_nothing():
+    calls = []
+    with parataxis.HandlerQueue() as hq, parataxis.TimerQueue(executor=hq) as q:
+        q.add(0, calls.append)
+        for bad in (math.nan, -1, -math.inf):
+            with pytest.raises(parataxis.InvalidArgument):
+                hq.wait(bad)
+        with pytest.raises(TypeError):
+            hq.wait("1")
+        assert calls == []
+        assert hq.wait() is True
+        assert hq.drain() == 1
+    assert calls == [False]
+
+
+# -- on a fiber run's scheduler ---------------------------------------------------
+
+def test_after_the_run_its_calls_come_aborted_to_the_queue(rec):
+    def main():
+        return parataxis.TimerQueue(executor=parataxis.scheduler())
+    q = parataxis.run(main)
+    q.add(0.01, rec)                            # a timer added after the run
+    assert rec.wait_for(1) == [True]
+    q.close()
+    assert rec.calls == [True]
+
+
+def test_a_deadlocked_run_waits_for_no_timer_once_it_unwinds():
+    # A held timer keeps a deadlock from being declared until its call came;
+    # the unwinding of the deadlock then waits for no timer added during it.
+    calls, box = [], {}
+
+    def main():
+        q = box["q"] = parataxis.TimerQueue(executor=parataxis.scheduler())
+        q.add(0.02, lambda aborted: calls.append("early"))
+        ev = parataxis.Event()
+        with pytest.raises(parataxis.Cancelled):
+            ev.wait()                           # nobody sets it: the unwinding
+        q.add(60, calls.append)                 # no hold any more
+    t0 = time.monotonic()
+    with pytest.raises(parataxis.DeadlockError):
+        parataxis.run(main)
+    assert time.monotonic() - t0 < 30
+    assert calls == ["early"]
+    box["q"].close()
+    assert calls == ["early", True]
+
+
+def test_scheduler_is_enofiber_outside_a_run_and_a_bad_executor_is_refused():
+    with pytest.raises(parataxis.NoFiberError):
+        parataxis.scheduler()
+    with pytest.raises(TypeError, match="executor"):
+        parataxis.TimerQueue(executor={})
+    with pytest.raises(TypeError, match="executor"):
+        parataxis.TimerQueue(executor=5)
+    with parataxis.TimerQueue(executor=None):   # no executor: a plain queue
+        pass
+
+    def main():
+        s = parataxis.scheduler()
+        assert s is parataxis.scheduler()
+        assert isinstance(s, parataxis.Scheduler)
+        with parataxis.TimerQueue(executor=s):
+            pass
+    parataxis.run(main)
