@@ -79,15 +79,6 @@ describe("timerq", function()
     q:close()                                -- twice is harmless
   end)
 
-  it("refuses_bad_input_with_a_clear_error", function()
-    assert.has_error(function() q:add(-1, function() end) end)
-    assert.has_error(function() q:add(0 / 0, function() end) end)
-    assert.has_error(function() q:add(1, "not callable") end)
-    assert.has_error(function() q:add_periodic(0, 0, function() end) end)
-    assert.has_error(function() q:cancel("7") end)
-    assert.is_false(q:cancel(123456789))     -- unknown id
-  end)
-
   it("durations_of_2_63_ns_or_more_mean_never", function()
     -- C's rule, in every binding: a duration whose nanoseconds do not fit the
     -- C API's int64_t (2^63 ns or more, about 9223372036.85 s, 292 years;
