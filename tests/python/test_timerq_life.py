@@ -25,9 +25,10 @@ def readable(fd):
 
 
 def test_a_burst_of_cancels_is_delivered_aborted_once_each():
-    # As abort_linger.c with the default linger: every cancel that won is
-    # followed by exactly one aborted call on the worker, also one made after
-    # the burst was delivered; nothing is called after close.
+    # As abort_linger.c, with the linger of this binding's queues (1 ms):
+    # every cancel that won is followed by exactly one aborted call on the
+    # worker, also one made after the burst was delivered; nothing is called
+    # after close.
     n = 200
     recs = [Recorder() for _ in range(n + 1)]
     q = parataxis.TimerQueue()
