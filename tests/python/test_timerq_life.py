@@ -437,10 +437,6 @@ def test_dropped_without_close_delivers_every_owed_call_as_aborted_when_collecte
     assert len(calls) == 4                      # once each, not again
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a pending timer's handler is held from C "
-                   "(_timers.c's live list, a root the collector cannot see through), so a "
-                   "queue its handlers refer to is never collected: it lives, worker thread "
-                   "and all, until interpreter exit")
 def test_dropped_without_close_is_collected_although_its_handlers_capture_it_a_cycle():
     calls = [0]
 
@@ -491,11 +487,9 @@ def test_dropped_without_close_refuses_an_add_from_a_handler_run_at_collection(u
     refused, ran_later = [], []
 
     def setup(q):
-        qref = weakref.ref(q)                   # (a strong one: see the test above)
-
         def fn(aborted):
             try:
-                qref().add(0, lambda a: ran_later.append(a))
+                q.add(0, lambda a: ran_later.append(a))
             except parataxis.Closed:
                 refused.append(True)
         q.add(60, fn)
@@ -511,8 +505,7 @@ def test_dropped_without_close_kept_by_a_handler_at_collection_is_a_closed_queue
     kept = []
 
     def setup(q):
-        qref = weakref.ref(q)                   # (a strong one: see above)
-        q.add(60, lambda aborted: kept.append(qref()))
+        q.add(60, lambda aborted: kept.append(q))
     _drop_queue(setup)
     gc.collect()
     assert len(kept) == 1, "the handler did not run"

@@ -588,11 +588,27 @@ typedef struct tqueue {
     PyObject *gate;             /* its Gate, once made */
 } tqueue;
 
+/*
+** Besides its own references, an open queue's traversal visits the handler of
+** each call it owes.  The handle holds it, on the live list: a root the
+** collector cannot see, which would keep for ever a queue that its handlers
+** refer to, once dropped.  Counted as the queue's, such a cycle is garbage:
+** the collector finalizes the queue, whose close() shuts it and delivers every
+** call owed, releasing the handlers, before anything is cleared.  A shut queue
+** visits none: calls it still owes (posted to a loop, or a close from one of
+** its own handlers) keep their handlers, and what these refer to, alive.
+*/
 static int queue_traverse(tqueue *q, visitproc visit, void *arg)
 {
     Py_VISIT(q->state);
     Py_VISIT(q->sched);
     Py_VISIT(q->loop);
+    if (q->state != NULL && q->gate != NULL && Py_IS_TYPE(q->gate, &gate_type)
+        && !(atomic_load(&((gate *)q->gate)->g.use) & PXPY_SHUT)) {
+        for (hlink *l = live.next; l != &live; l = l->next)
+            if (HANDLE(l)->owner == q->state)
+                Py_VISIT(HANDLE(l)->fn);
+    }
     return 0;
 }
 
