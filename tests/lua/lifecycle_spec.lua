@@ -1,6 +1,7 @@
 -- The Lua binding's queue lifecycle: unbounded runs, close with failing
 -- handlers, and a descriptor that is readable whenever calls are owed.
 local px = require "parataxis"
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "helpers.lua")
 
 -- Whether q:fileno() is readable, asked of the kernel itself: the descriptor
 -- is an eventfd, readable exactly while its counter is not zero, and Linux
@@ -129,7 +130,7 @@ describe("timerq", function()
 end)
 
 describe("timerq", function()
-  it("close_from_a_handler_runs_every_other_owed_call_and_leaves_the_queue_closed", function()
+  it("free_from_its_own_handler_returns_and_delivers_the_rest_once", function()
     local q = px.TimerQueue()
     local aborted = 0
     for _ = 1, 3 do q:add(60, function(a) if a then aborted = aborted + 1 end end) end
@@ -148,6 +149,7 @@ describe("timerq", function()
   after_each(function() q:close() end)
 
   it("fileno_is_readable_exactly_while_calls_are_owed", function()
+    assert.is_true(q:fileno() >= 0)          -- a descriptor for event loops
     assert.is_false(fd_readable(q))
     q:add(0, function() end)
     assert.equal(1, q:run(5))
@@ -176,6 +178,46 @@ describe("timerq", function()
     assert.equal(1, errors)
     assert.equal(4, calls)
     assert.is_false(fd_readable(q))
+  end)
+end)
+
+describe("timerq", function()
+  local q
+  before_each(function() q = px.TimerQueue() end)
+  after_each(function() q:close() end)
+
+  -- As tests/c/timerq/abort_linger.c with the default linger: every cancel
+  -- that won is followed by exactly one aborted call, also one made after the
+  -- burst was delivered; nothing is called after close.
+  it("a_burst_of_cancels_is_delivered_aborted_once_each", function()
+    local n = 200
+    local calls = {}
+    local function rec(i) return function(aborted) calls[i] = (calls[i] or "") .. tostring(aborted) end end
+    local ids = {}
+    for i = 1, n do ids[i] = q:add(10, rec(i)) end
+    for i = 1, n do assert.is_true(q:cancel(ids[i])) end
+    h.run_until(q, function() local k = 0; for _ in pairs(calls) do k = k + 1 end; return k == n end)
+    assert.is_true(q:cancel(q:add(10, rec(n + 1))))   -- one more, after the burst
+    h.run_until(q, function() return calls[n + 1] ~= nil end)
+    q:close()
+    assert.equal(0, q:run(0.01))
+    for i = 1, n + 1 do assert.equal("true", calls[i]) end
+  end)
+
+  -- As periodic_ticks.c: a fast periodic timer under close gets one final
+  -- call and no tick after it.
+  it("free_ends_periodic", function()
+    local ticks, finals, after_final = 0, 0, 0
+    q:add_periodic(0, 0.0002, function(aborted)
+      if finals > 0 then after_final = after_final + 1 end
+      if aborted then finals = finals + 1 else ticks = ticks + 1 end
+    end)
+    h.run_until(q, function() return ticks >= 5 end)
+    q:close()
+    assert.equal(1, finals)
+    assert.equal(0, after_final)
+    assert.equal(0, q:run(0.01))
+    assert.equal(1, finals)
   end)
 end)
 

@@ -57,7 +57,7 @@ def test_ids_never_reused():
             ids += cur
 
 
-def test_close_aborts_pending(rec):
+def test_free_aborts_every_pending_timer_before_it_returns(rec):
     q = parataxis.TimerQueue()
     for _ in range(5):
         q.add(60, rec)
@@ -125,11 +125,33 @@ def test_periodic_ticks_then_one_final_call():
     assert all(c is False for c in calls[:-1]) and len(calls) >= 4
 
 
-def test_periodic_final_call_at_close(rec):
+def test_free_ends_periodic(rec):
     q = parataxis.TimerQueue()
     q.add_periodic(60, 1, rec)
     q.close()
     assert rec.calls == [True]
+    # A fast periodic timer under close (periodic_ticks.c): one final call,
+    # no tick after it, no two calls at once.
+    calls, busy, overlaps, after_final = [], [False], [0], [0]
+    five = threading.Event()
+
+    def tick(aborted):
+        if busy[0]:
+            overlaps[0] += 1
+        busy[0] = True
+        if True in calls:
+            after_final[0] += 1
+        calls.append(aborted)
+        if len(calls) == 5:
+            five.set()
+        busy[0] = False
+
+    q = parataxis.TimerQueue()
+    q.add_periodic(0, 0.0002, tick)
+    assert five.wait(TIMEOUT)
+    q.close()
+    assert calls.count(True) == 1 and calls[-1] is True
+    assert after_final[0] == 0 and overlaps[0] == 0
 
 
 def test_a_handler_cancels_another_timer(rec):
@@ -150,7 +172,7 @@ def test_a_handler_cancels_another_timer(rec):
         assert q.cancel(other) is False         # already cancelled
 
 
-def test_close_from_own_handler_does_not_deadlock(rec):
+def test_free_from_its_own_handler_returns_and_delivers_the_rest_once(rec):
     q = parataxis.TimerQueue()
     q.add(60, rec)
     closed = threading.Event()

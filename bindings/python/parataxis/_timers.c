@@ -75,6 +75,7 @@ typedef struct hlink {
 typedef struct handle {
     PyObject_HEAD
     hlink live;                  /* on `live` while a call is owed */
+    hlink own;                   /* then also on its gate's `owed`, if it has a gate */
     PyObject *fn, *ctx;         /* until the final call */
     PyObject *owner;            /* the queue's _State (which keeps the gate) */
     PyObject *sched;            /* a Scheduler held per owed call, or NULL */
@@ -91,22 +92,49 @@ static hlink live = { &live, &live };
 
 #define HANDLE(l) ((handle *)((char *)(l) - offsetof(handle, live)))
 
+/* A Gate (see below); `owed` lists the handles of its queue's owed calls (for
+** queue_traverse), its own share of the live list. */
+typedef struct gate {
+    PyObject_HEAD
+    pxpy_gate g;
+    hlink owed;
+} gate;
+
+#define GATE(pg) ((gate *)((char *)(pg) - offsetof(gate, g)))
+#define OWN(l) ((handle *)((char *)(l) - offsetof(handle, own)))
+
+static void link_in(hlink *head, hlink *l)
+{
+    l->next = head->next;
+    l->prev = head;
+    head->next->prev = l;
+    head->next = l;
+}
+
+static void link_out(hlink *l)
+{
+    l->prev->next = l->next;
+    l->next->prev = l->prev;
+    l->prev = l->next = NULL;
+}
+
 static PyTypeObject handle_type;
 
 static void live_add(handle *h)
 {
     Py_INCREF(h);
-    h->live.next = live.next;
-    h->live.prev = &live;
-    live.next->prev = &h->live;
-    live.next = &h->live;
+    link_in(&live, &h->live);
+    if (h->gate != NULL)
+        link_in(&GATE(h->gate)->owed, &h->own);
+    else
+        h->own.prev = h->own.next = NULL;
 }
 
 static void live_remove(handle *h)
 {
-    h->live.prev->next = h->live.next;
-    h->live.next->prev = h->live.prev;
-    h->live.prev = h->live.next = NULL;
+    link_out(&h->live);
+    if (h->own.next != NULL)
+        link_out(&h->own);
 }
 
 /*
@@ -521,11 +549,6 @@ static PyTypeObject handle_type = {
 ** be run by the collector in a reference cycle possibly before the __del__ of
 ** the queue holding the gate, whose close() would then shut freed memory.
 */
-typedef struct gate {
-    PyObject_HEAD
-    pxpy_gate g;
-} gate;
-
 static PyTypeObject gate_type;
 
 /* The gate of a Gate object, or NULL with TypeError set. */
@@ -549,6 +572,7 @@ static PyObject *gate_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         atomic_init(&o->g.refuse, PX_ECLOSED);
         atomic_init(&o->g.hold, 0);
         o->g.obj = NULL;
+        o->owed.prev = o->owed.next = &o->owed;
     }
     return (PyObject *)o;
 }
@@ -588,11 +612,26 @@ typedef struct tqueue {
     PyObject *gate;             /* its Gate, once made */
 } tqueue;
 
+/*
+** Besides its own references, an open queue's traversal visits the handler of
+** each call it owes.  The handle holds it, on the live list: a root the
+** collector cannot see, which would keep for ever a queue that its handlers
+** refer to, once dropped.  Counted as the queue's, such a cycle is garbage:
+** the collector finalizes the queue, whose close() shuts it and delivers every
+** call owed, releasing the handlers, before anything is cleared.  A shut queue
+** visits none: calls it still owes (posted to a loop, or a close from one of
+** its own handlers) keep their handlers, and what these refer to, alive.
+*/
 static int queue_traverse(tqueue *q, visitproc visit, void *arg)
 {
     Py_VISIT(q->state);
     Py_VISIT(q->sched);
     Py_VISIT(q->loop);
+    gate *g = q->gate != NULL && Py_IS_TYPE(q->gate, &gate_type) ? (gate *)q->gate : NULL;
+    if (g != NULL && !(atomic_load(&g->g.use) & PXPY_SHUT)) {
+        for (hlink *l = g->owed.next; l != &g->owed; l = l->next)
+            Py_VISIT(OWN(l)->fn);
+    }
     return 0;
 }
 

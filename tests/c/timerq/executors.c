@@ -114,6 +114,91 @@ SPEC(drainable_queue)
     px_queue_free(NULL);
 }
 
+/* The queue's descriptor (what a binding's fileno() gives an event loop) is
+** readable exactly while a call waits to be drained: not before the timer is
+** due, from its post until the drain that runs it, and not after. */
+SPEC(fileno_is_readable_exactly_while_calls_are_owed)
+{
+    px_queue *pq = px_queue_new();
+    CHECK(pq != NULL);
+    int fd = px_queue_fd(pq);
+    CHECK(fd >= 0);
+    px_executor ex = px_queue_executor(pq);
+    px_timerq_opts o = { .executor = &ex };
+    px_timerq *q = px_timerq_new(&o);
+    CHECK(q != NULL);
+    CHECK(!fd_readable(fd));
+    for (int round = 0; round < 2; round++) {
+        call_rec c = { 0 };
+        CHECK(px_timerq_add(q, round ? PX_MSEC(20) : 0, record_call, &c) != 0);
+        CHECK_EQ(px_queue_wait(pq, PX_TEST_TIMEOUT_NS), 1);
+        CHECK(fd_readable(fd));
+        CHECK(fd_readable(fd));             /* asking does not clear it */
+        CHECK_EQ(c.calls, 0);
+        CHECK_EQ(px_queue_drain(pq, 0), 1);
+        CHECK_EQ(c.calls, 1);
+        CHECK_EQ(c.status, 0);
+        CHECK(!fd_readable(fd));
+    }
+    px_timerq_free(q);
+    CHECK(!fd_readable(fd));
+    px_queue_free(pq);
+}
+
+/* A wait without a bound (a negative timeout, or one too long for the clock)
+** returns once a call is due, not before: what a binding's q:run() or
+** HandlerQueue.wait() without a timeout gives. */
+SPEC(run_without_a_bound_with_no_timeout_waits_until_a_call_is_due)
+{
+    px_queue *pq = px_queue_new();
+    CHECK(pq != NULL);
+    px_executor ex = px_queue_executor(pq);
+    px_timerq_opts o = { .executor = &ex };
+    px_timerq *q = px_timerq_new(&o);
+    CHECK(q != NULL);
+    const int64_t forever[] = { -1, INT64_MIN, INT64_MAX };
+    for (size_t i = 0; i < sizeof forever / sizeof forever[0]; i++) {
+        call_rec c = { 0 };
+        int64_t t0 = px_now();
+        CHECK(px_timerq_add(q, PX_MSEC(50), record_call, &c) != 0);
+        CHECK_EQ(px_queue_wait(pq, forever[i]), 1);
+        CHECK_EQ(px_queue_drain(pq, 0), 1);
+        CHECK_GE(px_now() - t0, PX_MSEC(50));
+        CHECK_EQ(c.calls, 1);
+        CHECK_EQ(c.status, 0);
+    }
+    px_timerq_free(q);
+    px_queue_free(pq);
+}
+
+/* The same wait with a periodic timer: it returns at the next tick, and the
+** cancel's final call is the next call to come. */
+SPEC(run_without_a_bound_waits_for_a_periodic_timers_next_tick)
+{
+    px_queue *pq = px_queue_new();
+    CHECK(pq != NULL);
+    px_executor ex = px_queue_executor(pq);
+    px_timerq_opts o = { .executor = &ex };
+    px_timerq *q = px_timerq_new(&o);
+    CHECK(q != NULL);
+    call_rec c = { 0 };
+    int64_t t0 = px_now();
+    uint64_t id = px_timerq_add_periodic(q, PX_MSEC(30), PX_MSEC(30), record_call, &c);
+    CHECK(id != 0);
+    CHECK_EQ(px_queue_wait(pq, -1), 1);
+    CHECK_EQ(px_queue_drain(pq, 0), 1);
+    CHECK_GE(px_now() - t0, PX_MSEC(30));
+    CHECK_EQ(c.calls, 1);
+    CHECK_EQ(c.status, 0);
+    CHECK_EQ(px_timerq_cancel(q, id), 1);
+    CHECK_EQ(px_queue_wait(pq, -1), 1);
+    CHECK_EQ(px_queue_drain(pq, 0), 1);       /* the final aborted call */
+    CHECK_EQ(c.calls, 2);
+    CHECK_EQ(c.status, PX_ECANCELED);
+    px_timerq_free(q);
+    px_queue_free(pq);
+}
+
 /* An executor that always refuses: the queue must run the handler itself. */
 static atomic_int posts;
 
@@ -263,4 +348,6 @@ static void setup(void)
 }
 
 SPECS_AROUND(setup, NULL, default_worker, drainable_queue, failing_executor, flushing_executor,
-             executor_aborts_what_it_cannot_run)
+             executor_aborts_what_it_cannot_run, fileno_is_readable_exactly_while_calls_are_owed,
+             run_without_a_bound_with_no_timeout_waits_until_a_call_is_due,
+             run_without_a_bound_waits_for_a_periodic_timers_next_tick)

@@ -42,7 +42,7 @@ static void check_all_once(int first_status)
     }
 }
 
-SPEC(free_pending)
+SPEC(free_aborts_every_pending_timer_before_it_returns)
 {
     reset();
     px_timerq *q = px_timerq_new(NULL);
@@ -65,7 +65,7 @@ static void on_freer(void *arg, int status)
     on_timer(arg, status);
 }
 
-SPEC(free_from_worker)
+SPEC(free_from_its_own_handler_returns_and_delivers_the_rest_once)
 {
     reset();
     countdown_init(&last, N);
@@ -84,4 +84,5 @@ SPEC(free_of_null_is_a_no_op)
     px_timerq_free(NULL);
 }
 
-SPECS(free_pending, free_from_worker, free_of_null_is_a_no_op)
+SPECS(free_aborts_every_pending_timer_before_it_returns,
+      free_from_its_own_handler_returns_and_delivers_the_rest_once, free_of_null_is_a_no_op)
