@@ -82,6 +82,8 @@ typedef struct handle {
     unsigned long id;           /* 0 until added (a Timer's wait has none) */
     double when;
     char periodic, cancelled;
+    char ticking;               /* a periodic tick's handler runs (see handle_call) */
+    int final;                  /* the final call's status, owed once that tick ends */
 } handle;
 
 _Static_assert(sizeof(unsigned long) == sizeof(uint64_t), "a timer id fits an unsigned long");
@@ -149,7 +151,8 @@ static handle *handle_new(PyObject *owner, PyObject *sched, pxpy_gate *g, PyObje
     h->gate = g;
     h->id = 0;
     h->when = 0;
-    h->periodic = h->cancelled = 0;
+    h->periodic = h->cancelled = h->ticking = 0;
+    h->final = 0;
     live_add(h);
     return h;
 }
@@ -192,26 +195,61 @@ static void handle_release(handle *h, PyObject **fn, PyObject **ctx)
     }
 }
 
-/* Calls the handler of h with status, through _run_handler (which sets
-** _tls.current and passes what must stop a drain): the final call releases the
-** handle, a periodic tick keeps it.  0, or -1 with the exception set. */
-static int handle_call(handle *h, int status)
+/* The final call of h: releases the handle (h may be gone after it). */
+static int handle_final(handle *h, int status)
 {
-    PyObject *fn, *ctx, *r;
-    PyObject *aborted = status != 0 ? Py_True : Py_False;
-    if (status == 0 && h->periodic) {
-        PyObject *args[] = { h->fn, ctx_tracked(h->ctx), h->owner, aborted };
-        r = PyObject_Vectorcall(run_handler, args, 4, NULL);
-    } else {
-        handle_release(h, &fn, &ctx);
-        PyObject *args[] = { fn, ctx, h->owner, aborted };
-        r = PyObject_Vectorcall(run_handler, args, 4, NULL);
-        Py_DECREF(fn);
-        Py_DECREF(ctx);
-        Py_DECREF(h);
-    }
+    PyObject *fn, *ctx;
+    handle_release(h, &fn, &ctx);
+    PyObject *args[] = { fn, ctx, h->owner, status != 0 ? Py_True : Py_False };
+    PyObject *r = PyObject_Vectorcall(run_handler, args, 4, NULL);
+    Py_DECREF(fn);
+    Py_DECREF(ctx);
+    Py_DECREF(h);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
+}
+
+/* Calls the handler of h with status, through _run_handler (which sets
+** _tls.current and passes what must stop a drain): the final call releases the
+** handle, a periodic tick keeps it.  0, or -1 with the exception set.
+**
+** A tick that a fiber runs (Call.run) is over for the timer queue before its
+** handler starts, and that handler may wait: the next tick, or the final call,
+** may then come while it still runs in the handle's context.  A tick then is
+** coalesced into the running one; the final call is owed to its end, and made
+** there -- never overlapping, never lost. */
+static int handle_call(handle *h, int status)
+{
+    if (h->ticking) {
+        if (status != 0)
+            h->final = status;
+        return 0;
+    }
+    if (status == 0 && h->periodic) {
+        PyObject *args[] = { h->fn, ctx_tracked(h->ctx), h->owner, Py_False };
+        h->ticking = 1;
+        PyObject *r = PyObject_Vectorcall(run_handler, args, 4, NULL);
+        h->ticking = 0;
+        int final = h->final;
+        if (final == 0) {
+            Py_XDECREF(r);
+            return r == NULL ? -1 : 0;
+        }
+        h->final = 0;
+        if (r != NULL) {
+            Py_DECREF(r);
+            return handle_final(h, final);
+        }
+        PyObject *type, *value, *tb;        /* the tick's exception stays the one raised */
+        PyErr_Fetch(&type, &value, &tb);
+        Py_INCREF(h);
+        if (handle_final(h, final) != 0)
+            PyErr_WriteUnraisable((PyObject *)h);
+        Py_DECREF(h);
+        PyErr_Restore(type, value, tb);
+        return -1;
+    }
+    return handle_final(h, status);
 }
 
 /* -- the trampolines ------------------------------------------------------ */
