@@ -557,6 +557,27 @@ def test_a_handle_drops_its_handler_at_the_final_call():
     assert rec.calls == [True, True]
 
 
+def test_queues_closed_from_their_own_handlers_are_freed():
+    # close() from one of the queue's own handlers on its worker cannot join
+    # that worker, which still delivers; what it uses must go once it is done,
+    # not only at interpreter exit: a program that does this in a loop must not
+    # grow.
+    states = []
+    for _ in range(50):
+        done = threading.Event()
+        q = parataxis.TimerQueue()
+        q.add(0, lambda aborted, q=q: (q.close(), done.set()))
+        states.append(weakref.ref(q._state))
+        assert done.wait(TIMEOUT)
+        del q
+
+    def freed():
+        gc.collect()
+        parataxis.TimerQueue().close()
+        return sum(s() is not None for s in states) <= 1
+    assert wait_until(freed)
+
+
 # -- item 13: the asyncio loop closed under its queue --------------------------------
 
 def test_add_after_the_loop_closed_raises_closed():
