@@ -638,6 +638,7 @@ class TimerQueue(_TimerQueueBase, _Closing):
         into, self._into = self._into, None
         if into is not None:            # it posts no more: let its C queue go
             into._unhold()
+        _prune_deferred()
         if inside:
             _DEFERRED.add(self._state)  # the worker still owes calls: see exit
         else:
@@ -782,6 +783,18 @@ def _close_all_at_exit() -> None:
         except Exception:
             pass
     _wait_deferred(5.0)
+
+
+def _prune_deferred() -> None:
+    # The queues closed from their own handlers whose workers owe no more
+    # calls: their batches are used no more (a flush under way keeps its own).
+    if not _DEFERRED:
+        return
+    owners = _host.live_owners()
+    for state in list(_DEFERRED):
+        if state not in owners:
+            _DEFERRED.discard(state)
+            _CTX.pop(id(state), None)
 
 
 def _wait_deferred(timeout: float) -> None:

@@ -1008,6 +1008,10 @@ static void batch_flush(void *ctx)
     if (b->len == 0)
         return;
     PyGILState_STATE gil = gil_take();
+    /* Alive to the flush's end: once a queue closed from its own handler owes
+    ** no call, Python lets its batch go (_core._prune_deferred), maybe while
+    ** the last handler of this flush runs. */
+    Py_INCREF(b);
     int collecting = b->submit == NULL && keys_room(b);
     keys k = { b->key, b->status, 0 };
     if (collecting) {
@@ -1024,6 +1028,7 @@ static void batch_flush(void *ctx)
     b->len = 0;
     run_collected(&k);
     collect = NULL;
+    Py_DECREF(b);
     PyGILState_Release(gil);
 }
 
