@@ -460,6 +460,34 @@ print("ok")
 """)
 
 
+def test_primitive_is_alive_for_finalizers_in_its_cycle():
+    """A finalizer of an object in the same reference cycle as a sync object
+    may still use it, as it may a CancellationToken: the object's C memory is
+    collected when its _host.Prim is deallocated, after every finalizer of the
+    cycle ran -- not in the object's own __del__, which the collector may run
+    first (then set() and release() wrote into freed memory: a corrupted heap)."""
+    run_race("""
+import gc, parataxis as px
+seen = []
+class Holder:
+    def __del__(self):
+        e, s = self.e, self.s
+        e.set(); s.release()
+        seen.append((e.is_set(), s.value))
+def main():
+    for _ in range(200):
+        e, s = px.Event(), px.Semaphore(0)  # made before the holder: finalized first
+        h = Holder()
+        h.e, h.s = e, s
+        h.me = h                        # a cycle: only the collector frees it
+        del e, s, h
+        gc.collect()
+px.run(main)
+assert seen == [(True, 1)] * 200, seen
+print("ok")
+""")
+
+
 # -- item 12: timer handles -------------------------------------------------------
 
 def test_handles_of_another_queue_do_not_cancel_this_queues_timers():
