@@ -348,6 +348,50 @@ print("ok")
 """)
 
 
+def test_queue_collected_where_its_worker_waits_on_a_held_lock_does_not_hang():
+    """The collector runs wherever an allocation triggers it, with whatever
+    locks that thread holds: ThreadPoolExecutor.submit allocates the Future
+    under its _shutdown_lock, on a queue's worker.  A dropped queue sharing
+    that executor, collected there, must not join a worker that waits for the
+    same lock (close() did: a hang, found with gc.set_threshold(1) and 300
+    dropped queues).  Here the collection comes at a chosen moment: the other
+    worker waits for the lock the collecting thread holds."""
+    run_race("""
+import concurrent.futures as cf, gc, threading, parataxis as px
+gc.disable()
+arrived = threading.Event()
+first = []
+rec = []
+class Ex(cf.ThreadPoolExecutor):
+    lock = threading.Lock()
+    def submit(self, fn, *args, **kw):
+        if not first:
+            first.append(1)
+            with self.lock:             # what submit's allocation may do here
+                assert arrived.wait(10)
+                gc.collect()
+                return super().submit(fn, *args, **kw)
+        arrived.set()
+        with self.lock:
+            return super().submit(fn, *args, **kw)
+ex = Ex(2)
+a = px.TimerQueue(ex)
+b = px.TimerQueue(ex)
+b.me = b                                # a cycle: only the collector frees it
+a.add(0, rec.append)
+b.add(0.05, rec.append)
+b.add(60, rec.append)
+del b
+done = threading.Event()
+a.add(0.2, lambda aborted: done.set())
+assert done.wait(20)
+a.close()
+ex.shutdown()
+assert len(rec) == 3 and rec[0] is False, rec   # b's first: expired or aborted
+print("ok")
+""", timeout=40)
+
+
 def test_handler_queue_and_its_timer_queue_collected_together_lose_no_call():
     """A HandlerQueue and a TimerQueue posting into it, dropped together in one
     reference cycle: whichever __del__ the collector runs first, every handler
