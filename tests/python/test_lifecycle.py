@@ -392,6 +392,43 @@ print("ok")
 """, timeout=40)
 
 
+def test_queue_collected_on_its_own_worker_delivers_every_call():
+    """A dropped queue may be collected on its own worker thread, outside its
+    handlers (here in its executor's submit, as an allocation there may do):
+    close() cannot join that worker, which still delivers the aborted calls
+    through the queue's batch executor -- so the batch must live until then.
+    close() took itself for off the worker and let the batch go at once: the
+    worker wrote into freed memory (a corrupted heap) and calls were lost."""
+    run_race("""
+import concurrent.futures as cf, gc, threading, time, parataxis as px
+gc.disable()
+rec = []
+go = threading.Event()
+class Ex(cf.ThreadPoolExecutor):
+    def submit(self, fn, *args, **kw):
+        if go.is_set():
+            go.clear()
+            gc.collect()                # on the dropped queue's own worker
+        return super().submit(fn, *args, **kw)
+ex = Ex(2)
+for _ in range(30):
+    b = px.TimerQueue(ex)
+    b.me = b                            # a cycle: only the collector frees it
+    b.add(0.01, rec.append)
+    for _ in range(20):
+        b.add(60, rec.append)
+    del b
+    go.set()
+    time.sleep(0.05)
+end = time.monotonic() + 20
+while len(rec) < 30 * 21 and time.monotonic() < end:
+    time.sleep(0.01)
+assert len(rec) == 30 * 21 and rec.count(True) >= 30 * 20, (len(rec), rec.count(True))
+ex.shutdown()
+print("ok")
+""")
+
+
 def test_handler_queue_and_its_timer_queue_collected_together_lose_no_call():
     """A HandlerQueue and a TimerQueue posting into it, dropped together in one
     reference cycle: whichever __del__ the collector runs first, every handler
