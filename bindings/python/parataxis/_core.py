@@ -633,7 +633,11 @@ class TimerQueue(_TimerQueueBase, _Closing):
             lib.pxpy_timer_drop(g)
         self._timers.clear()
         q, self._q = self._q, _NULL
-        inside = getattr(_tls, "current", None) is self._state
+        # In one of its handlers, or on its worker (where the collector may
+        # run this): px_timerq_free cannot join the worker, which goes on
+        # delivering through what _CTX keeps.
+        inside = (getattr(_tls, "current", None) is self._state
+                  or any(b.on_worker() for b in _CTX.get(id(self._state), ())))
         lib.px_timerq_free(q)           # GIL released while it joins the worker
         into, self._into = self._into, None
         if into is not None:            # it posts no more: let its C queue go

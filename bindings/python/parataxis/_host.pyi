@@ -147,6 +147,8 @@ class Batch:
     batch run under one hold of the GIL, or go to submit(call) -> 0 or a C
     code."""
     def __init__(self, submit: Optional[Callable[[Call], int]]) -> None: ...
+    def on_worker(self) -> bool:
+        """True on the worker thread that flushes this batch."""
 
 def timers_setup(tls: Any, refused: Callable[[int, str], Any],
                  run_handler: Callable[[Callable[[bool], Any], Any, Any, bool], None]) -> None:

@@ -21,6 +21,7 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -951,6 +952,8 @@ typedef struct batch {
     handle **key;               /* the one-shot handlers a flush collected */
     int *status;
     size_t keys_cap;
+    pthread_t worker;           /* the thread that flushes it, once `flushed` */
+    char flushed;
 } batch;
 
 /* Keeps a call; PX_ENOMEM makes the worker run it at once instead. */
@@ -1012,6 +1015,8 @@ static void batch_flush(void *ctx)
     ** no call, Python lets its batch go (_core._prune_deferred), maybe while
     ** the last handler of this flush runs. */
     Py_INCREF(b);
+    b->worker = pthread_self();
+    b->flushed = 1;
     int collecting = b->submit == NULL && keys_room(b);
     keys k = { b->key, b->status, 0 };
     if (collecting) {
@@ -1058,6 +1063,20 @@ static void batch_dealloc(batch *b)
     Py_TYPE(b)->tp_free((PyObject *)b);
 }
 
+/* on_worker(): True on the thread that flushes it, the queue's worker: where
+** the queue's close() cannot join that worker (_core.TimerQueue.close). */
+static PyObject *batch_on_worker(batch *b, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(b->flushed && pthread_equal(b->worker, pthread_self()));
+}
+
+static PyMethodDef batch_methods[] = {
+    { "on_worker", (PyCFunction)batch_on_worker, METH_NOARGS,
+      "on_worker(): True on the worker thread that flushes this batch." },
+    { NULL, NULL, 0, NULL },
+};
+
 /* The buffer cffi views as a px_executor, which px_timerq_new copies. */
 static int batch_getbuffer(batch *b, Py_buffer *view, int flags)
 {
@@ -1075,6 +1094,7 @@ static PyTypeObject batch_type = {
     .tp_doc = "Batch(submit): a worker's executor, a batch at a time under one hold of the "
               "GIL (see _timers.c).",
     .tp_as_buffer = &batch_buffer,
+    .tp_methods = batch_methods,
     .tp_new = batch_new,
 };
 
