@@ -199,6 +199,9 @@ def _ns(seconds: float, what: str = "delay") -> int:
     of 2**63 ns or more (infinity, 10**400) saturates to INT64_MAX, "never"."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
+    if type(seconds) is not int and type(seconds) is not float:   # a subclass: its value,
+        seconds = (int.__int__(seconds) if isinstance(seconds, int)  # not its operators
+                   else float.__float__(seconds))
     if not seconds >= 0:                # NaN too
         raise InvalidArgument(f"{what} must be >= 0, got {seconds!r}")
     if isinstance(seconds, int):        # exact: 10**400 has no float
