@@ -1376,6 +1376,42 @@ def test_timerq_executor_holds_the_run():
     assert seen == [("first", False), ("second", False)]
 
 
+def test_periodic_handler_that_waits_past_its_period_neither_overlaps_nor_loses_its_final_call(
+        unraisable):
+    """A periodic timer's handler on the scheduler is a fiber, which may wait
+    longer than the period: its ticks still never overlap (one due meanwhile is
+    coalesced), and the final aborted call -- a cancel while a tick waits --
+    comes once, after that tick returned.  Neither may fail in the handler's
+    contextvars context, which a tick still waiting has entered."""
+    def main():
+        seen = {"in": 0, "most": 0, "ticks": 0, "final": []}
+        done = px.Event()
+        def tick(aborted):
+            if aborted:
+                seen["final"].append(seen["in"])
+                done.set()
+                return
+            seen["in"] += 1
+            seen["most"] = max(seen["most"], seen["in"])
+            seen["ticks"] += 1
+            px.sleep(0.05)                      # five periods
+            seen["in"] -= 1
+        with px.TimerQueue(executor=px.scheduler()) as q:
+            t = q.add_periodic(0.01, 0.01, tick)
+            while seen["ticks"] < 2:
+                px.sleep(0.01)
+            while seen["in"] == 0:              # cancel while a tick waits
+                px.sleep(0.001)
+            assert q.cancel(t)
+            with px.timeout(TIMEOUT):
+                done.wait()
+        return seen
+    seen = px.run(main)
+    assert not unraisable, [u.exc_value for u in unraisable]
+    assert seen["most"] == 1
+    assert seen["final"] == [0]
+
+
 def test_post_from_another_thread():
     """scheduler().post(fn, *args) from another thread starts a fiber."""
     got = []

@@ -348,6 +348,87 @@ print("ok")
 """)
 
 
+def test_queue_collected_where_its_worker_waits_on_a_held_lock_does_not_hang():
+    """The collector runs wherever an allocation triggers it, with whatever
+    locks that thread holds: ThreadPoolExecutor.submit allocates the Future
+    under its _shutdown_lock, on a queue's worker.  A dropped queue sharing
+    that executor, collected there, must not join a worker that waits for the
+    same lock (close() did: a hang, found with gc.set_threshold(1) and 300
+    dropped queues).  Here the collection comes at a chosen moment: the other
+    worker waits for the lock the collecting thread holds."""
+    run_race("""
+import concurrent.futures as cf, gc, threading, parataxis as px
+gc.disable()
+arrived = threading.Event()
+first = []
+rec = []
+class Ex(cf.ThreadPoolExecutor):
+    lock = threading.Lock()
+    def submit(self, fn, *args, **kw):
+        if not first:
+            first.append(1)
+            with self.lock:             # what submit's allocation may do here
+                assert arrived.wait(10)
+                gc.collect()
+                return super().submit(fn, *args, **kw)
+        arrived.set()
+        with self.lock:
+            return super().submit(fn, *args, **kw)
+ex = Ex(2)
+a = px.TimerQueue(ex)
+b = px.TimerQueue(ex)
+b.me = b                                # a cycle: only the collector frees it
+a.add(0, rec.append)
+b.add(0.05, rec.append)
+b.add(60, rec.append)
+del b
+done = threading.Event()
+a.add(0.2, lambda aborted: done.set())
+assert done.wait(20)
+a.close()
+ex.shutdown()
+assert len(rec) == 3 and rec[0] is False, rec   # b's first: expired or aborted
+print("ok")
+""", timeout=40)
+
+
+def test_queue_collected_on_its_own_worker_delivers_every_call():
+    """A dropped queue may be collected on its own worker thread, outside its
+    handlers (here in its executor's submit, as an allocation there may do):
+    close() cannot join that worker, which still delivers the aborted calls
+    through the queue's batch executor -- so the batch must live until then.
+    close() took itself for off the worker and let the batch go at once: the
+    worker wrote into freed memory (a corrupted heap) and calls were lost."""
+    run_race("""
+import concurrent.futures as cf, gc, threading, time, parataxis as px
+gc.disable()
+rec = []
+go = threading.Event()
+class Ex(cf.ThreadPoolExecutor):
+    def submit(self, fn, *args, **kw):
+        if go.is_set():
+            go.clear()
+            gc.collect()                # on the dropped queue's own worker
+        return super().submit(fn, *args, **kw)
+ex = Ex(2)
+for _ in range(30):
+    b = px.TimerQueue(ex)
+    b.me = b                            # a cycle: only the collector frees it
+    b.add(0.01, rec.append)
+    for _ in range(20):
+        b.add(60, rec.append)
+    del b
+    go.set()
+    time.sleep(0.05)
+end = time.monotonic() + 20
+while len(rec) < 30 * 21 and time.monotonic() < end:
+    time.sleep(0.01)
+assert len(rec) == 30 * 21 and rec.count(True) >= 30 * 20, (len(rec), rec.count(True))
+ex.shutdown()
+print("ok")
+""")
+
+
 def test_handler_queue_and_its_timer_queue_collected_together_lose_no_call():
     """A HandlerQueue and a TimerQueue posting into it, dropped together in one
     reference cycle: whichever __del__ the collector runs first, every handler
@@ -460,6 +541,34 @@ print("ok")
 """)
 
 
+def test_primitive_is_alive_for_finalizers_in_its_cycle():
+    """A finalizer of an object in the same reference cycle as a sync object
+    may still use it, as it may a CancellationToken: the object's C memory is
+    collected when its _host.Prim is deallocated, after every finalizer of the
+    cycle ran -- not in the object's own __del__, which the collector may run
+    first (then set() and release() wrote into freed memory: a corrupted heap)."""
+    run_race("""
+import gc, parataxis as px
+seen = []
+class Holder:
+    def __del__(self):
+        e, s = self.e, self.s
+        e.set(); s.release()
+        seen.append((e.is_set(), s.value))
+def main():
+    for _ in range(200):
+        e, s = px.Event(), px.Semaphore(0)  # made before the holder: finalized first
+        h = Holder()
+        h.e, h.s = e, s
+        h.me = h                        # a cycle: only the collector frees it
+        del e, s, h
+        gc.collect()
+px.run(main)
+assert seen == [(True, 1)] * 200, seen
+print("ok")
+""")
+
+
 # -- item 12: timer handles -------------------------------------------------------
 
 def test_handles_of_another_queue_do_not_cancel_this_queues_timers():
@@ -555,6 +664,27 @@ def test_a_handle_drops_its_handler_at_the_final_call():
         rec.wait_for(2)
     assert gone() is None                     # close() waited for the calls
     assert rec.calls == [True, True]
+
+
+def test_queues_closed_from_their_own_handlers_are_freed():
+    # close() from one of the queue's own handlers on its worker cannot join
+    # that worker, which still delivers; what it uses must go once it is done,
+    # not only at interpreter exit: a program that does this in a loop must not
+    # grow.
+    states = []
+    for _ in range(50):
+        done = threading.Event()
+        q = parataxis.TimerQueue()
+        q.add(0, lambda aborted, q=q: (q.close(), done.set()))
+        states.append(weakref.ref(q._state))
+        assert done.wait(TIMEOUT)
+        del q
+
+    def freed():
+        gc.collect()
+        parataxis.TimerQueue().close()
+        return sum(s() is not None for s in states) <= 1
+    assert wait_until(freed)
 
 
 # -- item 13: the asyncio loop closed under its queue --------------------------------

@@ -33,6 +33,42 @@ def test_bad_durations_raise_invalid_argument(bad):
         assert q.pending == 0
 
 
+class _LyingFloat(float):
+    def __ge__(self, other):
+        return True
+
+    def __lt__(self, other):
+        return True
+
+
+class _LyingInt(int):
+    def __ge__(self, other):
+        return True
+
+    def __mul__(self, other):
+        return -5
+
+
+@pytest.mark.parametrize("bad", [_LyingFloat(-1.0), _LyingFloat(math.nan), _LyingInt(-3)])
+def test_number_subclasses_are_read_as_their_value(bad):
+    # A subclass of float or int is the number it holds, whatever its
+    # operators say: a negative one is InvalidArgument (it was a timer in the
+    # past, or NoMemory, or ValueError from int(nan)).
+    with parataxis.TimerQueue() as q, parataxis.HandlerQueue() as hq:
+        t = parataxis.Timer(q)
+        calls = [
+            lambda: q.add(bad, print),
+            lambda: q.add_periodic(bad, 1, print),
+            lambda: q.add_periodic(1, bad, print),
+            lambda: t.expires_after(bad),
+            lambda: hq.wait(bad),
+        ]
+        for call in calls:
+            with pytest.raises(parataxis.InvalidArgument):
+                call()
+        assert q.pending == 0
+
+
 def test_zero_period_and_negative_budget_raise_invalid_argument():
     with parataxis.TimerQueue() as q, parataxis.HandlerQueue() as hq:
         with pytest.raises(parataxis.InvalidArgument):

@@ -199,6 +199,9 @@ def _ns(seconds: float, what: str = "delay") -> int:
     of 2**63 ns or more (infinity, 10**400) saturates to INT64_MAX, "never"."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
+    if type(seconds) is not int and type(seconds) is not float:   # a subclass: its value,
+        seconds = (int.__int__(seconds) if isinstance(seconds, int)  # not its operators
+                   else float.__float__(seconds))
     if not seconds >= 0:                # NaN too
         raise InvalidArgument(f"{what} must be >= 0, got {seconds!r}")
     if isinstance(seconds, int):        # exact: 10**400 has no float
@@ -633,11 +636,16 @@ class TimerQueue(_TimerQueueBase, _Closing):
             lib.pxpy_timer_drop(g)
         self._timers.clear()
         q, self._q = self._q, _NULL
-        inside = getattr(_tls, "current", None) is self._state
+        # In one of its handlers, or on its worker (where the collector may
+        # run this): px_timerq_free cannot join the worker, which goes on
+        # delivering through what _CTX keeps.
+        inside = (getattr(_tls, "current", None) is self._state
+                  or any(b.on_worker() for b in _CTX.get(id(self._state), ())))
         lib.px_timerq_free(q)           # GIL released while it joins the worker
         into, self._into = self._into, None
         if into is not None:            # it posts no more: let its C queue go
             into._unhold()
+        _prune_deferred()
         if inside:
             _DEFERRED.add(self._state)  # the worker still owes calls: see exit
         else:
@@ -782,6 +790,18 @@ def _close_all_at_exit() -> None:
         except Exception:
             pass
     _wait_deferred(5.0)
+
+
+def _prune_deferred() -> None:
+    # The queues closed from their own handlers whose workers owe no more
+    # calls: their batches are used no more (a flush under way keeps its own).
+    if not _DEFERRED:
+        return
+    owners = _host.live_owners()
+    for state in list(_DEFERRED):
+        if state not in owners:
+            _DEFERRED.discard(state)
+            _CTX.pop(id(state), None)
 
 
 def _wait_deferred(timeout: float) -> None:

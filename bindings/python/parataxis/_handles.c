@@ -12,9 +12,10 @@
 ** the op a wait makes is checked against the kind of object it is given: a wrong
 ** pairing raises TypeError instead of calling C with the wrong object.  Both
 ** hand their object to the collector's rule of bindings/host (pxhost_collect:
-** freed now, or kept while busy and freed when a run of the thread ends): a
-** Prim when Python calls its collect() (_Primitive.__del__ in _sync.py decides
-** when), a Token when it is deallocated.
+** freed now, or kept while busy and freed when a run of the thread ends) when
+** they are deallocated -- a Prim only once Python called its collect()
+** (_Primitive.__del__ in _sync.py decides whether) -- so after every finalizer
+** of a reference cycle they are in ran.
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,6 +30,7 @@ typedef struct {
     PyObject_HEAD
     void *p;                 /* the C object */
     int kind;                /* PXH_K_* */
+    int collect;             /* collect() was called: collected at dealloc */
     uintptr_t slot;          /* what the last Channel recv through wait() got */
 } pxh_prim;
 
@@ -116,21 +118,30 @@ static PyObject *prim_slot(pxh_prim *o, void *closure)
     return PyLong_FromSize_t(o->slot);
 }
 
-/* collect(): the object is Python's no more; freed now, or kept while fibers
-** hold it or wait on it (pxhost_collect).  A second call does nothing. */
+/* collect(): the object is Python's no more; when this handle is deallocated
+** it is freed, or kept while fibers hold it or wait on it (pxhost_collect).
+** Not now: collect() comes from a __del__, and the collector may run the
+** other finalizers of the same reference cycle after it, which may still use
+** the object (the handle, not tracked by the collector, outlives them all).
+** Without collect() the object is left allocated. */
 static PyObject *prim_collect(pxh_prim *o, PyObject *unused)
 {
     (void)unused;
-    void *p = o->p;
-    o->p = NULL;
-    pxhost_collect(free_of[o->kind], p, 0);     /* NULL does nothing */
+    o->collect = 1;
     Py_RETURN_NONE;
+}
+
+static void prim_dealloc(pxh_prim *o)
+{
+    if (o->collect)
+        pxhost_collect(free_of[o->kind], o->p, 0);  /* NULL does nothing */
+    Py_TYPE(o)->tp_free((PyObject *)o);
 }
 
 static PyMethodDef prim_methods[] = {
     { "collect", (PyCFunction)prim_collect, METH_NOARGS,
-      "collect(): frees the C object, or keeps it while it is busy and frees it when a run "
-      "of this thread ends; the handle is spent." },
+      "collect(): once this handle is deallocated, frees the C object, or keeps it while it "
+      "is busy and frees it when a run of that thread ends." },
     { NULL, NULL, 0, NULL },
 };
 
@@ -143,6 +154,7 @@ static PyTypeObject prim_type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "parataxis._host.Prim",
     .tp_basicsize = sizeof(pxh_prim),
+    .tp_dealloc = (destructor)prim_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Prim(kind, n=0): a sync object's C memory, made here, handed back by "
               "collect() (see _handles.c).",

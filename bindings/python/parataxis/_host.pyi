@@ -50,13 +50,15 @@ def wait(op: int, obj: object, value: int = ...) -> int:
 
 class Prim:
     """A sync object's C memory (kind K_*, n: a Barrier's parties, a
-    Semaphore's value, a Channel's capacity), until collect()."""
+    Semaphore's value, a Channel's capacity); collected at its deallocation
+    once collect() was called."""
     def __init__(self, kind: int, n: int = ...) -> None: ...
     @property
     def slot(self) -> int: ...
     def collect(self) -> None:
-        """Frees the C object now, or once a run of this thread ends while
-        fibers still hold it or wait on it; the handle is spent."""
+        """Once this handle is deallocated: frees the C object, or keeps it
+        until a run of that thread ends while fibers still hold it or wait on
+        it."""
 
 class Token:
     """A px_token, collected when this object is deallocated (freed at the
@@ -145,6 +147,8 @@ class Batch:
     batch run under one hold of the GIL, or go to submit(call) -> 0 or a C
     code."""
     def __init__(self, submit: Optional[Callable[[Call], int]]) -> None: ...
+    def on_worker(self) -> bool:
+        """True on the worker thread that flushes this batch."""
 
 def timers_setup(tls: Any, refused: Callable[[int, str], Any],
                  run_handler: Callable[[Callable[[bool], Any], Any, Any, bool], None]) -> None:

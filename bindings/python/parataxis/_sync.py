@@ -93,7 +93,9 @@ class _Primitive:
 
     def __del__(self) -> None:
         # Collected by the thread of its run (or with no run): C objects are
-        # not thread-safe.  One still in use (PX_EBUSY) is kept, and freed when
+        # not thread-safe.  The C object goes when _h is deallocated, after the
+        # other finalizers of a cycle this is in ran (they may still use it).
+        # One still in use (PX_EBUSY) is kept, and freed when
         # a run of this thread ends (see _handles.c); one that fibers of
         # another thread's run still use is left allocated, never torn down.
         h = getattr(self, "_h", None)

@@ -21,6 +21,7 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -83,6 +84,8 @@ typedef struct handle {
     unsigned long id;           /* 0 until added (a Timer's wait has none) */
     double when;
     char periodic, cancelled;
+    char ticking;               /* a periodic tick's handler runs (see handle_call) */
+    int final;                  /* the final call's status, owed once that tick ends */
 } handle;
 
 _Static_assert(sizeof(unsigned long) == sizeof(uint64_t), "a timer id fits an unsigned long");
@@ -177,7 +180,8 @@ static handle *handle_new(PyObject *owner, PyObject *sched, pxpy_gate *g, PyObje
     h->gate = g;
     h->id = 0;
     h->when = 0;
-    h->periodic = h->cancelled = 0;
+    h->periodic = h->cancelled = h->ticking = 0;
+    h->final = 0;
     live_add(h);
     return h;
 }
@@ -220,26 +224,61 @@ static void handle_release(handle *h, PyObject **fn, PyObject **ctx)
     }
 }
 
-/* Calls the handler of h with status, through _run_handler (which sets
-** _tls.current and passes what must stop a drain): the final call releases the
-** handle, a periodic tick keeps it.  0, or -1 with the exception set. */
-static int handle_call(handle *h, int status)
+/* The final call of h: releases the handle (h may be gone after it). */
+static int handle_final(handle *h, int status)
 {
-    PyObject *fn, *ctx, *r;
-    PyObject *aborted = status != 0 ? Py_True : Py_False;
-    if (status == 0 && h->periodic) {
-        PyObject *args[] = { h->fn, ctx_tracked(h->ctx), h->owner, aborted };
-        r = PyObject_Vectorcall(run_handler, args, 4, NULL);
-    } else {
-        handle_release(h, &fn, &ctx);
-        PyObject *args[] = { fn, ctx, h->owner, aborted };
-        r = PyObject_Vectorcall(run_handler, args, 4, NULL);
-        Py_DECREF(fn);
-        Py_DECREF(ctx);
-        Py_DECREF(h);
-    }
+    PyObject *fn, *ctx;
+    handle_release(h, &fn, &ctx);
+    PyObject *args[] = { fn, ctx, h->owner, status != 0 ? Py_True : Py_False };
+    PyObject *r = PyObject_Vectorcall(run_handler, args, 4, NULL);
+    Py_DECREF(fn);
+    Py_DECREF(ctx);
+    Py_DECREF(h);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
+}
+
+/* Calls the handler of h with status, through _run_handler (which sets
+** _tls.current and passes what must stop a drain): the final call releases the
+** handle, a periodic tick keeps it.  0, or -1 with the exception set.
+**
+** A tick that a fiber runs (Call.run) is over for the timer queue before its
+** handler starts, and that handler may wait: the next tick, or the final call,
+** may then come while it still runs in the handle's context.  A tick then is
+** coalesced into the running one; the final call is owed to its end, and made
+** there -- never overlapping, never lost. */
+static int handle_call(handle *h, int status)
+{
+    if (h->ticking) {
+        if (status != 0)
+            h->final = status;
+        return 0;
+    }
+    if (status == 0 && h->periodic) {
+        PyObject *args[] = { h->fn, ctx_tracked(h->ctx), h->owner, Py_False };
+        h->ticking = 1;
+        PyObject *r = PyObject_Vectorcall(run_handler, args, 4, NULL);
+        h->ticking = 0;
+        int final = h->final;
+        if (final == 0) {
+            Py_XDECREF(r);
+            return r == NULL ? -1 : 0;
+        }
+        h->final = 0;
+        if (r != NULL) {
+            Py_DECREF(r);
+            return handle_final(h, final);
+        }
+        PyObject *type, *value, *tb;        /* the tick's exception stays the one raised */
+        PyErr_Fetch(&type, &value, &tb);
+        Py_INCREF(h);
+        if (handle_final(h, final) != 0)
+            PyErr_WriteUnraisable((PyObject *)h);
+        Py_DECREF(h);
+        PyErr_Restore(type, value, tb);
+        return -1;
+    }
+    return handle_final(h, status);
 }
 
 /* -- the trampolines ------------------------------------------------------ */
@@ -952,6 +991,8 @@ typedef struct batch {
     handle **key;               /* the one-shot handlers a flush collected */
     int *status;
     size_t keys_cap;
+    pthread_t worker;           /* the thread that flushes it, once `flushed` */
+    char flushed;
 } batch;
 
 /* Keeps a call; PX_ENOMEM makes the worker run it at once instead. */
@@ -1009,6 +1050,12 @@ static void batch_flush(void *ctx)
     if (b->len == 0)
         return;
     PyGILState_STATE gil = gil_take();
+    /* Alive to the flush's end: once a queue closed from its own handler owes
+    ** no call, Python lets its batch go (_core._prune_deferred), maybe while
+    ** the last handler of this flush runs. */
+    Py_INCREF(b);
+    b->worker = pthread_self();
+    b->flushed = 1;
     int collecting = b->submit == NULL && keys_room(b);
     keys k = { b->key, b->status, 0 };
     if (collecting) {
@@ -1025,6 +1072,7 @@ static void batch_flush(void *ctx)
     b->len = 0;
     run_collected(&k);
     collect = NULL;
+    Py_DECREF(b);
     PyGILState_Release(gil);
 }
 
@@ -1054,6 +1102,20 @@ static void batch_dealloc(batch *b)
     Py_TYPE(b)->tp_free((PyObject *)b);
 }
 
+/* on_worker(): True on the thread that flushes it, the queue's worker: where
+** the queue's close() cannot join that worker (_core.TimerQueue.close). */
+static PyObject *batch_on_worker(batch *b, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(b->flushed && pthread_equal(b->worker, pthread_self()));
+}
+
+static PyMethodDef batch_methods[] = {
+    { "on_worker", (PyCFunction)batch_on_worker, METH_NOARGS,
+      "on_worker(): True on the worker thread that flushes this batch." },
+    { NULL, NULL, 0, NULL },
+};
+
 /* The buffer cffi views as a px_executor, which px_timerq_new copies. */
 static int batch_getbuffer(batch *b, Py_buffer *view, int flags)
 {
@@ -1071,6 +1133,7 @@ static PyTypeObject batch_type = {
     .tp_doc = "Batch(submit): a worker's executor, a batch at a time under one hold of the "
               "GIL (see _timers.c).",
     .tp_as_buffer = &batch_buffer,
+    .tp_methods = batch_methods,
     .tp_new = batch_new,
 };
 
