@@ -56,9 +56,13 @@ function M.TimerQueue(opts)
   local q = sched and core.queue_on(sched) or core.TimerQueue()
   if q == nil then error("parataxis: out of memory or threads", 2) end
   -- fns: key -> handler of every timer whose last call is still owed (owed of them);
-  -- on a scheduler, held: key -> true while that call holds the run
+  -- ended: key -> when a periodic timer's handler last returned (run_one);
+  -- on a scheduler, held: key -> true while that call holds the run, and
+  -- ticking: key -> 0 while a tick's handler runs, or the status of the final
+  -- call owed to its end (dispatch)
   return setmetatable({ core = q, fns = {}, owed = 0, next_key = 0, sched = sched,
-                        held = sched and {}, qid = sched and q:ident() }, TimerQueue)
+                        ended = {}, held = sched and {}, ticking = sched and {},
+                        qid = sched and q:ident() }, TimerQueue)
 end
 
 local function check_open(self)
@@ -95,6 +99,7 @@ end
 
 local function unregister(self, key)
   self.fns[key] = nil
+  self.ended[key] = nil
   self.owed = self.owed - 1
   local s = self.sched
   if s ~= nil then
@@ -149,29 +154,66 @@ local function run_call(self, key, status)
   return fn(status ~= 0)
 end
 
--- Takes the next queued call and runs its handler; false when none waits.
+-- Takes the next queued call and runs its handler: true, and whether a
+-- handler ran; false when none waits.  A periodic tick's handler runs after
+-- its C call returned, and the worker arms the next tick then: a tick it
+-- queued (`posted`, pxswig.c) before the timer's last handler returned is
+-- one C's worker would have skipped, so it is coalesced here (its handler
+-- does not run), and the next tick keeps the phase.
 local function run_one(self)
-  local key, status = self.core:take()
+  local key, status, posted = self.core:take()
   if key == nil then return false end
-  run_call(self, key, status)
-  return true
+  if key >= 0 or status ~= 0 then
+    run_call(self, key, status)
+    return true, true
+  end
+  local k, ended = -1 - key, self.ended
+  if ended[k] ~= nil and posted < ended[k] then return true, false end
+  local ok, err = pcall(run_call, self, key, status)
+  if self.fns[k] ~= nil then ended[k] = core.now() end
+  if not ok then error(err, 0) end
+  return true, true
+end
+
+local function call_in_fiber(q, key, status)
+  local ok, err = pcall(run_call, q, key, status)
+  if not ok then pcall(warn, "parataxis: a timer handler's fiber raised: ", tostring(err)) end
 end
 
 -- The body of the fiber a call into px.scheduler() starts (pxlua_exec.c): an
--- error in the handler goes to warn(), as nobody joins the fiber.
+-- error in the handler goes to warn(), as nobody joins the fiber.  A tick is
+-- over for the timer queue before its fiber starts, and its handler may wait:
+-- a tick that comes while one of the same timer runs is coalesced (skipped),
+-- and a final call that comes then is made when the running tick returns --
+-- ticks never overlap, and the final call is never lost nor early.
 fibers._set_dispatch(function(queues, qid, key, status)
   local q = queues[qid]
   if q == nil then return end            -- cannot be: a queue owed a call is kept there
-  local ok, err = pcall(run_call, q, key, status)
-  if not ok then pcall(warn, "parataxis: a timer handler's fiber raised: ", tostring(err)) end
+  if key >= 0 then return call_in_fiber(q, key, status) end
+  local ticking, k = q.ticking, -1 - key
+  if ticking[k] ~= nil then              -- a tick of this timer runs
+    if status ~= 0 then ticking[k] = status end
+    return
+  end
+  if status ~= 0 then return call_in_fiber(q, key, status) end
+  ticking[k] = 0
+  call_in_fiber(q, key, 0)
+  local final = ticking[k]
+  ticking[k] = nil
+  if final ~= 0 then call_in_fiber(q, key, final) end
 end)
 
 --- Runs the handler calls waiting now (those they cause wait for the next
 -- drain); returns how many ran.
 function TimerQueue:drain()
   check_self(self, "drain")
-  local budget, ran = self.core:size(), 0
-  while ran < budget and run_one(self) do ran = ran + 1 end
+  local budget, taken, ran = self.core:size(), 0, 0
+  while taken < budget do
+    local got, made = run_one(self)
+    if not got then break end
+    taken = taken + 1
+    if made then ran = ran + 1 end
+  end
   return ran
 end
 

@@ -937,4 +937,35 @@ describe("fiber", function()
     q:close()                                   -- aborts it: its call comes here
     assert.same({ true }, calls)
   end)
+
+  it("periodic_handler_that_waits_past_its_period_neither_overlaps_nor_loses_its_final_call", function()
+    -- a periodic handler on the scheduler is a fiber, which may wait longer
+    -- than the period: its ticks still never overlap (one due meanwhile is
+    -- coalesced), and the final aborted call -- a cancel while a tick waits --
+    -- comes once, after that tick returned
+    local seen = px.run(function()
+      local seen = { inside = 0, most = 0, ticks = 0, final = {} }
+      local done = px.event()
+      local q <close> = px.TimerQueue{ executor = px.scheduler() }
+      local id = q:add_periodic(0.01, 0.01, function(aborted)
+        if aborted then
+          seen.final[#seen.final + 1] = seen.inside
+          done:set()
+          return
+        end
+        seen.inside = seen.inside + 1
+        seen.most = math.max(seen.most, seen.inside)
+        seen.ticks = seen.ticks + 1
+        px.sleep(0.05)                          -- five periods
+        seen.inside = seen.inside - 1
+      end)
+      while seen.ticks < 2 do px.sleep(0.01) end
+      while seen.inside == 0 do px.sleep(0.001) end   -- cancel while a tick waits
+      assert.is_true(q:cancel(id))
+      assert.is_true(px.timeout(LONG, function() return done:wait() end))
+      return seen
+    end)
+    assert.equal(1, seen.most)
+    assert.same({ 0 }, seen.final)
+  end)
 end)

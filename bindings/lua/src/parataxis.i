@@ -57,14 +57,17 @@
 %typemap(out) long long %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
 %typemap(out) int %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
 
-/* take() returns the recorded call as two values, key and status, or nothing. */
-%typemap(in, numinputs=0) (long long *key, int *status) (long long k = 0, int st = 0)
-%{ $1 = &k; $2 = &st; %}
-%typemap(argout) (long long *key, int *status)
+/* take() returns the recorded call as three values, key, status and the time
+** the worker queued it (math.huge: not known), or nothing. */
+%typemap(in, numinputs=0) (long long *key, int *status, double *posted)
+    (long long k = 0, int st = 0, double at = 0)
+%{ $1 = &k; $2 = &st; $3 = &at; %}
+%typemap(argout) (long long *key, int *status, double *posted)
 %{ if (result) {
     lua_pushinteger(L, (lua_Integer)*$1);
     lua_pushinteger(L, (lua_Integer)*$2);
-    SWIG_arg += 2;
+    lua_pushnumber(L, (lua_Number)*$3);
+    SWIG_arg += 3;
 } %}
 %typemap(out) int take %{ %}
 
@@ -113,7 +116,7 @@ TimerQueue *pxswig_queue_on(pxhost_exec *x);
     int fileno();
     int wait(double timeout_s);
     int size();
-    int take(long long *key, int *status);
+    int take(long long *key, int *status, double *posted);
     int closed();
     long long ident();
     void shutdown();

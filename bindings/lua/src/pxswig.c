@@ -6,6 +6,7 @@
 */
 #define _POSIX_C_SOURCE 200809L     /* pthread_atfork, getpid */
 
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,7 +18,8 @@
 #include "pxlua_exec.h"
 #include "pxswig.h"
 
-typedef struct fired { long long key; int status; } fired;
+/* A call recorded: what fired, how, and when the worker queued it (see stamp). */
+typedef struct fired { long long key; int status; double posted; } fired;
 
 struct TimerQueue {
     px_timerq *tq;
@@ -25,6 +27,7 @@ struct TimerQueue {
     px_executor ex;          /* hq, or run_ex through queue_post, as the executor of tq */
     pxhost_exec *run_ex;      /* px.scheduler()'s run, for a queue made by pxswig_queue_on */
     fired *fired;            /* recorded by handlers, not yet taken: fired[head..len) */
+    double posted;           /* of the call being made (stamp), else HUGE_VAL */
     size_t head, len, cap;
     struct TimerQueue *prev, *next;  /* in open_queues while linked */
     pid_t pid;               /* the process that made it */
@@ -128,6 +131,7 @@ static void on_fire(void *arg, int status)
     }
     t->fired[t->len].key = p->key;
     t->fired[t->len].status = status;
+    t->fired[t->len].posted = t->posted;
     t->len++;
     if (status != 0 || p->key >= 0)  /* a one-shot's call, a periodic's last */
         free(p);
@@ -197,6 +201,44 @@ TimerQueue *pxswig_closed_queue(void)
 }
 
 /*
+** The executor of a plain queue: each call goes to hq with the time the worker
+** queued it (px_now, in seconds), which on_fire records and take returns.  A
+** periodic tick's Lua handler runs once its C call is over, so the worker arms
+** the next tick before that handler runs: a tick queued before the handler
+** returned is one that C's worker would have skipped, and the Lua side
+** coalesces it (parataxis.lua, run_one).  Without memory for the stamp the
+** call goes to hq as it is, with no stamp (HUGE_VAL: never coalesced).
+*/
+typedef struct stamped {
+    TimerQueue *t;
+    px_handler_fn fn;
+    void *arg;
+    double posted;
+} stamped;
+
+static void unstamp(void *arg, int status)
+{
+    stamped w = *(stamped *)arg;
+    free(arg);
+    w.t->posted = w.posted;
+    w.fn(w.arg, status);
+    w.t->posted = HUGE_VAL;
+}
+
+static int stamp_post(void *ctx, px_handler_fn fn, void *arg, int status)
+{
+    TimerQueue *t = ctx;
+    stamped *w = malloc(sizeof *w);
+    if (w == NULL)
+        return px_queue_post(t->hq, fn, arg, status);
+    *w = (stamped){ t, fn, arg, pxswig_now() };
+    int rc = px_queue_post(t->hq, unstamp, w, status);
+    if (rc != 0)
+        free(w);
+    return rc;
+}
+
+/*
 ** The executor of a queue on px.scheduler(): each call goes to the run, to
 ** start as a fiber there; once the run is over it waits in hq, aborted (the
 ** trampoline then gives the handler PX_ECANCELED, a periodic's final call),
@@ -215,6 +257,7 @@ static TimerQueue *new_queue(pxhost_exec *x)
     TimerQueue *t = calloc(1, sizeof *t);
     if (t == NULL)
         return NULL;
+    t->posted = HUGE_VAL;
     px_timerq_opts o = { 0 };
     if ((t->hq = px_queue_new()) == NULL)
         goto fail;
@@ -222,7 +265,7 @@ static TimerQueue *new_queue(pxhost_exec *x)
         t->run_ex = x;
         t->ex = (px_executor){ .post = queue_post, .ctx = t };
     } else {
-        t->ex = px_queue_executor(t->hq);
+        t->ex = (px_executor){ .post = stamp_post, .ctx = t };
     }
     o.executor = &t->ex;
     if ((t->tq = px_timerq_new(&o)) == NULL)
@@ -350,7 +393,7 @@ int TimerQueue_size(TimerQueue *t)
     return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
-int TimerQueue_take(TimerQueue *t, long long *key, int *status)
+int TimerQueue_take(TimerQueue *t, long long *key, int *status, double *posted)
 {
     if (t->head == t->len) {
         t->head = t->len = 0;
@@ -369,6 +412,7 @@ int TimerQueue_take(TimerQueue *t, long long *key, int *status)
         return 0;
     *key = t->fired[t->head].key;
     *status = t->fired[t->head].status;
+    *posted = t->fired[t->head].posted;
     t->head++;
     return 1;
 }

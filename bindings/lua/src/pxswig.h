@@ -64,8 +64,9 @@ int TimerQueue_wait(TimerQueue *t, double timeout_s);
 int TimerQueue_size(TimerQueue *t);
 
 /* Takes the next call: runs one queued handler, which records what fired,
-** and returns 1 with (key, status); 0 when no call waits. */
-int TimerQueue_take(TimerQueue *t, long long *key, int *status);
+** and returns 1 with (key, status, posted: when the worker queued it, in
+** seconds of pxswig_now, HUGE_VAL when not known); 0 when no call waits. */
+int TimerQueue_take(TimerQueue *t, long long *key, int *status, double *posted);
 
 int TimerQueue_closed(TimerQueue *t);
 
