@@ -380,11 +380,13 @@ b = px.TimerQueue(ex)
 b.me = b                                # a cycle: only the collector frees it
 a.add(0, rec.append)
 b.add(0.05, rec.append)
-b.add(60, rec.append)
+owed = threading.Event()                # b's last call: aborted, by its reaper
+b.add(60, lambda aborted: (rec.append(aborted), owed.set()))
 del b
 done = threading.Event()
 a.add(0.2, lambda aborted: done.set())
 assert done.wait(20)
+assert owed.wait(20)
 a.close()
 ex.shutdown()
 assert len(rec) == 3 and rec[0] is False, rec   # b's first: expired or aborted
