@@ -380,11 +380,13 @@ b = px.TimerQueue(ex)
 b.me = b                                # a cycle: only the collector frees it
 a.add(0, rec.append)
 b.add(0.05, rec.append)
-b.add(60, rec.append)
+owed = threading.Event()                # b's last call: aborted, by its reaper
+b.add(60, lambda aborted: (rec.append(aborted), owed.set()))
 del b
 done = threading.Event()
 a.add(0.2, lambda aborted: done.set())
 assert done.wait(20)
+assert owed.wait(20)
 a.close()
 ex.shutdown()
 assert len(rec) == 3 and rec[0] is False, rec   # b's first: expired or aborted
@@ -400,29 +402,40 @@ def test_queue_collected_on_its_own_worker_delivers_every_call():
     close() took itself for off the worker and let the batch go at once: the
     worker wrote into freed memory (a corrupted heap) and calls were lost."""
     run_race("""
-import concurrent.futures as cf, gc, threading, time, parataxis as px
+import concurrent.futures as cf, gc, threading, parataxis as px
 gc.disable()
 rec = []
-go = threading.Event()
+got = threading.Condition()
+def call(aborted):
+    with got:
+        rec.append(aborted)
+        got.notify_all()
+armed = threading.Event()               # the next submit collects
+dropped = threading.Event()
 class Ex(cf.ThreadPoolExecutor):
     def submit(self, fn, *args, **kw):
-        if go.is_set():
-            go.clear()
+        if armed.is_set():
+            armed.clear()
+            assert dropped.wait(20)
+            dropped.clear()
             gc.collect()                # on the dropped queue's own worker
         return super().submit(fn, *args, **kw)
 ex = Ex(2)
-for _ in range(30):
+for r in range(30):
+    # The rounds before are delivered: the next submit is this queue's first
+    # call, on its worker, and waits there until the queue is dropped (the
+    # timer's 0.01 s once raced the drop: under load the queue of the last
+    # round was not collected at all).
+    armed.set()
     b = px.TimerQueue(ex)
     b.me = b                            # a cycle: only the collector frees it
-    b.add(0.01, rec.append)
+    b.add(0.01, call)
     for _ in range(20):
-        b.add(60, rec.append)
+        b.add(60, call)
     del b
-    go.set()
-    time.sleep(0.05)
-end = time.monotonic() + 20
-while len(rec) < 30 * 21 and time.monotonic() < end:
-    time.sleep(0.01)
+    dropped.set()
+    with got:
+        got.wait_for(lambda: len(rec) >= (r + 1) * 21, 20)
 assert len(rec) == 30 * 21 and rec.count(True) >= 30 * 20, (len(rec), rec.count(True))
 ex.shutdown()
 print("ok")

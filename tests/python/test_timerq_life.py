@@ -414,11 +414,33 @@ def _drop_queue(setup):
     return ref
 
 
+# A dropped queue's worker is joined by a reaper thread (the drop may come
+# where the worker cannot be waited for): its owed calls come soon, not before
+# the drop returns.  The tests wait for them on this condition.
+_delivered = threading.Condition()
+
+
+def _delivery(fn):
+    def call(aborted):
+        with _delivered:
+            try:
+                return fn(aborted)
+            finally:
+                _delivered.notify_all()
+    return call
+
+
+def _wait_delivered(pred):
+    with _delivered:
+        assert _delivered.wait_for(pred, TIMEOUT), "the owed calls did not come"
+
+
 def test_dropped_without_close_delivers_every_owed_call_as_aborted_when_collected():
     calls = []
     lock = threading.Lock()
 
     def rec(name):
+        @_delivery
         def fn(aborted):
             with lock:
                 calls.append((name, aborted))
@@ -431,6 +453,7 @@ def test_dropped_without_close_delivers_every_owed_call_as_aborted_when_collecte
     ref = _drop_queue(setup)
     gc.collect()
     assert ref() is None, "the queue was not collected"
+    _wait_delivered(lambda: len(calls) >= 4)
     assert sorted(calls) == [("once1", True), ("once2", True), ("once3", True),
                              ("periodic", True)]
     gc.collect()
@@ -442,6 +465,7 @@ def test_dropped_without_close_is_collected_although_its_handlers_capture_it_a_c
 
     def setup(q):
         for _ in range(4):
+            @_delivery
             def fn(aborted, q=q):               # the queue, from its own handler
                 assert q.closed
                 if aborted:
@@ -454,6 +478,7 @@ def test_dropped_without_close_is_collected_although_its_handlers_capture_it_a_c
         leaked.close()
         del leaked
         pytest.fail("the queue was not collected")
+    _wait_delivered(lambda: calls[0] >= 4)
     assert calls[0] == 4
 
 
@@ -462,9 +487,11 @@ def test_dropped_without_close_reports_handler_errors_with_warn_and_still_runs_t
     # Python reports them as every handler's exception: to sys.unraisablehook.
     calls = [0]
 
+    @_delivery
     def boom(aborted):
         raise ZeroDivisionError("first boom")
 
+    @_delivery
     def ok(aborted):
         calls[0] += 1
 
@@ -476,6 +503,7 @@ def test_dropped_without_close_reports_handler_errors_with_warn_and_still_runs_t
     ref = _drop_queue(setup)
     gc.collect()
     assert ref() is None
+    _wait_delivered(lambda: calls[0] >= 2)
     assert calls[0] == 2
     with unraisable.cond:
         assert unraisable.cond.wait_for(lambda: len(unraisable) == 2, TIMEOUT)
@@ -487,6 +515,7 @@ def test_dropped_without_close_refuses_an_add_from_a_handler_run_at_collection(u
     refused, ran_later = [], []
 
     def setup(q):
+        @_delivery
         def fn(aborted):
             try:
                 q.add(0, lambda a: ran_later.append(a))
@@ -496,6 +525,7 @@ def test_dropped_without_close_refuses_an_add_from_a_handler_run_at_collection(u
     ref = _drop_queue(setup)
     gc.collect()
     assert ref() is None
+    _wait_delivered(lambda: refused)
     assert refused == [True]
     assert ran_later == []
     assert list(unraisable) == []
@@ -505,9 +535,10 @@ def test_dropped_without_close_kept_by_a_handler_at_collection_is_a_closed_queue
     kept = []
 
     def setup(q):
-        q.add(60, lambda aborted: kept.append(q))
+        q.add(60, _delivery(lambda aborted: kept.append(q)))
     _drop_queue(setup)
     gc.collect()
+    _wait_delivered(lambda: kept)
     assert len(kept) == 1, "the handler did not run"
     gc.collect()
     q = kept.pop()

@@ -29,8 +29,10 @@ How a Python handler reaches C and comes back exactly once:
 """
 from __future__ import annotations
 
+import _thread
 import asyncio
 import atexit
+import collections
 import concurrent.futures
 import functools
 import math
@@ -54,6 +56,12 @@ _CTX: Dict[int, Any] = {}               # id(queue state) -> what its executor's
 _QUEUES: "weakref.WeakSet[TimerQueue]" = weakref.WeakSet()
 _HQUEUES: "weakref.WeakSet[HandlerQueue]" = weakref.WeakSet()
 _DEFERRED: "set[_State]" = set()       # closed from their own worker: calls owed
+# What the reaper threads still have to free: (px_timerq *, its _State) of the
+# dropped queues whose worker runs Python (see _reap).  A deque: append and
+# popleft take no lock, so a finalizer may append whatever locks its thread holds.
+_REAP: "collections.deque[Any]" = collections.deque()
+_reaper = {"running": False, "stopped": False}
+_REAPING: "set[int]" = set()            # the reaper threads freeing one (exit waits)
 _tls = threading.local()
 # How late an aborted handler may run (px_timerq_opts.abort_linger_ns): every
 # delivery hands the GIL to the worker and back, several microseconds here, so
@@ -622,6 +630,20 @@ class TimerQueue(_TimerQueueBase, _Closing):
         it runs, soon on the loop).  Called from one of its own handlers it does
         not wait for itself.  Idempotent; a close() racing another returns at
         once."""
+        self._close(False)
+
+    def __del__(self) -> None:
+        try:
+            self._close(True)
+        except Exception:       # a close that fails in a collection has no caller
+            pass
+
+    def _close(self, reap: bool) -> None:
+        # reap: from the finalizer, which runs wherever the collector or the
+        # last reference's drop comes, with whatever locks that thread holds.
+        # A worker that runs Python (the batch executors: no executor, or a
+        # concurrent.futures one) may wait for one of them, so the join is
+        # left to a reaper thread (_reap); the rest of close() does not wait.
         if self._closed:
             return
         self._closed = True
@@ -641,6 +663,8 @@ class TimerQueue(_TimerQueueBase, _Closing):
         # delivering through what _CTX keeps.
         inside = (getattr(_tls, "current", None) is self._state
                   or any(b.on_worker() for b in _CTX.get(id(self._state), ())))
+        if reap and not inside and id(self._state) in _CTX and _reap(q, self._state):
+            return                      # no HandlerQueue, no loop: nothing else to do
         lib.px_timerq_free(q)           # GIL released while it joins the worker
         into, self._into = self._into, None
         if into is not None:            # it posts no more: let its C queue go
@@ -789,7 +813,75 @@ def _close_all_at_exit() -> None:
             hq.close()
         except Exception:
             pass
+    _drain_reaper(5.0)
     _wait_deferred(5.0)
+
+
+def _reap(q: Any, state: Any) -> bool:
+    # Hands a dropped queue's px_timerq_free (the join of its worker, which
+    # delivers the aborted calls) to a reaper thread; False once the interpreter
+    # exits (the caller then frees it itself).  The thread is started with
+    # _thread, not threading: Thread.start() takes threading's own locks, which
+    # the finalizing thread may hold.  A reaper ends when nothing is left; two
+    # at once (one ending as the next drop starts another) do no harm.
+    if _reaper["stopped"]:
+        return False
+    _REAP.append((q, state))
+    if not _reaper["running"]:
+        _reaper["running"] = True
+        try:
+            _thread.start_new_thread(_reaper_run, ())
+        except Exception:           # no thread: the caller frees it here
+            _reaper["running"] = False
+            try:
+                _REAP.remove((q, state))
+            except ValueError:      # a reaper took it after all
+                return True
+            return False
+    return True
+
+
+def _reaper_run() -> None:
+    while True:
+        me = _thread.get_ident()
+        _REAPING.add(me)            # before the pop: the exit waits for it
+        try:
+            q, state = _REAP.popleft()
+        except IndexError:
+            _REAPING.discard(me)
+            _reaper["running"] = False
+            if not _REAP:           # a drop after this check starts another
+                return
+            _reaper["running"] = True
+            continue
+        try:
+            _reap_one(q, state)
+        finally:
+            _REAPING.discard(me)
+
+
+def _reap_one(q: Any, state: Any) -> None:
+    try:
+        lib.px_timerq_free(q)       # GIL released while it joins the worker
+        _prune_deferred()
+        _CTX.pop(id(state), None)   # the worker is gone: its batches too
+    except BaseException:           # nothing to report it to
+        pass
+
+
+def _drain_reaper(timeout: float) -> None:
+    # At exit: no more reaper threads; free here what is left, and let the
+    # frees under way end before finalization.
+    _reaper["stopped"] = True
+    while _REAP:
+        try:
+            q, state = _REAP.popleft()
+        except IndexError:
+            break
+        _reap_one(q, state)
+    end = time.monotonic() + timeout
+    while _REAPING and time.monotonic() < end:
+        time.sleep(0.001)
 
 
 def _prune_deferred() -> None:
@@ -829,6 +921,10 @@ def _after_fork_in_child() -> None:
         hq._forked = True
         lib.pxpy_gate_forked(hq._g)
     _host.live_clear()
+    while _REAP:                        # the parent's: freed, no handler run
+        lib.px_timerq_free(_REAP.popleft()[0])
+    _reaper["running"] = False
+    _REAPING.clear()
     _CTX.clear()
     _DEFERRED.clear()
 
