@@ -114,6 +114,17 @@ SPEC(drainable_queue)
     px_queue_free(NULL);
 }
 
+/* A timer queue whose handler calls go to `pq` (px_timerq_new copies the
+** executor). */
+static px_timerq *timerq_into(px_queue *pq)
+{
+    px_executor ex = px_queue_executor(pq);
+    px_timerq_opts o = { .executor = &ex };
+    px_timerq *q = px_timerq_new(&o);
+    CHECK(q != NULL);
+    return q;
+}
+
 /* The queue's descriptor (what a binding's fileno() gives an event loop) is
 ** readable exactly while a call waits to be drained: not before the timer is
 ** due, from its post until the drain that runs it, and not after. */
@@ -123,10 +134,7 @@ SPEC(fileno_is_readable_exactly_while_calls_are_owed)
     CHECK(pq != NULL);
     int fd = px_queue_fd(pq);
     CHECK(fd >= 0);
-    px_executor ex = px_queue_executor(pq);
-    px_timerq_opts o = { .executor = &ex };
-    px_timerq *q = px_timerq_new(&o);
-    CHECK(q != NULL);
+    px_timerq *q = timerq_into(pq);
     CHECK(!fd_readable(fd));
     for (int round = 0; round < 2; round++) {
         call_rec c = { 0 };
@@ -152,10 +160,7 @@ SPEC(run_without_a_bound_with_no_timeout_waits_until_a_call_is_due)
 {
     px_queue *pq = px_queue_new();
     CHECK(pq != NULL);
-    px_executor ex = px_queue_executor(pq);
-    px_timerq_opts o = { .executor = &ex };
-    px_timerq *q = px_timerq_new(&o);
-    CHECK(q != NULL);
+    px_timerq *q = timerq_into(pq);
     const int64_t forever[] = { -1, INT64_MIN, INT64_MAX };
     for (size_t i = 0; i < sizeof forever / sizeof forever[0]; i++) {
         call_rec c = { 0 };
@@ -177,10 +182,7 @@ SPEC(run_without_a_bound_waits_for_a_periodic_timers_next_tick)
 {
     px_queue *pq = px_queue_new();
     CHECK(pq != NULL);
-    px_executor ex = px_queue_executor(pq);
-    px_timerq_opts o = { .executor = &ex };
-    px_timerq *q = px_timerq_new(&o);
-    CHECK(q != NULL);
+    px_timerq *q = timerq_into(pq);
     call_rec c = { 0 };
     int64_t t0 = px_now();
     uint64_t id = px_timerq_add_periodic(q, PX_MSEC(30), PX_MSEC(30), record_call, &c);
