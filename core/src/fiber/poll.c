@@ -163,11 +163,15 @@ static void take_event(px_sched *s, const struct epoll_event *ev)
     if (e->rd && (got & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLERR | EPOLLHUP))) {
         rd = e->rd;
         e->rd = NULL;
+        if (e->wr == rd)
+            e->wr = NULL;   /* it waited for either: one grant */
         grant(s, rd, 0);
     }
     if (e->wr && (got & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
         wr = e->wr;
         e->wr = NULL;
+        if (e->rd == wr)
+            e->rd = NULL;
         grant(s, wr, 0);
     }
     if (e->rd || e->wr)
@@ -392,7 +396,7 @@ static void close_waits(px_sched *s, void *ctx)
             grant(s, e->rd, PX_ECLOSED);
             ids[n++] = e->rd->id;
         }
-        if (e->wr) {
+        if (e->wr && e->wr != e->rd) {
             grant(s, e->wr, PX_ECLOSED);
             ids[n++] = e->wr->id;
         }

@@ -4,6 +4,7 @@
 */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -94,6 +95,26 @@ SPEC(wait_fd_wakes_a_writer_when_there_is_room)
     pipe_open();
     CHECK_EQ(px_run(writes_until_full, NULL, NULL), 0);
     pipe_close();
+}
+
+/* A wait on both directions ends with either, once: a socket with room is
+** writable at once; a second wait on both then sees no stale count. */
+static void *both(void *arg)
+{
+    int *sv = arg;
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(px_wait_fd(sv[0], PX_READABLE | PX_WRITABLE), 0);
+    CHECK_EQ(px_fd_notify_closing(sv[0]), 0);
+    return NULL;
+}
+
+SPEC(a_wait_on_both_directions_ends_with_either)
+{
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    CHECK_EQ(px_run(both, sv, NULL), 0);
+    close(sv[0]);
+    close(sv[1]);
 }
 
 /* -- one reader and one writer --------------------------------------------- */
@@ -542,6 +563,7 @@ SPEC(notify_closing_in_a_fork_child_leaves_the_parent_alone)
 
 SPECS(wait_fd_wakes_a_reader_when_data_comes,
       wait_fd_wakes_a_writer_when_there_is_room,
+      a_wait_on_both_directions_ends_with_either,
       a_second_waiter_in_the_same_direction_is_ebusy,
       a_scope_ends_a_wait_and_leaves_nothing_registered,
       a_regular_file_is_enotsup_and_a_bad_fd_einval,
