@@ -68,12 +68,19 @@ static int open_set(px_sched *s)
     return 0;
 }
 
-/* The table's entry for fd, grown to hold it; NULL when out of memory.  fd is
-** below the process's descriptor limit (epoll took it), so the table is too. */
-static px__pollfd *entry(px__poll *p, int fd)
+/* The table's entry for fd, grown to hold it; NULL when out of memory, or
+** with *bad set when fd is not open.  The table grows only for an open fd
+** (below the process's descriptor limit): a closed fd of any number, INT_MAX
+** say, must not ask for a table of that size first. */
+static px__pollfd *entry(px__poll *p, int fd, int *bad)
 {
     size_t need = (size_t)fd + 1;
+    *bad = 0;
     if (need > p->cap) {
+        if (fcntl(fd, F_GETFD) < 0) {
+            *bad = 1;
+            return NULL;
+        }
         size_t cap = p->cap ? p->cap : 64;
         while (cap < need)
             cap *= 2;
@@ -277,9 +284,10 @@ static int record(px_sched *s, px_fiber *f, int fd, unsigned events)
     px__poll *p = &s->poll;
     if (fd == s->efd || fd == p->epfd)
         return PX_EINVAL;   /* the scheduler's own */
-    px__pollfd *e = entry(p, fd);
+    int bad;
+    px__pollfd *e = entry(p, fd, &bad);
     if (e == NULL)
-        return PX_ENOMEM;
+        return bad ? PX_EINVAL : PX_ENOMEM;
     if (((events & PX_READABLE) && e->rd) || ((events & PX_WRITABLE) && e->wr))
         return PX_EBUSY;
     px__pollfd was = *e;
