@@ -534,14 +534,21 @@ static int wait_kernel(px_sched *s, int64_t until)
     s->sleeping = 1;
     pthread_mutex_unlock(&s->lock);
     struct pollfd pfd = { .fd = s->efd, .events = POLLIN };
-    struct timespec ts, *tsp = NULL;
+    static const struct timespec zero = { 0, 0 };
+    struct timespec ts;
+    const struct timespec *tsp = NULL;
     if (until != INT64_MAX) {
         ts = px__deadline_timespec(until, px_now());
         tsp = &ts;
     }
     s->in_hook = 1;
-    if (s->opts.on_wait)
+    if (s->opts.on_wait) {
         s->opts.on_wait(s->opts.on_wait_ctx, 1);
+        /* The hook may wake (px_wake, px_fd_notify_closing): on this thread
+        ** that readies the fiber at once, with no post to end the wait. */
+        if (s->ready)
+            tsp = &zero;
+    }
     int n = s->poll.epfd >= 0 ? px__poll_wait(s, tsp) : ppoll(&pfd, 1, tsp, NULL);
     int err = errno;
     if (s->opts.on_wait)
