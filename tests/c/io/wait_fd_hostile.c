@@ -107,5 +107,95 @@ SPEC(notify_closing_from_the_on_wait_hook_wakes_the_waiter_at_once)
     pipe_close();
 }
 
+/* -- a hosted fiber that leaves its recorded wait for another -------------- */
+
+/* A host that cannot switch inside C gets PX_EYIELD from px_wait_fd; a stray
+** px_wake resumes it, and (an exception thrown into it, say) it never calls
+** again: it waits for a mutex instead, then ends.  Its fd wait must not
+** outlive it: the direction is free for the next reader, and the next event
+** wakes nobody that is gone. */
+typedef struct leaver {
+    int step;
+    px_mutex *mu;      /* what it waits for instead */
+    px_fiber *self;
+} leaver;
+
+static int leaver_resume(void *ctx)
+{
+    leaver *m = ctx;
+    switch (m->step++) {
+    case 0:
+        CHECK_EQ(px_wait_fd(P[0], PX_READABLE), PX_EYIELD);
+        return 0;
+    case 1:   /* the stray wake: it waits for the mutex instead of calling again */
+        CHECK_EQ(px_mutex_lock(m->mu), PX_EYIELD);
+        return 0;
+    case 2:
+        CHECK_EQ(px_mutex_lock(m->mu), 0);
+        CHECK_EQ(px_mutex_unlock(m->mu), 0);
+        return PX_HOST_DONE;
+    }
+    return PX_HOST_DONE;
+}
+
+static void leaver_release(void *ctx)
+{
+    (void)ctx;
+}
+
+static void *drives_the_leaver(void *arg)
+{
+    leaver *m = arg;
+    CHECK_EQ(px_mutex_lock(m->mu), 0);
+    CHECK_EQ(px_yield(), 0);                    /* the leaver parked in its fd wait */
+    CHECK_EQ(px_wake(px_fiber_id(m->self)), 1); /* a stray wake */
+    CHECK_EQ(px_yield(), 0);                    /* it queues on the mutex */
+    CHECK_EQ(px_mutex_waiters(m->mu), 1);
+    CHECK_EQ(px_mutex_unlock(m->mu), 0);
+    return NULL;
+}
+
+static void *reads_after(void *arg)
+{
+    *(int *)arg = px_wait_fd(P[0], PX_READABLE);
+    return NULL;
+}
+
+static void *after_the_leaver(void *arg)
+{
+    (void)arg;
+    int r = 1;
+    px_fiber *f = px_spawn(reads_after, &r);
+    CHECK_EQ(px_yield(), 0);
+    CHECK_EQ(r, 1);                        /* parked, not PX_EBUSY: the direction is free */
+    CHECK_EQ(write(P[1], "x", 1), 1);
+    CHECK_EQ(px_join(f, NULL), 0);
+    CHECK_EQ(r, 0);
+    char c;
+    CHECK_EQ(read(P[0], &c, 1), 1);
+    return NULL;
+}
+
+SPEC(a_hosted_fiber_that_waits_elsewhere_instead_of_recalling_leaves_no_fd_wait)
+{
+    pipe_open();
+    px_sched *s = px_sched_new(NULL);
+    CHECK(s != NULL);
+    leaver m = { 0, px_mutex_new(), NULL };
+    CHECK(m.mu != NULL);
+    px_host_ops ops = { leaver_resume, NULL, leaver_release };
+    m.self = px_spawn_hosted(s, &ops, &m);
+    CHECK(m.self != NULL);
+    CHECK_EQ(px_sched_post(s, drives_the_leaver, &m), 0);
+    CHECK_EQ(px_sched_run(s), 0);
+    CHECK_EQ(m.step, 3);
+    CHECK_EQ(px_sched_post(s, after_the_leaver, NULL), 0);
+    CHECK_EQ(px_sched_run(s), 0);
+    px_sched_free(s);
+    CHECK_EQ(px_mutex_free(m.mu), 0);
+    pipe_close();
+}
+
 SPECS(a_closed_fd_of_any_number_is_einval,
-      notify_closing_from_the_on_wait_hook_wakes_the_waiter_at_once)
+      notify_closing_from_the_on_wait_hook_wakes_the_waiter_at_once,
+      a_hosted_fiber_that_waits_elsewhere_instead_of_recalling_leaves_no_fd_wait)
