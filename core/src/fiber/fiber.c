@@ -325,6 +325,8 @@ enum { JOIN_OP = -1 };
 ** collect (join_hosted). */
 static PX__NOINLINE void join_record(px_fiber *me, px_fiber *f)
 {
+    if (me->wait.op == PX__POLL_OP)
+        px__poll_fiber_ended(me);   /* an uncollected fd wait: this one replaces it */
     me->wait.obj = NULL;   /* no primitive's wait under way */
     me->wait.op = JOIN_OP;
     me->wait.n = f->id;

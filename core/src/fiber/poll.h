@@ -51,8 +51,9 @@ void px__poll_now(px_sched *s);
 ** the wait failed (EINTR), else 0.
 */
 int px__poll_wait(px_sched *s, const struct timespec *ts);
-/* Fiber f ends with an fd wait recorded (woken, but it never came back for
-** the outcome): drops it. */
+/* Fiber f ends, or a hosted f begins another wait (a primitive's, a join),
+** with an fd wait recorded that it never came back for: drops it, so that the
+** table keeps no fiber that no longer waits there. */
 void px__poll_fiber_ended(px_fiber *f);
 
 #endif /* PX__FIBER_POLL_H */

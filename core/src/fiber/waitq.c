@@ -12,6 +12,8 @@ px__waiter *px__waitq_begin(px_fiber *f, const void *obj, int op,
                             void (*pass_on)(px__waiter *w))
 {
     px__waiter *w = &f->wait;
+    if (w->op == PX__POLL_OP)
+        px__poll_fiber_ended(f);   /* a hosted fiber's uncollected fd wait */
     px__list_init(&w->link);
     w->q = NULL;
     w->obj = obj;
