@@ -196,6 +196,70 @@ SPEC(a_hosted_fiber_that_waits_elsewhere_instead_of_recalling_leaves_no_fd_wait)
     pipe_close();
 }
 
+/* -- px_sched_wake while the run is busy ---------------------------------- */
+
+/* px_sched_wake ends "the wait under way, or else the next one": a wake made
+** while fibers run must survive the per-batch look at the fds (which sees the
+** scheduler's eventfd readable too), so the next kernel wait returns at once
+** and the hook that follows it sees what the waker recorded. */
+typedef struct waker {
+    px_sched *s;
+    int fd;
+    int armed;      /* the waker called px_sched_wake: the next wait must end */
+    int closed;
+} waker;
+
+static void wake_hook(void *ctx, int entering)
+{
+    waker *w = ctx;
+    if (!entering && w->armed && !w->closed) {
+        w->closed = 1;
+        CHECK_EQ(px_fd_notify_closing(w->fd), 0);
+    }
+}
+
+static void *waits_for_the_hook(void *arg)
+{
+    waker *w = arg;
+    CHECK_EQ(px_scope_push_timeout(PX_SEC(10)), 0);
+    int64_t t0 = px_now();
+    int r = px_wait_fd(w->fd, PX_READABLE);
+    int64_t took = px_now() - t0;
+    px_scope_pop();
+    CHECK_EQ(r, PX_ECLOSED);
+    CHECK(took < PX_SEC(5));
+    return NULL;
+}
+
+static void *wakes_while_busy(void *arg)
+{
+    waker *w = arg;
+    CHECK_EQ(px_yield(), 0);              /* the other fiber waits on its fd */
+    CHECK_EQ(px_sched_wake(w->s), 0);     /* as a signal handler would */
+    w->armed = 1;
+    CHECK_EQ(px_yield(), 0);              /* a batch ends: the loop looks at the fds */
+    CHECK_EQ(px_yield(), 0);
+    return NULL;
+}
+
+SPEC(px_sched_wake_while_busy_survives_the_look_at_the_fds)
+{
+    pipe_open();
+    waker w = { NULL, P[0], 0, 0 };
+    px_sched_opts o = { 0 };
+    o.on_wait = wake_hook;
+    o.on_wait_ctx = &w;
+    w.s = px_sched_new(&o);
+    CHECK(w.s != NULL);
+    CHECK_EQ(px_sched_post(w.s, waits_for_the_hook, &w), 0);
+    CHECK_EQ(px_sched_post(w.s, wakes_while_busy, &w), 0);
+    CHECK_EQ(px_sched_run(w.s), 0);
+    CHECK_EQ(w.closed, 1);
+    px_sched_free(w.s);
+    pipe_close();
+}
+
 SPECS(a_closed_fd_of_any_number_is_einval,
       notify_closing_from_the_on_wait_hook_wakes_the_waiter_at_once,
-      a_hosted_fiber_that_waits_elsewhere_instead_of_recalling_leaves_no_fd_wait)
+      a_hosted_fiber_that_waits_elsewhere_instead_of_recalling_leaves_no_fd_wait,
+      px_sched_wake_while_busy_survives_the_look_at_the_fds)
