@@ -193,13 +193,18 @@ static void take_event(px_sched *s, const struct epoll_event *ev)
         wake_granted(s, wr);
 }
 
-static void take_events(px_sched *s, const struct epoll_event *evs, int n)
+/* Takes in n events; `drain`: the kernel wait's, which empties the eventfd.
+** The busy loop's look leaves it readable: a px_sched_wake made while fibers
+** run is owed to the next kernel wait, which must then return at once. */
+static void take_events(px_sched *s, const struct epoll_event *evs, int n, int drain)
 {
     if (n <= 0)
         return;
     pthread_mutex_lock(&s->poll.lock);
     for (int i = 0; i < n; i++) {
         if (evs[i].data.u64 == EFD_TAG) {
+            if (!drain)
+                continue;
             uint64_t v;
             ssize_t got = read(s->efd, &v, sizeof v);
             (void)got;   /* EAGAIN: another look emptied it */
@@ -210,10 +215,15 @@ static void take_events(px_sched *s, const struct epoll_event *evs, int n)
     pthread_mutex_unlock(&s->poll.lock);
 }
 
-void px__poll_now(px_sched *s)
+static void look(px_sched *s, int drain)
 {
     struct epoll_event evs[EVENTS_MAX];
-    take_events(s, evs, epoll_wait(s->poll.epfd, evs, EVENTS_MAX, 0));
+    take_events(s, evs, epoll_wait(s->poll.epfd, evs, EVENTS_MAX, 0), drain);
+}
+
+void px__poll_now(px_sched *s)
+{
+    look(s, 0);
 }
 
 /* epoll_pwait2 (Linux 5.11, glibc 2.35) takes a timespec; epoll_wait rounds
@@ -233,7 +243,7 @@ int px__poll_wait(px_sched *s, const struct timespec *ts)
     if (PX__LIKELY(!no_pwait2)) {
         n = epoll_pwait2(s->poll.epfd, evs, EVENTS_MAX, ts, NULL);
         if (n >= 0 || errno != ENOSYS) {
-            take_events(s, evs, n);
+            take_events(s, evs, n, 1);
             return n < 0 ? -1 : 0;
         }
         no_pwait2 = 1;
@@ -244,7 +254,7 @@ int px__poll_wait(px_sched *s, const struct timespec *ts)
     if (n < 0)
         return -1;
     if (n > 0)
-        px__poll_now(s);
+        look(s, 1);
     return 0;
 }
 

@@ -42,7 +42,8 @@ void px__poll_init(px__poll *p);
 /* Closes the epoll set and frees the table (the fibers are gone already). */
 void px__poll_destroy(px__poll *p);
 /* Takes in the events that are ready now, without waiting: the loop's look
-** between two batches while fibers wait on fds. */
+** between two batches while fibers wait on fds.  It leaves the eventfd
+** readable: a px_sched_wake is owed to the next kernel wait. */
 void px__poll_now(px_sched *s);
 /*
 ** Waits in the kernel for an fd event, a post (the scheduler's eventfd) or
