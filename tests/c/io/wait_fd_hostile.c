@@ -1,11 +1,15 @@
 /*
 ** wait_fd_hostile.c -- px_wait_fd and px_fd_notify_closing used as a hostile
 ** user would, within what the header allows: fd numbers no table should grow
-** for, a notify from the on_wait hook.  One SPEC (one ctest io.<name>) each.
+** for, the hooks, a hosted fiber that never calls again, px_sched_wake, several
+** schedulers and threads, fork.  One SPEC (one ctest io.<name>) each.
 */
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../spec.h"
@@ -259,7 +263,149 @@ SPEC(px_sched_wake_while_busy_survives_the_look_at_the_fds)
     pipe_close();
 }
 
+/* -- two schedulers, one fd, a third thread ------------------------------- */
+
+/* Each scheduler has its own set and table: a reader in each may wait on the
+** same fd (PX_EBUSY is per scheduler), and a notify from a third thread wakes
+** both with PX_ECLOSED. */
+static px_latch parked;
+
+static void *waits_readable(void *arg)
+{
+    *(int *)arg = px_wait_fd(P[0], PX_READABLE);
+    return NULL;
+}
+
+static void *parks_then_tells(void *arg)
+{
+    px_fiber *f = px_spawn(waits_readable, arg);
+    CHECK_EQ(px_yield(), 0);               /* f recorded its wait and parked */
+    ev_set(&parked);
+    CHECK_EQ(px_join(f, NULL), 0);
+    return NULL;
+}
+
+static void *runs_a_reader(void *arg)
+{
+    CHECK_EQ(px_run(parks_then_tells, arg, NULL), 0);
+    return NULL;
+}
+
+SPEC(readers_of_one_fd_in_two_schedulers_are_both_closed_by_a_third_thread)
+{
+    pipe_open();
+    ev_init(&parked);
+    int r[2] = { 1, 1 };
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(pthread_create(&t[i], NULL, runs_a_reader, &r[i]), 0);
+    EV_WAIT(&parked, 2);
+    CHECK_EQ(px_fd_notify_closing(P[0]), 0);
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(pthread_join(t[i], NULL), 0);
+    CHECK_EQ(r[0], PX_ECLOSED);
+    CHECK_EQ(r[1], PX_ECLOSED);
+    ev_destroy(&parked);
+    pipe_close();
+}
+
+/* -- notify_closing against waits that scopes end, and px_sched_free ------ */
+
+/* A thread notifies in a loop while schedulers are made, arm and disarm the
+** fd under short scopes, and are freed: every wait ends with the scope's code
+** or PX_ECLOSED (never ready: no byte comes), and nothing races (TSan). */
+static atomic_int stop;
+
+static void *notifies_in_a_loop(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stop))
+        CHECK_EQ(px_fd_notify_closing(P[0]), 0);
+    return NULL;
+}
+
+static void *short_waits(void *arg)
+{
+    int *closed = arg;
+    for (int i = 0; i < 20; i++) {
+        CHECK_EQ(px_scope_push_timeout(PX_MSEC(1)), 0);
+        int r = px_wait_fd(P[0], PX_READABLE);
+        px_scope_pop();
+        CHECK(r == PX_ETIMEDOUT || r == PX_ECLOSED);
+        *closed += r == PX_ECLOSED;
+    }
+    return NULL;
+}
+
+SPEC(notify_closing_races_scopes_and_px_sched_free_safely)
+{
+    pipe_open();
+    atomic_store(&stop, 0);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, notifies_in_a_loop, NULL), 0);
+    int closed = 0;
+    for (int i = 0; i < 30; i++) {
+        px_sched *s = px_sched_new(NULL);
+        CHECK(s != NULL);
+        CHECK_EQ(px_sched_post(s, short_waits, &closed), 0);
+        CHECK_EQ(px_sched_run(s), 0);
+        px_sched_free(s);
+    }
+    atomic_store(&stop, 1);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    pipe_close();
+}
+
+/* -- fork: a child's new scheduler ---------------------------------------- */
+
+/* The parent's scheduler (on another thread) has a reader parked on P[0];
+** a child of a fork made meanwhile runs a new scheduler that waits on the same
+** fd through its own set.  The parent's set is not touched: its reader is
+** still woken by the byte written after the child exited. */
+static void *child_waits(void *arg)
+{
+    (void)arg;
+    int q[2];
+    CHECK_EQ(pipe2(q, O_NONBLOCK | O_CLOEXEC), 0);
+    CHECK_EQ(px_scope_push_timeout(PX_MSEC(50)), 0);
+    int r = px_wait_fd(P[0], PX_READABLE);           /* nothing comes */
+    px_scope_pop();
+    CHECK_EQ(write(q[1], "x", 1), 1);
+    int r2 = px_wait_fd(q[0], PX_READABLE);
+    CHECK_EQ(px_fd_notify_closing(q[0]), 0);
+    CHECK_EQ(px_fd_notify_closing(P[0]), 0);         /* the child's own only */
+    return (void *)(intptr_t)(r == PX_ETIMEDOUT && r2 == 0);
+}
+
+SPEC(a_fork_childs_new_scheduler_waits_on_fds_and_leaves_the_parents_set_alone)
+{
+    pipe_open();
+    ev_init(&parked);
+    int r = 1;
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, runs_a_reader, &r), 0);
+    EV_WAIT(&parked, 1);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        void *ok = NULL;
+        int rr = px_run(child_waits, NULL, &ok);
+        _exit(rr == 0 && ok != NULL ? 0 : 1);
+    }
+    int status;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_EQ(write(P[1], "x", 1), 1);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(r, 0);
+    ev_destroy(&parked);
+    pipe_close();
+}
+
 SPECS(a_closed_fd_of_any_number_is_einval,
       notify_closing_from_the_on_wait_hook_wakes_the_waiter_at_once,
       a_hosted_fiber_that_waits_elsewhere_instead_of_recalling_leaves_no_fd_wait,
-      px_sched_wake_while_busy_survives_the_look_at_the_fds)
+      px_sched_wake_while_busy_survives_the_look_at_the_fds,
+      readers_of_one_fd_in_two_schedulers_are_both_closed_by_a_third_thread,
+      notify_closing_races_scopes_and_px_sched_free_safely,
+      a_fork_childs_new_scheduler_waits_on_fds_and_leaves_the_parents_set_alone)
