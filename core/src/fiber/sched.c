@@ -664,14 +664,18 @@ px_sched *px_sched_new(const px_sched_opts *opts)
     }
     px__fork_watch();
     s->fork_gen = px__fork_generation();
+    /* Ready before it is registered: px_fd_notify_closing walks the registry
+    ** from any thread and takes each scheduler's poll lock. */
+    pthread_mutex_init(&s->lock, NULL);
+    px__poll_init(&s->poll);
     if (reg_add(s) != 0) {
+        px__poll_destroy(&s->poll);
+        pthread_mutex_destroy(&s->lock);
         close(s->efd);
         free(s->shared);
         free(s);
         return NULL;
     }
-    pthread_mutex_init(&s->lock, NULL);
-    px__poll_init(&s->poll);
     px__list_init(&s->all);
     px__tset_init(&s->tset, px_now());
     s->slack_ns = PX_USEC(1);
