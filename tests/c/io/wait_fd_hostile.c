@@ -7,7 +7,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -402,10 +404,68 @@ SPEC(a_fork_childs_new_scheduler_waits_on_fds_and_leaves_the_parents_set_alone)
     pipe_close();
 }
 
+/* -- a signal ends a pulled run's epoll wait ------------------------------ */
+
+/* A pulled run whose only fiber waits on an fd sleeps in epoll_pwait2; a
+** signal handled on its thread ends that wait: px_sched_next returns
+** PX_EINTR, and the next pull goes on with the wait still registered (the
+** byte written meanwhile wakes the reader). */
+static atomic_int interrupted;
+static atomic_int signals;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    atomic_fetch_add(&signals, 1);
+}
+
+static void *signals_until_interrupted(void *arg)
+{
+    pthread_t target = *(pthread_t *)arg;
+    while (!atomic_load(&interrupted)) {
+        pthread_kill(target, SIGUSR1);   /* again until a wait took one */
+        sleep_ns(PX_MSEC(5));
+    }
+    return NULL;
+}
+
+SPEC(a_signal_ends_a_pulled_runs_fd_wait_with_eintr_and_the_wait_goes_on)
+{
+    pipe_open();
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;   /* no SA_RESTART */
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+    atomic_store(&interrupted, 0);
+    px_sched *s = px_sched_new(NULL);
+    CHECK(s != NULL);
+    int r = 1;
+    CHECK_EQ(px_sched_post(s, waits_readable, &r), 0);
+    pthread_t self = pthread_self(), t;
+    CHECK_EQ(pthread_create(&t, NULL, signals_until_interrupted, &self), 0);
+    void *ctx;
+    CHECK_EQ(px_sched_next(s, 0, &ctx), PX_EINTR);
+    atomic_store(&interrupted, 1);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK(atomic_load(&signals) >= 1);
+    CHECK_EQ(r, 1);                          /* still waiting */
+    CHECK_EQ(write(P[1], "x", 1), 1);
+    int n;
+    while ((n = px_sched_next(s, 0, &ctx)) == PX_EINTR)
+        ;                                    /* a late signal of the loop above */
+    CHECK_EQ(n, 0);
+    CHECK_EQ(r, 0);
+    px_sched_free(s);
+    CHECK_EQ(sigaction(SIGUSR1, &old, NULL), 0);
+    pipe_close();
+}
+
 SPECS(a_closed_fd_of_any_number_is_einval,
       notify_closing_from_the_on_wait_hook_wakes_the_waiter_at_once,
       a_hosted_fiber_that_waits_elsewhere_instead_of_recalling_leaves_no_fd_wait,
       px_sched_wake_while_busy_survives_the_look_at_the_fds,
       readers_of_one_fd_in_two_schedulers_are_both_closed_by_a_third_thread,
       notify_closing_races_scopes_and_px_sched_free_safely,
-      a_fork_childs_new_scheduler_waits_on_fds_and_leaves_the_parents_set_alone)
+      a_fork_childs_new_scheduler_waits_on_fds_and_leaves_the_parents_set_alone,
+      a_signal_ends_a_pulled_runs_fd_wait_with_eintr_and_the_wait_goes_on)
