@@ -714,8 +714,20 @@ SPEC(in_a_hosted_fiber_without_suspend_the_calls_do_not_wait)
 /* -- many --------------------------------------------------------------------- */
 
 /* 10,000 fibers parked in px_recv on idle sockets (both ends of 5,000
-** socketpairs), then released by one byte each. */
+** socketpairs), then released by one byte each.  TSan counts every fiber as a
+** thread (at most 8128 live): 4,000 there. */
+#if defined(__SANITIZE_THREAD__)
+#  define PX_TEST_TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define PX_TEST_TSAN 1
+#  endif
+#endif
+#ifdef PX_TEST_TSAN
+enum { PAIRS = 2000 };
+#else
 enum { PAIRS = 5000 };
+#endif
 static int (*pairs)[2];
 static size_t received;
 
@@ -748,7 +760,7 @@ static void *ten_thousand(void *arg)
         }
     while (received < 2 * PAIRS)
         CHECK_EQ(px_yield(), 0);
-    printf("10,000 waiters released in %.1f ms\n", (double)(px_now() - t0) / 1e6);
+    printf("%d waiters released in %.1f ms\n", 2 * PAIRS, (double)(px_now() - t0) / 1e6);
     return NULL;
 }
 
