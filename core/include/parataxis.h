@@ -1622,12 +1622,13 @@ PX_API int px_fd_notify_closing(int fd);
 **   - EBADF: px_fd_notify_closing(fd) ran while the fiber waited (the fd is
 **     being closed), or fd is not open;
 **   - ENOMEM: no memory for the wait (a fiber on a shared stack included);
-**   - EPERM: a fiber of a scheduler inherited through fork(), which may not
-**     be used there (PX_EFORKED) -- "not permitted", as a parent's object is
-**     not; no system call here gives EPERM on a socket or a pipe that is
-**     being read, written or accepted on, so it cannot be taken for one;
-**   - EOPNOTSUPP: epoll refuses the fd (PX_ENOTSUP), which only an fd that
-**     said EAGAIN and then turned into a regular file can give.
+**   - EPERM: the fiber's scheduler belongs to the parent of a fork()
+**     (PX_EFORKED): "not permitted", as every use of a parent's object in
+**     the child is (the forking fiber itself is no fiber in the child: it
+**     waits off-fiber, below);
+**   - EOPNOTSUPP: epoll refuses the fd (PX_ENOTSUP: a regular file, which
+**     never says EAGAIN, so only a file put at that fd number meanwhile);
+**   - EINVAL: an fd px_wait_fd refuses (the scheduler's own).
 **
 ** A call that can complete at once does, inside a scope that fired too.  Off
 ** a fiber (any thread; a scheduler's thread outside its fibers) they wait
