@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/deadline.h"
 #include "base/fork.h"
 #include "base/list.h"
@@ -165,8 +166,8 @@ static int wait_idle(worker *w)
     w->woken = 0;
     w->next = pool.idle;
     pool.idle = w;
-    int64_t now = px_now();
-    struct timespec ts = px__deadline_timespec(px__deadline_after(now, px__pool_idle_ns), now);
+    /* An absolute time on CLOCK_MONOTONIC, the clock of pool.mono. */
+    struct timespec ts = px__clock_timespec(px__deadline_after(px_now(), px__pool_idle_ns));
     while (!w->woken) {
         if (pthread_cond_timedwait(&w->cv, &pool.lock, &ts) == ETIMEDOUT && !w->woken) {
             worker **p = &pool.idle;
