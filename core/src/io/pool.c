@@ -439,6 +439,14 @@ int px_run_blocking(void *(*fn)(void *arg), void *arg,
     }
 }
 
+size_t px__pool_threads(void)
+{
+    pthread_mutex_lock(&pool.lock);
+    size_t n = pool.threads;
+    pthread_mutex_unlock(&pool.lock);
+    return n;
+}
+
 int px_blocking_cancelled(void)
 {
     job *j = current;

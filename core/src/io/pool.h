@@ -8,6 +8,7 @@
 #ifndef PX__IO_POOL_H
 #define PX__IO_POOL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The `arg` of the job with function `fn` that the calling fiber recorded (a
@@ -18,5 +19,8 @@ void *px__pool_recorded(void *(*fn)(void *arg));
 /* How long a pool thread waits idle for a job before it exits, in ns (5 s).
 ** Read by each thread as it goes idle. */
 extern int64_t px__pool_idle_ns;
+
+/* The pool's threads now (started and not exited), for tests. */
+size_t px__pool_threads(void);
 
 #endif /* PX__IO_POOL_H */
