@@ -88,9 +88,13 @@ static struct {
     px__list queue;
     worker *idle;
     size_t threads;             /* started and not exited */
+    size_t spinning;            /* threads that look for a job before they sleep */
     size_t max;
     int max_set;                /* px_blocking_set_max was called */
 } pool = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Jobs on the FIFO: what a spinning thread watches, without the lock. */
+static atomic_size_t queued;
 
 /* Set once the pool exists: its fork generation, for the child's refusal. */
 static atomic_int made;
@@ -155,8 +159,35 @@ static job *take(void)
         return NULL;
     job *j = PX__CONTAINER_OF(pool.queue.next, job, link);
     px__list_unlink(&j->link);
+    atomic_fetch_sub_explicit(&queued, 1, memory_order_relaxed);
     j->state = RUNNING;
     return j;
+}
+
+/*
+** How long a thread that ran out of jobs looks for the next one before it
+** sleeps.  A job's fiber, woken, often submits its next job a few
+** microseconds later; a thread asleep by then is woken by the kernel from
+** an idle CPU, which costs tens of microseconds in a virtual machine.  One
+** thread at a time spins, so at most one CPU's time is spent so.
+*/
+#define SPIN_NS PX_USEC(50)
+
+/* Under the lock (released meanwhile): looks for a job for SPIN_NS; 1 when
+** one may be there.  Only one thread spins at a time; a submit that sees it
+** spinning leaves the job to it. */
+static int spin(void)
+{
+    if (pool.spinning > 0)
+        return 0;
+    pool.spinning++;
+    pthread_mutex_unlock(&pool.lock);
+    int64_t end = px_now() + SPIN_NS;
+    while (atomic_load_explicit(&queued, memory_order_relaxed) == 0 && px_now() < end)
+        ;
+    pthread_mutex_lock(&pool.lock);
+    pool.spinning--;
+    return !px__list_empty(&pool.queue);
 }
 
 /* Under the lock: waits idle for a job; 0 when the wait timed out (the
@@ -209,7 +240,11 @@ static void *worker_main(void *arg)
     for (;;) {
         job *j = take();
         if (j == NULL) {
-            if (pool.threads > pool.max || !wait_idle(&w))
+            if (pool.threads > pool.max)
+                break;
+            if (spin())
+                continue;
+            if (!wait_idle(&w))
                 break;
             continue;
         }
@@ -253,8 +288,9 @@ static int submit(job *j)
     pthread_mutex_lock(&pool.lock);
     setup();
     px__list_push(&pool.queue, &j->link);
+    atomic_fetch_add_explicit(&queued, 1, memory_order_relaxed);
     int start = 0;
-    if (!wake_idle() && pool.threads < pool.max) {
+    if (pool.spinning == 0 && !wake_idle() && pool.threads < pool.max) {
         pool.threads++;
         start = 1;
     }
@@ -264,8 +300,10 @@ static int submit(job *j)
     /* No thread: the job waits for one that runs, if any does. */
     pthread_mutex_lock(&pool.lock);
     int alone = pool.threads == 0 && j->state == QUEUED;
-    if (alone)
+    if (alone) {
         px__list_unlink(&j->link);
+        atomic_fetch_sub_explicit(&queued, 1, memory_order_relaxed);
+    }
     pthread_mutex_unlock(&pool.lock);
     return alone ? PX_ENOMEM : 0;
 }
@@ -278,6 +316,7 @@ static void dequeue(void *ctx)
     pthread_mutex_lock(&pool.lock);
     if (j->state == QUEUED) {
         px__list_unlink(&j->link);
+        atomic_fetch_sub_explicit(&queued, 1, memory_order_relaxed);
         j->state = DROPPED;
     }
     pthread_mutex_unlock(&pool.lock);
@@ -293,6 +332,7 @@ static void ended(px__hold *h, uint64_t id, int discarding)
     atomic_store(&j->cancelled, 1);
     if (j->state == QUEUED) {
         px__list_unlink(&j->link);
+        atomic_fetch_sub_explicit(&queued, 1, memory_order_relaxed);
         j->state = DROPPED;
     }
     int now = j->state != RUNNING;
@@ -468,10 +508,10 @@ int px_blocking_set_max(size_t n)
         ** job.  More: threads for the jobs that wait for one. */
         while (pool.threads > pool.max && wake_idle())
             ;
-        size_t queued = 0;
+        size_t waiting = 0;
         for (px__list *l = pool.queue.next; l != &pool.queue; l = l->next)
-            queued++;
-        while (queued > start && pool.threads < pool.max) {
+            waiting++;
+        while (waiting > start && pool.threads < pool.max) {
             pool.threads++;
             start++;
         }
