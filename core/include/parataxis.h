@@ -1697,8 +1697,6 @@ PX_API int px_blocking_set_max(size_t n);
 /* DNS                                                                       */
 /* ------------------------------------------------------------------------- */
 
-struct addrinfo;
-
 /*
 ** getaddrinfo(3) on the blocking pool: the calling fiber parks while a pool
 ** thread makes the lookup.  It keeps getaddrinfo's convention: returns 0 and
@@ -1712,6 +1710,7 @@ struct addrinfo;
 ** call it again once resumed (any arguments: the recorded lookup's are used).
 ** Thread: any.  Parks: yes (on a fiber), wait reason "blocking job".
 */
+struct addrinfo;   /* <netdb.h>'s */
 PX_API int px_getaddrinfo(const char *node, const char *service,
                           const struct addrinfo *hints, struct addrinfo **res);
 
