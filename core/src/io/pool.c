@@ -288,9 +288,11 @@ static int submit(job *j)
     pthread_mutex_lock(&pool.lock);
     setup();
     px__list_push(&pool.queue, &j->link);
-    atomic_fetch_add_explicit(&queued, 1, memory_order_relaxed);
+    /* A spinning thread takes one job: the others of a burst wake or start
+    ** threads of their own. */
+    size_t n = atomic_fetch_add_explicit(&queued, 1, memory_order_relaxed) + 1;
     int start = 0;
-    if (pool.spinning == 0 && !wake_idle() && pool.threads < pool.max) {
+    if (n > pool.spinning && !wake_idle() && pool.threads < pool.max) {
         pool.threads++;
         start = 1;
     }
