@@ -607,6 +607,54 @@ SPEC(pool_a_higher_cap_starts_threads_for_waiting_jobs)
     CHECK_EQ(px_run(raise_main, NULL, NULL), 0);
 }
 
+/* -- a burst right after a job: a thread that looks for more takes one --------------- */
+
+static atomic_int burst_in;
+
+static void *burst_job(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&burst_in, 1);
+    int64_t t0 = px_now();
+    while (atomic_load(&burst_in) < 4) {   /* all four at once, or the test fails */
+        CHECK(px_now() - t0 < PX_TEST_TIMEOUT_NS);
+        sleep_ns(PX_USEC(100));
+    }
+    return NULL;
+}
+
+static void *burst_fiber(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_run_blocking(burst_job, NULL, NULL, 0, NULL), 0);
+    return NULL;
+}
+
+static void *burst_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_blocking_set_max(4), 0);
+    for (int round = 0; round < 20; round++) {
+        atomic_store(&burst_in, 0);
+        /* The thread that ran it looks for the next job as the burst comes. */
+        CHECK_EQ(px_run_blocking(square_job, NULL, NULL, 0, NULL), 0);
+        px_fiber *f[4];
+        for (int i = 0; i < 4; i++)
+            CHECK((f[i] = px_spawn(burst_fiber, NULL)) != NULL);
+        for (int i = 0; i < 4; i++) {
+            CHECK_EQ(px_join(f[i], NULL), 0);
+            px_fiber_release(f[i]);
+        }
+    }
+    CHECK_EQ(px_blocking_set_max(DEFAULT_CAP), 0);
+    return NULL;
+}
+
+SPEC(pool_a_burst_right_after_a_job_runs_side_by_side)
+{
+    CHECK_EQ(px_run(burst_main, NULL, NULL), 0);
+}
+
 /* -- refusals ---------------------------------------------------------------------- */
 
 static void *refusals_main(void *arg)
@@ -880,6 +928,7 @@ SPECS(pool_thousand_jobs_from_a_hundred_fibers_each_get_their_result,
       pool_fiber_calls_from_a_job_get_enofiber,
       pool_never_runs_more_jobs_at_once_than_its_cap,
       pool_a_higher_cap_starts_threads_for_waiting_jobs,
+      pool_a_burst_right_after_a_job_runs_side_by_side,
       pool_refuses_off_fiber_a_null_fn_bad_flags_and_a_zero_cap,
       pool_hosted_fiber_collects_its_job_by_calling_again,
       pool_hosted_fiber_abandons_its_job_when_a_scope_fires,
