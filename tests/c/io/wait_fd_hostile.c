@@ -265,11 +265,10 @@ SPEC(px_sched_wake_while_busy_survives_the_look_at_the_fds)
     pipe_close();
 }
 
-/* -- two schedulers, one fd, a third thread ------------------------------- */
+/* -- a reader parked on another thread's scheduler ------------------------ */
 
-/* Each scheduler has its own set and table: a reader in each may wait on the
-** same fd (PX_EBUSY is per scheduler), and a notify from a third thread wakes
-** both with PX_ECLOSED. */
+/* runs_a_reader runs a scheduler whose reader waits on P[0]; `parked` opens
+** once it waits (the fork test below). */
 static px_latch parked;
 
 static void *waits_readable(void *arg)
@@ -291,24 +290,6 @@ static void *runs_a_reader(void *arg)
 {
     CHECK_EQ(px_run(parks_then_tells, arg, NULL), 0);
     return NULL;
-}
-
-SPEC(readers_of_one_fd_in_two_schedulers_are_both_closed_by_a_third_thread)
-{
-    pipe_open();
-    ev_init(&parked);
-    int r[2] = { 1, 1 };
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        CHECK_EQ(pthread_create(&t[i], NULL, runs_a_reader, &r[i]), 0);
-    EV_WAIT(&parked, 2);
-    CHECK_EQ(px_fd_notify_closing(P[0]), 0);
-    for (int i = 0; i < 2; i++)
-        CHECK_EQ(pthread_join(t[i], NULL), 0);
-    CHECK_EQ(r[0], PX_ECLOSED);
-    CHECK_EQ(r[1], PX_ECLOSED);
-    ev_destroy(&parked);
-    pipe_close();
 }
 
 /* -- notify_closing against waits that scopes end, and px_sched_free ------ */
@@ -465,7 +446,6 @@ SPECS(a_closed_fd_of_any_number_is_einval,
       notify_closing_from_the_on_wait_hook_wakes_the_waiter_at_once,
       a_hosted_fiber_that_waits_elsewhere_instead_of_recalling_leaves_no_fd_wait,
       px_sched_wake_while_busy_survives_the_look_at_the_fds,
-      readers_of_one_fd_in_two_schedulers_are_both_closed_by_a_third_thread,
       notify_closing_races_scopes_and_px_sched_free_safely,
       a_fork_childs_new_scheduler_waits_on_fds_and_leaves_the_parents_set_alone,
       a_signal_ends_a_pulled_runs_fd_wait_with_eintr_and_the_wait_goes_on)
