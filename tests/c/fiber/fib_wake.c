@@ -134,5 +134,47 @@ SPEC(a_wake_with_no_wait_under_way_is_harmless)
     px_sched_free(S);
 }
 
+/* The hook may px_wake (the header allows it there): on the scheduler's own
+** thread the wake readies the fiber at once, with no post behind it, so the
+** kernel wait that follows must not sleep -- it takes no time. */
+static uint64_t parked_id;
+static int hook_woke;
+
+static void wake_hook(void *ctx, int entering)
+{
+    (void)ctx;
+    if (entering && parked_id != 0 && !hook_woke) {
+        hook_woke = 1;
+        CHECK_EQ(px_wake(parked_id), 1);
+    }
+}
+
+static void *parks_outside(void *arg)
+{
+    (void)arg;
+    static const px_park_info info = { .reason = "hook", .flags = PX_PARK_OUTSIDE };
+    CHECK_EQ(px_scope_push_timeout(PX_SEC(10)), 0);
+    parked_id = px_self();
+    int64_t t0 = px_now();
+    int r = px_park_with(&info);
+    int64_t took = px_now() - t0;
+    px_scope_pop();
+    CHECK_EQ(r, 0);
+    CHECK(took < PX_SEC(5));
+    return NULL;
+}
+
+SPEC(a_px_wake_from_the_on_wait_hook_ends_the_wait_at_once)
+{
+    px_sched_opts o = { .on_wait = wake_hook };
+    px_sched *s = px_sched_new(&o);
+    CHECK(s != NULL);
+    CHECK_EQ(px_sched_post(s, parks_outside, NULL), 0);
+    CHECK_EQ(px_sched_run(s), 0);
+    CHECK_EQ(hook_woke, 1);
+    px_sched_free(s);
+}
+
 SPECS(a_signal_between_the_look_and_the_wait_ends_the_wait, wakes_end_no_sleep_early,
-      a_wake_with_no_wait_under_way_is_harmless)
+      a_wake_with_no_wait_under_way_is_harmless,
+      a_px_wake_from_the_on_wait_hook_ends_the_wait_at_once)
