@@ -202,6 +202,74 @@ SPEC(a_hosted_fiber_that_waits_elsewhere_instead_of_recalling_leaves_no_fd_wait)
     pipe_close();
 }
 
+/* The other way round: a hosted fiber gets PX_EYIELD from px_mutex_lock, a
+** stray wake resumes it, and it waits on an fd instead of calling again.  The
+** mutex's hand-over must not land in the fd wait (which would then say
+** "ready" with nothing to read, and leave the fiber owning the mutex and in
+** the fd table): its queued lock is given up, as a scope would, and the
+** mutex goes to nobody. */
+typedef struct switcher {
+    int step;
+    px_mutex *mu;
+    px_fiber *self;
+    int fd_result;
+} switcher;
+
+static int switcher_resume(void *ctx)
+{
+    switcher *m = ctx;
+    switch (m->step++) {
+    case 0:   /* a yield: the driver takes the mutex first */
+        return 0;
+    case 1:
+        CHECK_EQ(px_mutex_lock(m->mu), PX_EYIELD);
+        return 0;
+    case 2:   /* the stray wake: it waits on the fd instead of calling again */
+        CHECK_EQ(px_wait_fd(P[0], PX_READABLE), PX_EYIELD);
+        return 0;
+    case 3:   /* resumed by the byte */
+        m->fd_result = px_wait_fd(P[0], PX_READABLE);
+        return PX_HOST_DONE;
+    }
+    return PX_HOST_DONE;
+}
+
+static void *drives_the_switcher(void *arg)
+{
+    switcher *m = arg;
+    CHECK_EQ(px_mutex_lock(m->mu), 0);
+    CHECK_EQ(px_yield(), 0);                     /* it queues on the mutex */
+    CHECK_EQ(px_wake(px_fiber_id(m->self)), 1);  /* a stray wake */
+    CHECK_EQ(px_yield(), 0);                     /* it waits on the fd instead */
+    CHECK_EQ(px_mutex_unlock(m->mu), 0);
+    CHECK_EQ(px_yield(), 0);
+    CHECK_EQ(m->step, 3);                        /* the unlock did not end its fd wait */
+    CHECK_EQ(px_mutex_owner(m->mu), 0);
+    CHECK_EQ(write(P[1], "x", 1), 1);
+    return NULL;
+}
+
+SPEC(a_hosted_fiber_that_waits_on_an_fd_instead_of_recalling_gives_up_its_queued_lock)
+{
+    pipe_open();
+    px_sched *s = px_sched_new(NULL);
+    CHECK(s != NULL);
+    switcher m = { 0, px_mutex_new(), NULL, 1 };
+    CHECK(m.mu != NULL);
+    CHECK_EQ(px_sched_post(s, drives_the_switcher, &m), 0);
+    px_host_ops ops = { switcher_resume, NULL, leaver_release };
+    m.self = px_spawn_hosted(s, &ops, &m);
+    CHECK(m.self != NULL);
+    CHECK_EQ(px_sched_run(s), 0);
+    CHECK_EQ(m.step, 4);
+    CHECK_EQ(m.fd_result, 0);
+    char c;
+    CHECK_EQ(read(P[0], &c, 1), 1);
+    px_sched_free(s);
+    CHECK_EQ(px_mutex_free(m.mu), 0);
+    pipe_close();
+}
+
 /* -- px_sched_wake while the run is busy ---------------------------------- */
 
 /* px_sched_wake ends "the wait under way, or else the next one": a wake made
@@ -445,6 +513,7 @@ SPEC(a_signal_ends_a_pulled_runs_fd_wait_with_eintr_and_the_wait_goes_on)
 SPECS(a_closed_fd_of_any_number_is_einval,
       notify_closing_from_the_on_wait_hook_wakes_the_waiter_at_once,
       a_hosted_fiber_that_waits_elsewhere_instead_of_recalling_leaves_no_fd_wait,
+      a_hosted_fiber_that_waits_on_an_fd_instead_of_recalling_gives_up_its_queued_lock,
       px_sched_wake_while_busy_survives_the_look_at_the_fds,
       notify_closing_races_scopes_and_px_sched_free_safely,
       a_fork_childs_new_scheduler_waits_on_fds_and_leaves_the_parents_set_alone,
