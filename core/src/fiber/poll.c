@@ -25,6 +25,7 @@
 
 #include "base/compiler.h"
 #include "fiber/fiber.h"
+#include "fiber/waitq.h"
 
 /* A fiber's fd wait is in its waiter, op PX__POLL_OP: wait.n is the fd and the
 ** events (KEY), wait.granted says an event or a notify_closing ended it, with
@@ -364,6 +365,10 @@ int px_wait_fd(int fd, unsigned events)
     if (s->poll.epfd < 0 && open_set(s) != 0)
         return PX_ENOMEM;
     int r;
+    /* A hosted fiber's uncollected primitive wait: given up, outside the
+    ** poll lock (passing on a grant may wake or post). */
+    if (!PX__LIKELY(!f->hosted))
+        px__waitq_abandon(f);
     pthread_mutex_lock(&s->poll.lock);
     if (f->wait.op == PX__POLL_OP && f->wait.n == KEY(fd, events)) {
         /* A hosted fiber back for what its PX_EYIELD left recorded. */

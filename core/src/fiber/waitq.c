@@ -110,6 +110,15 @@ static void waiter_dereg(void *ctx)
     w->granted = 0;
 }
 
+void px__waitq_abandon(px_fiber *f)
+{
+    px__waiter *w = &f->wait;
+    if (w->obj == NULL || w->op < 0)
+        return;   /* no primitive's wait left uncollected */
+    waiter_dereg(w);
+    w->obj = NULL;
+}
+
 static int outcome(px__waiter *w, int park_result)
 {
     w->obj = NULL;

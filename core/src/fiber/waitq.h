@@ -118,6 +118,12 @@ static inline px__waiter *px__waitq_own(px_fiber *f)
     return &f->wait;
 }
 
+/* A hosted fiber that got PX_EYIELD from a primitive's operation begins
+** another kind of wait (px_wait_fd) instead of calling again: its queued
+** wait is given up as a scope would end it (off the queue, a grant that came
+** passed on), so that no hand-over lands in the new wait's record. */
+void px__waitq_abandon(px_fiber *f);
+
 /* The fiber a waiter belongs to. */
 px_fiber *px__waitq_fiber(px__waiter *w);
 
