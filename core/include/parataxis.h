@@ -122,6 +122,8 @@ PX_API const char *px_version(void);
 #define PX_EFORKED     (-12)  /* the object belongs to the parent of a fork() */
 #define PX_ETHREAD     (-13)  /* called from a thread that may not call it */
 #define PX_EINTR       (-14)  /* a signal interrupted a wait; call again once handled */
+#define PX_ENOTSUP     (-15)  /* the object cannot do that: an fd epoll refuses (a regular
+                                 file) */
 
 /*
 ** Returns a static English sentence naming error `code` (0 gives "success"; any
@@ -1546,6 +1548,59 @@ PX_API int px_chan_close(px_chan *ch);
 PX_API size_t px_chan_len(const px_chan *ch);
 PX_API size_t px_chan_cap(const px_chan *ch);
 PX_API int px_chan_free(px_chan *ch);
+
+/* ------------------------------------------------------------------------- */
+/* I/O readiness: fibers that wait on file descriptors                       */
+/* ------------------------------------------------------------------------- */
+
+/*
+** A fiber waits until an fd is ready, then makes the call itself while it runs
+** (readiness, not completion): a buffer may live anywhere, a shared stack
+** included, and a wait that a scope ends leaves nothing in flight.  Each
+** scheduler waits on its fds through one epoll set, made at its first fd wait
+** (a run that waits on no fd pays nothing); while fibers wait on fds, the
+** scheduler looks at the set once per batch of ready fibers, so a busy run
+** never starves I/O.  See docs/io.md.
+*/
+#define PX_READABLE 1u
+#define PX_WRITABLE 2u
+
+/*
+** Parks the calling fiber until `fd` is ready for `events` (PX_READABLE,
+** PX_WRITABLE or both: then either ends it).  "Ready" means "try the call": an
+** error or a hang-up on fd (EPOLLERR, EPOLLHUP) wakes both directions, and the
+** call then reports it.  Wait reason "fd readable" / "fd writable"; the fiber
+** is an outside park (an fd can become ready at any time), never a deadlock.
+** Returns 0 when fd is ready; PX_ETIMEDOUT or PX_ECANCELED when a scope ended
+** the wait (fd no longer registered for it); PX_ECLOSED when
+** px_fd_notify_closing(fd) ran while it waited; PX_EBUSY, without waiting,
+** when another fiber of this scheduler waits on fd in one of the same
+** directions (one reader and one writer may wait at once); PX_ENOTSUP for an
+** fd epoll refuses (a regular file or a directory: use px_run_blocking);
+** PX_EINVAL for a negative or closed fd, the scheduler's own, or `events` 0
+** or with other bits; PX_ENOMEM; PX_ENOFIBER off-fiber; PX_EYIELD in a hosted
+** fiber whose host cannot switch inside C: the wait is recorded, and the same
+** call (same fd and events) once the fiber is resumed returns its outcome --
+** that fiber must make it, before any other wait.
+** A stray px_wake never ends the wait: the fiber parks again.
+** Close an fd only after px_fd_notify_closing: a waiter of an fd closed
+** without it is not woken (its scope ends it), and until then it keeps its
+** direction of that fd number busy.
+** Thread: scheduler.  Parks: yes.
+*/
+PX_API int px_wait_fd(int fd, unsigned events);
+
+/*
+** Wakes every fiber waiting on `fd`, in any scheduler of the process: their
+** px_wait_fd returns PX_ECLOSED; and forgets fd, so that once it returns, no
+** event of fd can wake anyone -- call it right before close(fd), and the fd
+** number can be reused at once.  A waiter of another thread's scheduler is
+** woken by a post to that scheduler; its px_wait_fd returns PX_ECLOSED even if
+** its scope fires meanwhile.  Returns 0 (also when nobody waited), PX_EINVAL
+** for a negative fd.  In the child of a fork, the parent's schedulers are left
+** alone.  Thread: any.  Parks: no.
+*/
+PX_API int px_fd_notify_closing(int fd);
 
 #ifdef __cplusplus
 }

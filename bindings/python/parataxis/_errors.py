@@ -88,6 +88,13 @@ class BusyError(Error, RuntimeError):
     code = lib.PX_EBUSY
 
 
+class NotSupportedError(Error, ValueError):
+    """PX_ENOTSUP: the object cannot do that -- a file descriptor that epoll
+    refuses (a regular file) given to an I/O wait."""
+
+    code = lib.PX_ENOTSUP
+
+
 class WrongSchedulerError(Error, RuntimeError):
     """PX_ETHREAD: called from the wrong thread -- a sync object that fibers
     of another run wait on or hold (the call would wait beside them, take a
@@ -99,7 +106,7 @@ class WrongSchedulerError(Error, RuntimeError):
 
 _ALL = (Error, InvalidArgument, NoMemory, Closed, ForkedError, Timeout, Cancelled,
         DeadlockError, OwnerDiedError, NotOwnerError, NoFiberError, BusyError,
-        WrongSchedulerError)
+        WrongSchedulerError, NotSupportedError)
 
 # Shown, printed and pickled as parataxis.Closed etc., where users import them.
 for _cls in _ALL:

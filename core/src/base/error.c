@@ -20,6 +20,7 @@ const char *px_strerror(int code)
     case PX_EFORKED:    return "belongs to the parent process of a fork";
     case PX_ETHREAD:    return "called from the wrong thread";
     case PX_EINTR:      return "interrupted by a signal";
+    case PX_ENOTSUP:    return "not supported";
     default:            return "unknown error";
     }
 }
@@ -41,6 +42,7 @@ const char *px_errname(int code)
     case PX_EFORKED:    return "EFORKED";
     case PX_ETHREAD:    return "ETHREAD";
     case PX_EINTR:      return "EINTR";
+    case PX_ENOTSUP:    return "ENOTSUP";
     default:            return "EUNKNOWN";
     }
 }

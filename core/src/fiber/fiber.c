@@ -148,6 +148,8 @@ static void fiber_ending(px_sched *s, px_fiber *f, int discarding)
     if (!PX__LIKELY(f->state == PX__FIBER_RUNNING))
         leave_turn(s, f, discarding);
     px__scope_close_all(f);
+    if (f->wait.op == PX__POLL_OP && !discarding)
+        px__poll_fiber_ended(f);
     px__waitq_fiber_ended(f, discarding);
 }
 

@@ -16,6 +16,7 @@
 #include "parataxis.h"
 #include "base/list.h"
 #include "fiber/ctx/context.h"
+#include "fiber/poll.h"
 #include "fiber/stack.h"
 #include "timerset.h"
 
@@ -211,6 +212,8 @@ struct px_sched {
     long holds;
     int efd;
 
+    px__poll poll;           /* its fibers' fd waits (poll.c) */
+
     px_sched *reg_next;      /* the registry of live schedulers */
 };
 
@@ -244,6 +247,9 @@ px_fiber *px__sched_lookup(px_sched *s, uint64_t id);
 int px__sched_id_add(px_sched *s, px_fiber *f);
 void px__sched_id_remove(px_sched *s, uint64_t id);
 int px__sched_inbox_post(px_sched *s, const px__item *proto);
+/* Runs fn(s, ctx) for every live scheduler of the process, under the lock of
+** their registry (fn may post to s; it must not make or free a scheduler). */
+void px__sched_each(void (*fn)(px_sched *s, void *ctx), void *ctx);
 /* Posts a wake or cancel of `id` to the scheduler that made it; 1 posted, 0 none. */
 int px__sched_post_by_id(int kind, uint64_t id);
 /* The turn of hosted fiber `f` ended with `status` (what resume returned). */

@@ -120,6 +120,15 @@ static int reg_add(px_sched *s)
     return ok ? 0 : PX_ENOMEM;
 }
 
+void px__sched_each(void (*fn)(px_sched *s, void *ctx), void *ctx)
+{
+    pthread_once(&fork_watching, fork_watch);   /* before the lock is ever taken */
+    pthread_mutex_lock(&reg_lock);
+    for (px_sched *s = reg_head; s; s = s->reg_next)
+        fn(s, ctx);
+    pthread_mutex_unlock(&reg_lock);
+}
+
 static void reg_remove(px_sched *s)
 {
     pthread_mutex_lock(&reg_lock);
@@ -533,14 +542,14 @@ static int wait_kernel(px_sched *s, int64_t until)
     s->in_hook = 1;
     if (s->opts.on_wait)
         s->opts.on_wait(s->opts.on_wait_ctx, 1);
-    int n = ppoll(&pfd, 1, tsp, NULL);
+    int n = s->poll.epfd >= 0 ? px__poll_wait(s, tsp) : ppoll(&pfd, 1, tsp, NULL);
     int err = errno;
     if (s->opts.on_wait)
         s->opts.on_wait(s->opts.on_wait_ctx, 0);
     s->in_hook = 0;
     errno = err;
     int r = n < 0 && errno == EINTR ? PX_EINTR : 0;
-    if (n > 0) {
+    if (n > 0 && s->poll.epfd < 0) {
         uint64_t v;
         ssize_t got = read(s->efd, &v, sizeof v);
         (void)got;   /* EAGAIN: another look emptied it */
@@ -606,6 +615,9 @@ static int turn(px_sched *s)
             return PX_EFORKED;   /* the child of a fork made on this thread */
         if (s->tset.count)
             expire(s);
+        /* Fibers wait on fds: one look per batch, however busy the run. */
+        if (atomic_load_explicit(&s->poll.waiting, memory_order_relaxed) && s->ready)
+            px__poll_now(s);
         if (!s->ready && !atomic_load_explicit(&s->inbox_ready, memory_order_acquire)) {
             int done = 0, r = idle(s, &done);
             if (done || r == PX_EINTR)
@@ -652,6 +664,7 @@ px_sched *px_sched_new(const px_sched_opts *opts)
         return NULL;
     }
     pthread_mutex_init(&s->lock, NULL);
+    px__poll_init(&s->poll);
     px__list_init(&s->all);
     px__tset_init(&s->tset, px_now());
     s->slack_ns = PX_USEC(1);
@@ -827,6 +840,7 @@ void px_sched_free(px_sched *s)
     px__shared_free(s);
     px__stack_pool_free(s->pool);
     free(s->tab);
+    px__poll_destroy(&s->poll);
     close(s->efd);
     pthread_mutex_destroy(&s->lock);
     free(s);
