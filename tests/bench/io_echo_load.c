@@ -11,13 +11,16 @@
 ** WARMUP_S seconds it reads the server's CPU time, resets the count, runs
 ** MEASURE_S seconds more and reads it again; it prints one line
 **
-**   requests R seconds S server_cpu_s C load_cpu_s L
+**   requests R seconds S server_cpu_s C load_cpu_s L clock K
 **
-** The server's CPU is utime + stime of /proc/SERVER_PID/stat, which is what
-** getrusage(RUSAGE_SELF) would return in the server (the kernel computes both
-** with the same function; every thread, the loopback softirq run in the
-** server's syscalls included), in clock ticks.  Reading it here, at the edges of
-** the window, leaves the warm-up, the connects and the teardown out.
+** The server's CPU is what getrusage(RUSAGE_SELF) would say in the server,
+** utime + stime (every thread, the loopback softirq run in the server's
+** syscalls included), read here at the edges of the window so that the
+** warm-up, the connects and the teardown are left out: the kernel scales utime
+** and stime so that their sum is the threads' sum_exec_runtime, which
+** /proc/PID/task/TID/schedstat gives in ns; without schedstats it reads
+** /proc/PID/stat's utime + stime, in clock ticks (10 ms).  The last field of
+** the line says which ("clock schedstat" or "clock stat").
 **
 ** --hold: opens CONNS connections, prints "connected", and waits until its
 ** stdin is closed (io_rss.py's client side, so that the server's process holds
@@ -25,6 +28,7 @@
 */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -92,8 +96,8 @@ static int connect_one(int port)
     return fd;
 }
 
-/* utime + stime of pid, in seconds. */
-static double proc_cpu_s(long pid)
+/* utime + stime of pid, in seconds, from /proc/PID/stat (clock ticks). */
+static double proc_stat_cpu_s(long pid)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
@@ -112,6 +116,47 @@ static double proc_cpu_s(long pid)
         exit(1);
     }
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The same sum in ns: sum_exec_runtime (the first field of schedstat) of each
+** thread of pid, which the kernel scales utime and stime to; -1 without
+** schedstats. */
+static double proc_sched_cpu_s(long pid)
+{
+    char path[320];
+    snprintf(path, sizeof path, "/proc/%ld/task", pid);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    double sum = 0;
+    if (d == NULL)
+        return -1;
+    while ((e = readdir(d)) != NULL) {
+        unsigned long long ns;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/%ld/task/%s/schedstat", pid, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;   /* a thread that just ended */
+        if (fscanf(f, "%llu", &ns) == 1)
+            sum += (double)ns * 1e-9;
+        else
+            sum = -1e30;
+        fclose(f);
+    }
+    closedir(d);
+    return sum >= 0 ? sum : -1;
+}
+
+static int use_stat;
+
+static double proc_cpu_s(long pid)
+{
+    double s = use_stat ? -1 : proc_sched_cpu_s(pid);
+    if (s >= 0)
+        return s;
+    use_stat = 1;
+    return proc_stat_cpu_s(pid);
 }
 
 static double self_cpu_s(void)
@@ -220,8 +265,9 @@ int main(int argc, char **argv)
             requests = 0;
         } else if (measuring && t - t_start >= span) {
             double cpu1 = proc_cpu_s(server), t1 = now_s();
-            printf("requests %ld seconds %.4f server_cpu_s %.4f load_cpu_s %.4f\n", requests,
-                   t1 - t_start, cpu1 - cpu0, self_cpu_s() - load0);
+            printf("requests %ld seconds %.4f server_cpu_s %.6f load_cpu_s %.4f clock %s\n",
+                   requests, t1 - t_start, cpu1 - cpu0, self_cpu_s() - load0,
+                   use_stat ? "stat" : "schedstat");
             break;
         }
         int k = epoll_wait(ep, ev, 256, 100);
