@@ -52,6 +52,8 @@ demo: demo-build demo-python-install
 	@./build/timer_demo
 	@echo "== C: fibers and the sync family =="
 	@./build/fiber_demo
+	@echo "== C: fibers doing I/O (an echo server and its clients) =="
+	@./build/io_echo_demo
 	@echo "== Python: timers =="
 	@$(PYTHON) docs/examples/timer_demo.py
 	@echo "== Python: fibers and the sync family =="
@@ -95,14 +97,14 @@ test-tsan: deps
 test-ucontext: deps
 	@$(CONFIGURE) -B build-ucontext -DPARATAXIS_CONTEXT=ucontext >/dev/null
 	@cmake --build build-ucontext
-	cd build-ucontext && $(CTEST) -L fiber
+	cd build-ucontext && $(CTEST) -L "fiber|io"
 
 # The AArch64 context switch, cross-built and run under qemu-user.
 test-aarch64: deps
 	@$(CONFIGURE) -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
 	    -DPARATAXIS_PYTHON=OFF >/dev/null
 	@cmake --build build-aarch64
-	cd build-aarch64 && $(CTEST) -L fiber -E "^fiber\.million$$"
+	cd build-aarch64 && $(CTEST) -L "fiber|io" -E "^fiber\.million$$"
 
 test-fuzz: deps
 	@CC=clang $(CONFIGURE) -B build-fuzz -DPARATAXIS_FUZZ=ON >/dev/null

@@ -26,7 +26,7 @@ if [ "${2:-}" != "--no-build" ]; then
     fi
     # bench_fiber, bench_sync and bench_switch exist only where Boost has them,
     # the Lua module (for bench_lua_fibers.lua) where SWIG and Lua 5.4 are.
-    targets="bench_timers bench_tset bench_wake bench_faults prof_px"
+    targets="bench_timers bench_tset bench_wake bench_faults prof_px io_pool"
     for t in bench_fiber bench_sync bench_switch parataxis_core io_echo_load io_echo_epoll \
              io_echo_uv io_latency_uv io_lateness io_echo_px io_latency_px io_rss_px; do
         if cmake --build "$build" --target help 2>/dev/null | grep -q "$t"; then
@@ -85,6 +85,9 @@ if command -v strace >/dev/null 2>&1; then
     say "strace -f -c -e trace=futex (both cases, whole process):"
     grep -E 'futex|calls' "$build/bench-wake.strace" | tee -a "$out"
 fi
+
+say "== the blocking pool beside libuv's (target: round trip <= 1.0x libuv)"
+step "$bin/io_pool"
 
 say "== what a first touch costs (48 MiB of records; docs/performance.md, Cold adds)"
 step "$bin/bench_faults"

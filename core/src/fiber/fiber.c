@@ -541,7 +541,8 @@ int px__fiber_park(px_fiber *f)
 {
     px_sched *s = f->s;
     const px_park_info *info = &f->park;
-    int r = px__scope_check(f);
+    int shielded = (info->flags & PX__FIBER_PARK_SHIELD) != 0;
+    int r = shielded ? 0 : px__scope_check(f);
     if (r != 0) {
         /* A scope fired already: the park ends before it begins.  A sleep
         ** must not leave its deadline behind: the next park would take it
@@ -553,7 +554,7 @@ int px__fiber_park(px_fiber *f)
         px__fiber_park_finish(f);
         return r;
     }
-    int64_t deadline = f->scope ? f->scope->eff : INT64_MAX;
+    int64_t deadline = f->scope && !shielded ? f->scope->eff : INT64_MAX;
     if (f->sleep_until < deadline)
         deadline = f->sleep_until;
     if (deadline != INT64_MAX) {
@@ -580,6 +581,17 @@ int px_park_with(const px_park_info *info)
     if (f == NULL)
         return PX_ENOFIBER;
     f->park = *info;
+    f->park.flags &= PX_PARK_OUTSIDE;   /* no caller of the API shields a park */
+    return px__fiber_park(f);
+}
+
+int px__fiber_park_shielded(const px_park_info *info)
+{
+    px_fiber *f = px__fiber_here();
+    if (f == NULL)
+        return PX_ENOFIBER;
+    f->park = *info;
+    f->park.flags |= PX__FIBER_PARK_SHIELD;
     return px__fiber_park(f);
 }
 

@@ -279,6 +279,13 @@ void px__fiber_park_finish(px_fiber *f);
 void px__fiber_refuse(px_sched *s, px_fiber *f, int code);
 /* px_park_with for the running fiber f, with the info already in f->park. */
 int px__fiber_park(px_fiber *f);
+/* px_park_info.flags bit of a shielded park, never a public one (px_park_with
+** drops it): no scope bounds it and px_sched_cancel does not end it; only a
+** px_wake does.  The blocking pool's wait for a job that the fiber may not
+** abandon (io/pool.c), as trio's abandon_on_cancel=False. */
+#define PX__FIBER_PARK_SHIELD 0x100u
+/* px_park_with, shielded; `info`'s flags may add PX_PARK_OUTSIDE. */
+int px__fiber_park_shielded(const px_park_info *info);
 void px__fiber_discard(px_sched *s, px_fiber *f);
 void px__fiber_end(px_sched *s, px_fiber *f);
 void px__fiber_reap(px_sched *s, px_fiber *f);

@@ -62,7 +62,9 @@ static int open_set(px_sched *s)
         close(epfd);
         return PX_ENOMEM;
     }
+    pthread_mutex_lock(&s->poll.lock);   /* notify_closing reads it anywhere */
     s->poll.epfd = epfd;
+    pthread_mutex_unlock(&s->poll.lock);
     return 0;
 }
 

@@ -800,7 +800,7 @@ int px_sched_cancel(px_sched *s)
     s->cancelled = 1;
     for (px__list *l = s->all.next; l != &s->all; l = l->next) {
         px_fiber *f = px__fiber_of_all(l);
-        if (f->state == PX__FIBER_PARKED)
+        if (f->state == PX__FIBER_PARKED && !(f->park.flags & PX__FIBER_PARK_SHIELD))
             px__fiber_unpark(s, f, PX_ECANCELED);
     }
     return 0;

@@ -92,7 +92,7 @@ int px__scope_check(px_fiber *f)
 void px__scope_cancel_parked(px_sched *s, uint64_t id)
 {
     px_fiber *f = px__sched_lookup(s, id);
-    if (f == NULL || f->state != PX__FIBER_PARKED)
+    if (f == NULL || f->state != PX__FIBER_PARKED || (f->park.flags & PX__FIBER_PARK_SHIELD))
         return;
     int r = px__scope_check(f);
     if (r != 0)
