@@ -315,7 +315,7 @@ def build_base(rev, build):
         subprocess.run(["cmake", "--build", b, "-j2", "--target", "parataxis_static"],
                        check=True, capture_output=True)
         lib = os.path.join(b, "libparataxis.a")
-        out = os.path.join(build, "tests", "bench", f"io_lateness_base")
+        out = os.path.join(build, "tests", "bench", "io_lateness_base")
         subprocess.run(["cc", "-O2", "-std=c11", "-DPXB_NO_IO", "-I",
                         os.path.join(src, "core", "include"), os.path.join(HERE, "io_lateness.c"),
                         lib, "-pthread", "-o", out], check=True)
