@@ -35,6 +35,7 @@
 */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -183,8 +184,9 @@ static int spin(void)
     pool.spinning++;
     pthread_mutex_unlock(&pool.lock);
     int64_t end = px_now() + SPIN_NS;
+    /* sched_yield: on a busy CPU, the thread that will submit runs first. */
     while (atomic_load_explicit(&queued, memory_order_relaxed) == 0 && px_now() < end)
-        ;
+        sched_yield();
     pthread_mutex_lock(&pool.lock);
     pool.spinning--;
     return !px__list_empty(&pool.queue);
