@@ -52,6 +52,8 @@ demo: demo-build demo-python-install
 	@./build/timer_demo
 	@echo "== C: fibers and the sync family =="
 	@./build/fiber_demo
+	@echo "== C: fibers doing I/O (an echo server and its clients) =="
+	@./build/io_echo_demo
 	@echo "== Python: timers =="
 	@$(PYTHON) docs/examples/timer_demo.py
 	@echo "== Python: fibers and the sync family =="

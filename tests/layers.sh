@@ -9,7 +9,7 @@
 #   timerq/      base/, timerset, timerq/
 #   fiber/       base/, timerset, fiber/ (ctx/ included)
 #   sync/        base/, fiber/waitq.h (nothing else of fiber/), sync/
-#   io/          base/, fiber/waitq.h (nothing else of fiber/), io/
+#   io/          base/, fiber/fiber.h and fiber/waitq.h (nothing else of fiber/), io/
 #
 # The public header <parataxis.h> and system headers may be included anywhere.
 # bindings/host/, the C both bindings share, includes its own files, the public
@@ -37,7 +37,7 @@ allowed() {   # allowed FILE INCLUDE -> 0 when FILE may include INCLUDE
         timerq/*)    case $inc in base/*|timerset.h|timerq/*) return 0 ;; esac ;;
         fiber/*)     case $inc in base/*|timerset.h|fiber/*) return 0 ;; esac ;;
         sync/*)      case $inc in base/*|fiber/waitq.h|sync/*) return 0 ;; esac ;;
-        io/*)        case $inc in base/*|fiber/waitq.h|io/*) return 0 ;; esac ;;
+        io/*)        case $inc in base/*|fiber/fiber.h|fiber/waitq.h|io/*) return 0 ;; esac ;;
     esac
     return 1
 }

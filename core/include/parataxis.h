@@ -69,6 +69,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -1601,6 +1603,116 @@ PX_API int px_wait_fd(int fd, unsigned events);
 ** alone.  Thread: any.  Parks: no.
 */
 PX_API int px_fd_notify_closing(int fd);
+
+/* ------------------------------------------------------------------------- */
+/* Fiber-aware I/O calls                                                     */
+/* ------------------------------------------------------------------------- */
+
+/*
+** The calls a fiber makes on sockets and pipes without holding up its thread.
+** Each tries the system call first, and only when it would block (EAGAIN)
+** waits with px_wait_fd and tries again, so a wait that a scope ends leaves
+** nothing in flight: no byte is lost or read twice.  They keep the system
+** call's convention, unlike the rest of this header: they return what it
+** returns -- a count, 0, or -1 with errno -- and the outcomes of the wait come
+** as errno values too:
+**
+**   - ETIMEDOUT, ECANCELED: a timeout or cancel scope ended the wait;
+**   - EBUSY: another fiber of the scheduler waits on the fd in that direction;
+**   - EBADF: px_fd_notify_closing(fd) ran while the fiber waited (the fd is
+**     being closed), or fd is not open;
+**   - ENOMEM: no memory for the wait (a fiber on a shared stack included);
+**   - EPERM: the fiber's scheduler belongs to the parent of a fork()
+**     (PX_EFORKED): "not permitted", as every use of a parent's object in
+**     the child is (the forking fiber itself is no fiber in the child: it
+**     waits off-fiber, below);
+**   - EOPNOTSUPP: epoll refuses the fd (PX_ENOTSUP: a regular file, which
+**     never says EAGAIN, so only a file put at that fd number meanwhile);
+**   - EINVAL: an fd px_wait_fd refuses (the scheduler's own).
+**
+** A call that can complete at once does, inside a scope that fired too.  Off
+** a fiber (any thread; a scheduler's thread outside its fibers) they wait
+** with poll(2) on the thread, as the plain call on a blocking fd would block
+** it, and return -1/EINTR when a signal handler interrupts that wait.  In a
+** hosted fiber whose host cannot switch inside C (see px_host_ops) they never
+** wait: they return -1/EAGAIN as the non-blocking call does, having recorded
+** nothing, and the host waits with px_wait_fd and calls again.
+**
+** The fd must be non-blocking for px_read, px_write, px_accept (the listening
+** socket) and px_connect: on a blocking fd the system call itself blocks the
+** thread, and with it every fiber of the scheduler (make it non-blocking with
+** px_fd_set_nonblocking, SOCK_NONBLOCK, O_NONBLOCK; px_accept and
+** px_tcp_listen return non-blocking fds).  px_recv and px_send pass
+** MSG_DONTWAIT and work on blocking sockets too.  A regular file is always
+** "ready": px_read and px_write on one never wait, but they hold up the
+** thread while the disk works (see docs/io.md, "What blocks a run").
+** Before close(fd), call px_fd_notify_closing(fd) when a fiber may be waiting
+** on it.  Thread: any (a fiber, or off-fiber as above).  Parks: yes, in
+** px_wait_fd (wait reason "fd readable" / "fd writable").
+*/
+
+/*
+** One read(2) of at most n bytes: returns what is there as soon as something
+** is, 0 at the end of the file (a pipe or a socket whose writer closed: a
+** hang-up wakes the reader), or -1 with errno.
+*/
+PX_API ssize_t px_read(int fd, void *buf, size_t n);
+
+/*
+** Writes all n bytes with write(2), waiting whenever the fd is full.  Returns
+** n; or, when an error or a scope ends it midway, the count written so far
+** (less than n) with errno saying why, so the caller knows exactly what the
+** reader will get; -1 when nothing was written.  As write(2), it raises
+** SIGPIPE on a pipe or socket whose reader is gone, unless the program
+** ignores SIGPIPE (then -1/EPIPE); px_send never does.
+*/
+PX_API ssize_t px_write(int fd, const void *buf, size_t n);
+
+/*
+** One recv(2) with `flags` and MSG_DONTWAIT: as px_read, for a socket.
+** MSG_WAITALL has no effect (the call returns what is there).
+*/
+PX_API ssize_t px_recv(int fd, void *buf, size_t n, int flags);
+
+/*
+** Sends all n bytes with send(2), `flags` with MSG_NOSIGNAL and MSG_DONTWAIT:
+** returns as px_write, and a peer that is gone gives -1/EPIPE (or the count
+** sent before, with errno EPIPE), never SIGPIPE.
+*/
+PX_API ssize_t px_send(int fd, const void *buf, size_t n, int flags);
+
+/*
+** Accepts a connection on non-blocking listening socket `fd`, waiting for one:
+** accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC, so the new fd is ready for
+** the calls above.  addr and len as accept(2) (both may be NULL).  Returns the
+** new fd, or -1 with errno.
+*/
+PX_API int px_accept(int fd, struct sockaddr *addr, socklen_t *len);
+
+/*
+** Connects non-blocking socket `fd` to addr and waits until the connection is
+** made or fails: returns 0, or -1 with errno, the socket's own error
+** (ECONNREFUSED, ETIMEDOUT...) included.  When a scope ends the wait (-1,
+** ETIMEDOUT or ECANCELED, as any wait here) the socket is left connecting:
+** close it (after px_fd_notify_closing if another fiber may wait on it).  A
+** Unix-domain listener with a full backlog gives -1/EAGAIN at once, as
+** connect(2) does: nothing says when to try again.
+*/
+PX_API int px_connect(int fd, const struct sockaddr *addr, socklen_t len);
+
+/* Sets O_NONBLOCK on fd (fcntl).  Returns 0, or -1 with errno. */
+PX_API int px_fd_set_nonblocking(int fd);
+
+/*
+** A listening TCP socket, non-blocking and close-on-exec, with SO_REUSEADDR,
+** bound to numeric address `host` ("127.0.0.1", "::1"; NULL for any address)
+** and numeric `port` ("0" for one the kernel picks: getsockname says which),
+** with listen(2)'s `backlog`.  Numeric only: a name would need a DNS lookup,
+** which blocks the thread.  Returns the fd, or -1 with errno (EINVAL for a
+** host or port that is not numeric, or NULL port; bind's and listen's errors,
+** EADDRINUSE...).
+*/
+PX_API int px_tcp_listen(const char *host, const char *port, int backlog);
 
 /* ========================================================================= */
 /* The blocking pool                                                         */

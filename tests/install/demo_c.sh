@@ -49,4 +49,13 @@ d=$(line_of "wait-for cycle")
 e=$(line_of "px_run returned")
 [ "$a" -lt "$b" ] && [ "$b" -lt "$c" ] && [ "$c" -lt "$d" ] && [ "$d" -lt "$e" ] ||
     fail "out of order: the stdout lines and the deadlock report (stderr)"
+
+# The I/O demo (docs/examples/io_echo.c): every client's line came back.
+{ "$build/io_echo_demo"; echo "status=$?"; } 2>&1 | cat >"$work/out"
+has "status=0"
+for l in 'client 0 got back "hello from client 0"' 'client 1 got back "hello from client 1"' \
+         'client 2 got back "hello from client 2"' \
+         "px_recv on a quiet socket for 20 ms: -1, errno ETIMEDOUT"; do
+    has "$l"
+done
 echo "C demos: ok"

@@ -63,7 +63,7 @@ static int sem_acquire(void *o) { return px_sem_acquire(o); }
 static int sem_release(void *o) { return px_sem_release(o); }
 static int ev_wait(void *o) { return px_event_wait(o); }
 static int ev_set(void *o) { return px_event_set(o) == 1 ? 0 : -1; }
-static int recv(void *o) { return px_chan_recv(o, &got); }
+static int recv_any(void *o) { return px_chan_recv(o, &got); }
 static int send77(void *o) { return px_chan_send(o, (void *)(uintptr_t)77); }
 static int send5(void *o) { return px_chan_send(o, (void *)(uintptr_t)5); }
 static int recv5(void *o)
@@ -83,7 +83,7 @@ static const kind kinds[] = {
     { "once", once_run, once_begin, NULL, once_end },
     { "sem", NULL, sem_acquire, NULL, sem_release },
     { "event", NULL, ev_wait, NULL, ev_set },
-    { "chan_recv", NULL, recv, NULL, send77 },
+    { "chan_recv", NULL, recv_any, NULL, send77 },
     { "chan_send", NULL, send5, NULL, recv5 },
 };
 

@@ -22,7 +22,7 @@ See docs/python.md.
 from ._core import HandlerQueue, Timer, TimerHandle, TimerQueue, now, version
 from ._errors import (BusyError, Cancelled, Closed, DeadlockError, Error, ForkedError,
                       InvalidArgument, NoFiberError, NoMemory, NotOwnerError,
-                      NotSupportedError, OwnerDiedError, Timeout, WrongSchedulerError)
+                      OwnerDiedError, Timeout, WrongSchedulerError)
 from ._fibers import (CancellationToken, Fiber, Scheduler, cancel_scope, current_id,
                       move_on_after, run, scheduler, sleep, spawn, timeout, yield_)
 from ._sync import Barrier, Channel, Event, Mutex, Once, RwLock, Semaphore, WaitGroup
@@ -36,5 +36,5 @@ __all__ = [
     "Mutex", "RwLock", "WaitGroup", "Barrier", "Once", "Semaphore", "Event", "Channel",
     "Error", "InvalidArgument", "NoMemory", "Closed", "ForkedError", "Timeout",
     "Cancelled", "DeadlockError", "OwnerDiedError", "NotOwnerError", "NoFiberError",
-    "BusyError", "WrongSchedulerError", "NotSupportedError",
+    "BusyError", "WrongSchedulerError",
 ]

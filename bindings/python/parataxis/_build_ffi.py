@@ -54,7 +54,9 @@ SOURCE = '#include "_pxpy.h"\nPyMODINIT_FUNC PyInit__parataxis(void);\n'
 
 def make_ffi(api_header: str = API_HEADER) -> cffi.FFI:
     ffi = cffi.FFI()
-    ffi.cdef(header_cdef(api_header) + pxpy_cdef())
+    # socklen_t (of the header's I/O calls) comes from <sys/socket.h>, which
+    # cffi's parser does not read: an integer type of the compiler's size.
+    ffi.cdef("typedef int... socklen_t;\n" + header_cdef(api_header) + pxpy_cdef())
     ffi.set_source("parataxis._parataxis", SOURCE)
     return ffi
 

@@ -90,7 +90,9 @@ class BusyError(Error, RuntimeError):
 
 class NotSupportedError(Error, ValueError):
     """PX_ENOTSUP: the object cannot do that -- a file descriptor that epoll
-    refuses (a regular file) given to an I/O wait."""
+    refuses (a regular file) given to an I/O wait.  No call of the binding
+    can raise it until it waits on file descriptors, so parataxis does not
+    export it yet; the class keeps every code of the header mapped."""
 
     code = lib.PX_ENOTSUP
 
