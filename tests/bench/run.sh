@@ -4,7 +4,7 @@
 #   sh tests/bench/run.sh [BUILD_DIR] [--no-build]     (make bench calls this)
 #
 # BUILD_DIR defaults to build-bench.  Set PXB_QUICK=1 to skip the 1e6 rounds of
-# the peer benchmark and shorten the Python and Lua fiber ones; PYTHON picks the
+# the peer benchmark and shorten the Python, Lua and I/O ones; PYTHON picks the
 # interpreter of the Python benchmarks (default python3).  The full output is
 # kept in BUILD_DIR/bench-results.txt.  Where `go` is found (Debian golang-go),
 # the Go program of tests/bench/go is built (even with --no-build: go's cache
@@ -27,7 +27,8 @@ if [ "${2:-}" != "--no-build" ]; then
     # bench_fiber, bench_sync and bench_switch exist only where Boost has them,
     # the Lua module (for bench_lua_fibers.lua) where SWIG and Lua 5.4 are.
     targets="bench_timers bench_tset bench_wake bench_faults prof_px io_pool"
-    for t in bench_fiber bench_sync bench_switch parataxis_core; do
+    for t in bench_fiber bench_sync bench_switch parataxis_core io_echo_load io_echo_epoll \
+             io_echo_uv io_latency_uv io_lateness io_echo_px io_latency_px io_rss_px; do
         if cmake --build "$build" --target help 2>/dev/null | grep -q "$t"; then
             targets="$targets $t"
         fi
@@ -140,6 +141,22 @@ if [ -x "$bin/bench_sync" ]; then
     step env PXB_GO="$gobin" GOMAXPROCS=1 "$bin/bench_sync"
 fi
 
+# The I/O benchmarks (issue 20): TCP echo, wake latency, timer lateness and
+# bytes per parked connection, beside libuv, Go and a hand epoll loop
+# (io_bench.py builds its Go program, tests/bench/go_io, into $build/go).
+if command -v python3 >/dev/null 2>&1; then
+    say "== I/O: echo server CPU per request, wake latency, lateness with idle fds, RSS per"
+    say "   parked connection (targets: CPU/request <= 1.0x libuv and <= 0.8x Go; latency"
+    say "   <= both; lateness p50 with 1,000 fds <= 1.2x without; shared stacks <= 0.5x Go)"
+    if [ "${PXB_QUICK:-0}" = 1 ]; then
+        step python3 "$here/io_bench.py" --build "$build" --quick
+    else
+        step python3 "$here/io_bench.py" --build "$build"
+    fi
+else
+    say "(no python3: no I/O figures)"
+fi
+
 # The Python benchmarks measure the installed package (pip install . first).
 py=${PYTHON:-python3}
 if "$py" -c "import parataxis" 2>/dev/null; then
@@ -172,6 +189,7 @@ say "== summary (targets at 1e6: add <= 85 ns, cancel <= 100 ns, expiry >= 10 M/
 say "   lateness p99 below Asio's, no early fire; worker wakes ~1)"
 grep -E '^(add|cancel|expiry|bytes).*@1e6|^cold first adds.*@1e6|^lateness |^wakes |^tset .*@1000000|^tset burst' "$out" || true
 grep -E '^(yield|spawn|RSS|[0-9]+ parked|ratio parataxis / )|^(uncontended|mutex hand-off|channel) ' "$out" || true
+grep -E '^io target' "$out" || true
 grep -E '^py target' "$out" || true
 grep -E '^lua target' "$out" || true
 grep 'FAILED' "$out" || true

@@ -29,12 +29,14 @@
 **
 ** Idle threads wait on a condition variable of their own, in a LIFO, so the
 ** most recently idle one takes the next job and the others time out and exit.
-** A submit wakes exactly one idle thread, or starts a new one under the cap:
-** a burst of N jobs never leaves jobs queued behind threads that were
-** signalled but had not yet woken.
+** A submit wakes exactly one idle thread, or starts a new one under the cap
+** (or leaves its job to the one thread that spins, see spin()): a burst of N
+** jobs never leaves jobs queued behind threads that were signalled but had
+** not yet woken.
 */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -174,8 +176,8 @@ static job *take(void)
 #define SPIN_NS PX_USEC(50)
 
 /* Under the lock (released meanwhile): looks for a job for SPIN_NS; 1 when
-** one may be there.  Only one thread spins at a time; a submit that sees it
-** spinning leaves the job to it. */
+** one may be there.  Only one thread spins at a time; a submit that finds it
+** spinning and no other job queued leaves its job to it. */
 static int spin(void)
 {
     if (pool.spinning > 0)
@@ -183,8 +185,9 @@ static int spin(void)
     pool.spinning++;
     pthread_mutex_unlock(&pool.lock);
     int64_t end = px_now() + SPIN_NS;
+    /* sched_yield: on a busy CPU, the thread that will submit runs first. */
     while (atomic_load_explicit(&queued, memory_order_relaxed) == 0 && px_now() < end)
-        ;
+        sched_yield();
     pthread_mutex_lock(&pool.lock);
     pool.spinning--;
     return !px__list_empty(&pool.queue);
