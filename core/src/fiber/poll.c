@@ -240,14 +240,16 @@ int px__poll_wait(px_sched *s, const struct timespec *ts)
     struct epoll_event evs[EVENTS_MAX];
     int n;
 #ifdef HAVE_PWAIT2
-    static int no_pwait2;   /* the kernel (or a seccomp filter) refused it */
-    if (PX__LIKELY(!no_pwait2)) {
+    /* The kernel (or a seccomp filter) refused it: any scheduler's thread may
+    ** find out first, so the flag is atomic. */
+    static atomic_int no_pwait2;
+    if (PX__LIKELY(!atomic_load_explicit(&no_pwait2, memory_order_relaxed))) {
         n = epoll_pwait2(s->poll.epfd, evs, EVENTS_MAX, ts, NULL);
         if (n >= 0 || errno != ENOSYS) {
             take_events(s, evs, n, 1);
             return n < 0 ? -1 : 0;
         }
-        no_pwait2 = 1;
+        atomic_store_explicit(&no_pwait2, 1, memory_order_relaxed);
     }
 #endif
     struct pollfd pfd = { .fd = s->poll.epfd, .events = POLLIN };
