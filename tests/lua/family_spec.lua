@@ -184,8 +184,9 @@ rules[#rules + 1] = { name = "deadlock_report_names_the_wait_and_the_primitive",
     local err = raised(px.run, function()
       local h, never = k.make(), px.event()
       if k.arm then
-        px.spawn(function() armer_id = px.self(); k.arm(h); never:wait() end)
-        px.yield()
+        local armed = false
+        px.spawn(function() armer_id = px.self(); k.arm(h); armed = true; never:wait() end)
+        repeat px.yield() until armed   -- a join of w would hand w the turn first
       end
       local w = px.spawn(function() waiter_id = px.self(); k.block(h) end)
       w:join()

@@ -200,6 +200,7 @@ describe("mutex", function()
       -- was needed), a held one fails at once without queueing.
       local c = px.spawn(function() return px.with_cancel(tok, function() m:lock() end) end)
       m:lock()
+      px.yield()   -- hf queues, then c fails (a join of c would hand c the turn)
       local r, err = c:join()
       assert.is_nil(r)
       assert.equal("ECANCELED", err.code)

@@ -3,9 +3,9 @@
 ** park/wake, on which every blocking operation of the library is built.
 **
 ** A fiber record lives from spawn until it ended and its handle was released.
-** Its stack lives only while it runs: once the body returns, the fiber wakes
-** its joiners, switches to the scheduler for the last time, and the scheduler
-** puts the stack back in the pool.  A parked fiber is in no list of the
+** Its stack lives only from its first turn until its body returns: then the
+** fiber wakes its joiners, switches to the scheduler for the last time, and
+** the scheduler puts the stack back in the pool, warm for the next first turn.  A parked fiber is in no list of the
 ** scheduler's: it is reachable only through its id (the id table) and, when
 ** its park has a deadline, through its node in the ordered set of deadlines.
 */
@@ -66,7 +66,10 @@ static void rec_recycle(px_sched *s, px_fiber *f)
 }
 
 /* Makes a fiber and queues it; fn NULL makes a hosted one (no stack).  With
-** shared stacks, a fiber of the default size (0) goes on one of them. */
+** shared stacks, a fiber of the default size (0) goes on one of them.  A C
+** fiber only claims its stack here: it takes it, and lays out its first
+** frame, at its first turn (px__fiber_first_turn), so a fan-out of a million
+** fibers that have not run costs a million records and no stack memory. */
 px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_size)
 {
     px_fiber *f = rec_alloc(s);
@@ -87,24 +90,22 @@ px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_siz
             rec_recycle(s, f);
             return NULL;
         }
-    } else if (fn != NULL) {
-        if (px__stack_get(s->pool, stack_size, &f->stack) != 0) {
-            px__sched_id_remove(s, f->id);
-            rec_recycle(s, f);
-            return NULL;
-        }
-        if (px__context_make(&f->ctx, f->stack.lo, f->stack.size, px__fiber_main, f) != 0) {
-            px__stack_put(s->pool, &f->stack);
-            px__sched_id_remove(s, f->id);
-            rec_recycle(s, f);
-            return NULL;
-        }
+    } else if (fn != NULL && px__stack_claim(s->pool, stack_size, &f->stack) != 0) {
+        px__sched_id_remove(s, f->id);   /* its stack is taken at its first turn */
+        rec_recycle(s, f);
+        return NULL;
     }
     px__list_push(&s->all, &f->all_link);
     s->live++;
     px__sched_ready_push(s, f);
     PX__TRACE(f->id, "spawn", NULL);
     return f;
+}
+
+void px__fiber_first_turn(px_sched *s, px_fiber *f)
+{
+    px__stack_take(s->pool, &f->stack);
+    px__context_make(&f->ctx, f->stack.lo, f->stack.size, px__fiber_main, f);
 }
 
 void px__fiber_free(px_sched *s, px_fiber *f)
@@ -172,7 +173,7 @@ static inline void fiber_end(px_sched *s, px_fiber *f)
     f->joiners = NULL;
     if (last == NULL)
         return;
-    px_fiber *j = last->join_next;
+    px_fiber *first = last->join_next, *j = first;
     for (;;) {
         px_fiber *next = j->join_next;
         j->joining = NULL;
@@ -183,6 +184,8 @@ static inline void fiber_end(px_sched *s, px_fiber *f)
             break;
         j = next;
     }
+    if (first->state == PX__FIBER_READY)
+        px__sched_hand_off(s, first);   /* it waited for this: it goes on next */
 }
 
 /* The host said so (sched.c); a C fiber's end is fiber_finish's, inlined. */
@@ -287,9 +290,14 @@ static void join_dereg(void *ctx)
         f->joiners = me->join_prev;
 }
 
-/* Joins the ring of f's joiners as its last: O(1) whatever their number. */
+/* Joins the ring of f's joiners as its last: O(1) whatever their number.  A
+** fiber that is ready (one that has not run yet, typically) is what `me` is
+** about to wait for: it runs next, not behind the whole queue, so a fan-out
+** that joins its children in turn runs depth first and holds few stacks. */
 static void join_append(px_fiber *f, px_fiber *me)
 {
+    if (f->state == PX__FIBER_READY)
+        px__sched_hand_off(f->s, f);
     px_fiber *last = f->joiners;
     if (last == NULL) {
         me->join_next = me->join_prev = me;
@@ -518,7 +526,7 @@ void px__fiber_refuse(px_sched *s, px_fiber *f, int code)
         px__fiber_unpark(s, f, code);   /* interrupted: its dereg runs, as a scope's */
     else
         f->park_result = code;          /* a yield: px_yield returns it */
-    px__sched_ready_unpush(s, f);       /* it runs now, before anyone */
+    px__sched_ready_remove(s, f);       /* it runs now, before anyone */
     f->state = PX__FIBER_RUNNING;
 }
 

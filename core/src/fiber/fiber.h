@@ -102,6 +102,7 @@ struct px_fiber {
     uint64_t id;
     px_sched *s;
     px_fiber *next;                  /* ready queue, or the record free list */
+    px_fiber *prev;                  /* ready queue: its predecessor, unless first */
     px__list all_link;               /* in s->all */
     px_fiber *joiners;               /* fibers in px_join on this one: the last
                                      ** of a ring in join order */
@@ -138,7 +139,7 @@ struct px_fiber {
                     size_t len, cap;
                 } away;
             };
-            px__context ctx;          /* sp NULL on sh: not started yet */
+            px__context ctx;          /* sp NULL: not started yet */
         };
         struct {                      /* hosted */
             px_host_ops ops;
@@ -172,6 +173,8 @@ struct px_sched {
     px_fiber *cur;           /* running fiber */
     px_fiber *ready, *ready_tail;
     px_fiber *batch;         /* the rest of the batch the loop runs */
+    px_fiber *next;          /* handed the next turn (px__sched_hand_off) */
+    unsigned handoffs;       /* turns handed off in a row */
     px__list all;            /* its fibers' records, in spawn (= id) order */
     px_fiber *free_recs;     /* recycled fiber records */
     size_t nfree;
@@ -235,11 +238,17 @@ static inline px_fiber *px__fiber_here(void)
 
 /* sched.c: the ready queue, ids and posting. */
 void px__sched_ready_push(px_sched *s, px_fiber *f);
-/* Takes f, the last fiber pushed, back out of the ready queue. */
-void px__sched_ready_unpush(px_sched *s, px_fiber *f);
-/* Takes ready fiber f out of the ready queue or the batch under way, wherever
-** it is (a walk: for a fiber that ends while queued, a host's rare case). */
+/* Takes ready fiber f out of the ready queue, the batch under way or the
+** hand-off, wherever it is (for a fiber that ends while queued, a host's
+** rare case). */
 void px__sched_ready_remove(px_sched *s, px_fiber *f);
+/* Ready fiber f runs next, before the rest of the batch and the queue: what
+** the running fiber is about to wait for (the fiber it joins, the joiner of
+** a fiber that ends).  A run of PX__SCHED_HANDOFF_MAX hand-offs in a row gives
+** way to the queue, so a ready fiber waits a bounded number of turns; until
+** the next turn is taken, or past that bound, f keeps its place. */
+void px__sched_hand_off(px_sched *s, px_fiber *f);
+#define PX__SCHED_HANDOFF_MAX 256
 /* px_sched_free discards fiber (fn, arg) that never started: a handler call
 ** taken in gets its one call, aborted. */
 void px__sched_unstarted(px_sched *s, px_fiber_fn fn, void *arg);
@@ -266,6 +275,9 @@ static inline px_fiber *px__fiber_of_all(px__list *l)
     return PX__CONTAINER_OF(l, px_fiber, all_link);
 }
 px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_size);
+/* Before the first switch to C fiber f (its own stack, not a shared one):
+** takes the stack it claimed at spawn and lays out its first frame there. */
+void px__fiber_first_turn(px_sched *s, px_fiber *f);
 void px__fiber_free(px_sched *s, px_fiber *f);
 void px__fiber_unpark(px_sched *s, px_fiber *f, int code);
 /* px_wake of fiber `id` of `s`, on s's thread; 1 when it woke it. */

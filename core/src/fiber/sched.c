@@ -242,6 +242,7 @@ void px__sched_ready_push(px_sched *s, px_fiber *f)
 {
     f->state = PX__FIBER_READY;
     f->next = NULL;
+    f->prev = s->ready_tail;
     if (s->ready_tail)
         s->ready_tail->next = f;
     else
@@ -249,40 +250,51 @@ void px__sched_ready_push(px_sched *s, px_fiber *f)
     s->ready_tail = f;
 }
 
-void px__sched_ready_unpush(px_sched *s, px_fiber *f)
-{
-    /* A walk, on a failure path only: the queue is singly linked. */
-    px_fiber *p = NULL;
-    for (px_fiber *q = s->ready; q != f; q = q->next)
-        p = q;
-    if (p)
-        p->next = NULL;
-    else
-        s->ready = NULL;
-    s->ready_tail = p;
-}
-
-/* Takes f out of the singly linked list at *head (tail *tail, if any). */
-static int list_take(px_fiber **head, px_fiber **tail, px_fiber *f)
-{
-    px_fiber *p = NULL;
-    for (px_fiber *q = *head; q; p = q, q = q->next)
-        if (q == f) {
-            if (p)
-                p->next = f->next;
-            else
-                *head = f->next;
-            if (tail && *tail == f)
-                *tail = p;
-            return 1;
-        }
-    return 0;
-}
-
+/* Takes ready fiber f out of its list: the batch or the queue, both singly
+** linked from their heads (the loop pops the batch without a look at prev),
+** so a fiber's prev is right unless it is a head. */
 void px__sched_ready_remove(px_sched *s, px_fiber *f)
 {
-    if (!list_take(&s->ready, &s->ready_tail, f))
-        list_take(&s->batch, NULL, f);
+    if (s->next == f) {
+        s->next = NULL;
+        return;
+    }
+    px_fiber *prev = s->batch == f || s->ready == f ? NULL : f->prev;
+    if (prev)
+        prev->next = f->next;
+    else if (s->batch == f)
+        s->batch = f->next;
+    else
+        s->ready = f->next;
+    if (f->next)
+        f->next->prev = prev;
+    else if (s->ready_tail == f)
+        s->ready_tail = prev;
+}
+
+void px__sched_hand_off(px_sched *s, px_fiber *f)
+{
+    if (s->next != NULL || s->handoffs >= PX__SCHED_HANDOFF_MAX)
+        return;
+    px__sched_ready_remove(s, f);
+    s->next = f;
+}
+
+/* The fiber whose turn is next: the one handed it, else the batch's next. */
+static inline px_fiber *pick(px_sched *s)
+{
+    px_fiber *f = s->next;
+    if (f != NULL) {
+        s->next = NULL;
+        s->handoffs++;
+        return f;
+    }
+    f = s->batch;
+    if (f != NULL) {
+        s->batch = f->next;
+        s->handoffs = 0;
+    }
+    return f;
 }
 
 void px__sched_switch_to(px_fiber *f)
@@ -503,8 +515,11 @@ static void run_one(px_sched *s, px_fiber *f)
     f->state = PX__FIBER_RUNNING;
     if (f->hosted)
         run_hosted(s, f);
-    else if (PX__LIKELY(f->sh == NULL))
+    else if (PX__LIKELY(f->sh == NULL)) {
+        if (!PX__LIKELY(f->ctx.sp != NULL))
+            px__fiber_first_turn(s, f);
         run_on(s, f, &f->stack);
+    }
     else
         run_shared(s, f);
     s->cur = NULL;
@@ -606,9 +621,8 @@ static int idle(px_sched *s, int *done)
 static int turn(px_sched *s)
 {
     for (;;) {
-        while (s->batch && !s->forked) {
-            px_fiber *f = s->batch;
-            s->batch = f->next;
+        px_fiber *f;
+        while (!s->forked && (f = pick(s)) != NULL) {
             if (f->hosted && f->ops.resume == NULL) {
                 s->cur = f;
                 f->state = PX__FIBER_RUNNING;

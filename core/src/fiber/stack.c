@@ -15,7 +15,7 @@
 #define DEFAULT_SIZE  (64 * 1024)
 #define CANARY_WORDS  8                     /* 64 bytes just below a slab stack */
 #define CANARY        0x7061726174617869ull /* "parataxi" */
-#define KEEP_WARM     64                    /* pooled stacks whose memory we keep */
+#define KEEP_WARM     64                    /* stacks given back whose memory we keep */
 #define ALTSTACK_SIZE (64 * 1024)
 #define SLAB_BYTES    (16u << 20) /* ~16 MiB of stacks per slab mapping */
 #define GUARD_BYTES   (64 * 1024) /* at least: a frame up to this cannot jump it */
@@ -24,12 +24,25 @@
  * SLAB_MIN stacks all fit in a size_t; no address space holds one anyway. */
 #define SIZE_LIMIT (SIZE_MAX / (2 * SLAB_MIN))
 
+/*
+** The pool's stacks of its default size.  Those given back wait in `warm`,
+** most recent on top, and are handed out first: their pages are resident
+** already.  Past the KEEP_WARM on top, the older ones go cold (their pages
+** back to the system, below index `ncold`).  New stacks come from the guard
+** budget, else from slabs, whose slots are carved lowest first (`carved` of
+** them so far).  A fiber claims a stack at spawn and takes it at its first
+** turn: `promised` claims are not taken yet, and the pool always has that
+** many ready (warm or not carved yet), so a take never fails.
+*/
 struct px__stack_pool {
-    size_t size;     /* default stack size, page multiple */
-    px__stack *free; /* recycled default-size stacks, a stack (LIFO) */
-    size_t nfree, cap;
-    void **slabs; /* slab mappings, unmapped by px__stack_pool_free */
+    size_t size; /* default stack size, page multiple */
+    px__stack *warm;
+    size_t nwarm, ncold, warmcap;
+    size_t promised;
+    char **slabs;
     size_t nslabs, slabcap;
+    size_t slots;  /* stacks per slab */
+    size_t carved;
     size_t slab_bytes;
 };
 
@@ -145,8 +158,8 @@ px__stack_pool *px__stack_pool_new(size_t default_size)
     if (!p)
         return NULL;
     p->size = round_page(default_size ? default_size : DEFAULT_SIZE);
-    p->slab_bytes =
-        SLAB_BYTES / p->size < SLAB_MIN ? SLAB_MIN * p->size : SLAB_BYTES / p->size * p->size;
+    p->slots = SLAB_BYTES / p->size < SLAB_MIN ? SLAB_MIN : SLAB_BYTES / p->size;
+    p->slab_bytes = p->slots * p->size;
     altstack_acquire();
     return p;
 }
@@ -265,57 +278,77 @@ static size_t slab_total(const px__stack_pool *p)
 
 static int add_slab(px__stack_pool *p)
 {
-    size_t n = p->slab_bytes / p->size, total = slab_total(p);
     char *m;
     if (p->nslabs == p->slabcap) {
         size_t cap = p->slabcap ? 2 * p->slabcap : 16;
-        void **s = realloc(p->slabs, cap * sizeof *s);
+        char **s = realloc(p->slabs, cap * sizeof *s);
         if (!s)
             return PX_ENOMEM;
         p->slabs = s;
         p->slabcap = cap;
     }
-    if (p->nfree + n > p->cap) {
-        size_t cap = p->cap ? 2 * p->cap : 64;
-        while (cap < p->nfree + n)
-            cap *= 2;
-        px__stack *f = realloc(p->free, cap * sizeof *f);
-        if (!f)
-            return PX_ENOMEM;
-        p->free = f;
-        p->cap = cap;
-    }
-    m = map(total);
+    m = map(slab_total(p));
     if (!m)
         return PX_ENOMEM;
     mprotect(m, guard, PROT_NONE); /* best effort: a slab is one split */
     p->slabs[p->nslabs++] = m;
-    for (size_t i = n; i-- > 0;) { /* lowest slot handed out first */
-        px__stack *s = &p->free[p->nfree++];
-        memset(s, 0, sizeof *s);
-        s->lo = m + guard + page + i * p->size;
-        s->size = p->size - CANARY_WORDS * sizeof(uint64_t);
-        s->slab = 1;
-        s->map = m;
-    }
     return 0;
 }
 
-int px__stack_get(px__stack_pool *p, size_t size, px__stack *out)
+/* The next slot of the slabs, lowest first; the caller checked there is one. */
+static void carve(px__stack_pool *p, px__stack *out)
+{
+    size_t k = p->carved++, i = k / p->slots;
+    memset(out, 0, sizeof *out);
+    out->lo = p->slabs[i] + guard + page + k % p->slots * p->size;
+    out->size = p->size - CANARY_WORDS * sizeof(uint64_t);
+    out->slab = 1;
+    out->map = p->slabs[i];
+}
+
+/* Stacks the pool can hand out without mapping: the warm ones, and the slab
+ * slots not carved yet. */
+static size_t ready(const px__stack_pool *p)
+{
+    return p->nwarm + p->nslabs * p->slots - p->carved;
+}
+
+int px__stack_claim(px__stack_pool *p, size_t size, px__stack *out)
 {
     if (size > SIZE_LIMIT)
         return PX_ENOMEM; /* would wrap below; no address space holds it */
     size = size ? round_page(size) : p->size;
     if (size != p->size)
         return get_guarded(size, out) == 0 ? 0 : get_single(size, out);
-    if (p->nfree == 0 && get_guarded(size, out) == 0)
-        return 0;
-    if (p->nfree == 0 && add_slab(p) != 0)
+    if (ready(p) == p->promised && add_slab(p) != 0)
         return PX_ENOMEM;
-    *out = p->free[--p->nfree];
-    if (out->slab)
-        canary_set(out);
+    p->promised++;
+    memset(out, 0, sizeof *out);
     return 0;
+}
+
+void px__stack_take(px__stack_pool *p, px__stack *s)
+{
+    if (s->lo != NULL)
+        return; /* a size of its own, mapped at the claim */
+    p->promised--;
+    if (p->nwarm > 0) {
+        *s = p->warm[--p->nwarm];
+        if (p->ncold > p->nwarm)
+            p->ncold = p->nwarm;
+    } else if (get_guarded(p->size, s) != 0) {
+        carve(p, s);
+    }
+    if (s->slab)
+        canary_set(s);
+}
+
+int px__stack_get(px__stack_pool *p, size_t size, px__stack *out)
+{
+    int r = px__stack_claim(p, size, out);
+    if (r == 0)
+        px__stack_take(p, out);
+    return r;
 }
 
 static void release(px__stack *s)
@@ -325,49 +358,73 @@ static void release(px__stack *s)
         atomic_fetch_sub(&guarded_live, 1);
 }
 
-/* Past the warm cap, give the pages back but keep the mapping.  A slab
- * slot keeps its top page: it holds the next slot's canary. */
-static void cool(px__stack *s)
+/* Gives the pages of [lo, hi) back, keeping the mapping. */
+static void cool(char *lo, char *hi)
 {
-    uintptr_t lo = (uintptr_t)s->lo, hi = lo + s->size;
-    hi = s->slab ? (hi & ~(uintptr_t)(page - 1)) - page : hi;
     if (hi > lo)
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        madvise(lo, (size_t)(hi - lo), MADV_DONTNEED);
+}
+
+/* Cools the warm stacks below the KEEP_WARM on top.  Slab stacks next to each
+** other go in one call (a million fibers that end in spawn order give their
+** slots back in order), less the top page of each run of them: it holds the
+** canary of the slot above, whose fiber may be running. */
+static void cool_old(px__stack_pool *p)
+{
+    size_t i = p->ncold, end = p->nwarm - KEEP_WARM;
+    while (i < end) {
+        const px__stack *s = &p->warm[i++];
+        char *lo = s->lo, *hi = lo + (s->slab ? p->size : s->size);
+        for (; s->slab && i < end && p->warm[i].slab; i++) {
+            char *next = p->warm[i].lo;
+            if (next == hi)
+                hi += p->size;
+            else if (next + p->size == lo)
+                lo = next;
+            else
+                break;
+        }
+        cool(lo, s->slab ? hi - page : hi);
+    }
+    p->ncold = end;
 }
 
 void px__stack_put(px__stack_pool *p, px__stack *s)
 {
-    int ours = s->slab || (s->guarded && s->size == p->size);
-    if (!ours) {
+    if (s->lo == NULL) {
+        p->promised--; /* a claim never taken: its fiber never ran */
+        return;
+    }
+    if (!s->slab && !(s->guarded && s->size == p->size)) {
         release(s);
         return;
     }
-    if (p->nfree == p->cap) {
-        size_t cap = p->cap ? 2 * p->cap : 64;
-        px__stack *f = realloc(p->free, cap * sizeof *f);
-        if (!f) {
+    if (p->nwarm == p->warmcap) {
+        size_t cap = p->warmcap ? 2 * p->warmcap : 64;
+        px__stack *w = realloc(p->warm, cap * sizeof *w);
+        if (!w) {
             if (!s->slab)
-                release(s);
-            return; /* a slab slot is then lost until px__stack_pool_free: harmless */
+                release(s); /* a slab slot is lost until px__stack_pool_free: harmless */
+            return;
         }
-        p->free = f;
-        p->cap = cap;
+        p->warm = w;
+        p->warmcap = cap;
     }
-    if (p->nfree >= KEEP_WARM)
-        cool(s);
-    p->free[p->nfree++] = *s;
+    p->warm[p->nwarm++] = *s;
+    if (p->nwarm - p->ncold >= 2 * KEEP_WARM)
+        cool_old(p);   /* in batches of KEEP_WARM, oldest first */
 }
 
 void px__stack_pool_free(px__stack_pool *p)
 {
     if (!p)
         return;
-    for (size_t i = 0; i < p->nfree; i++)
-        if (!p->free[i].slab)
-            release(&p->free[i]);
+    for (size_t i = 0; i < p->nwarm; i++)
+        if (!p->warm[i].slab)
+            release(&p->warm[i]);
     for (size_t i = 0; i < p->nslabs; i++)
         munmap(p->slabs[i], slab_total(p));
-    free(p->free);
+    free(p->warm);
     free(p->slabs);
     free(p);
     altstack_release();

@@ -22,8 +22,8 @@ typedef struct px__stack {
     size_t size;
     unsigned guarded : 1; /* own mapping with a guard page below lo */
     unsigned slab : 1;    /* carved from a slab: canary only */
-    void *map;            /* private: the mapping (guarded / odd-sized) */
-    size_t map_size;
+    void *map;            /* private: its mapping, or its slab's */
+    size_t map_size;      /* private: its own mapping's size */
 } px__stack;
 
 typedef struct px__stack_pool px__stack_pool; /* one per thread; not thread-safe */
@@ -32,15 +32,24 @@ typedef struct px__stack_pool px__stack_pool; /* one per thread; not thread-safe
  * when default_size is absurd (beyond SIZE_MAX / 32: see px__stack_mappable).
  * Also installs the SIGSEGV handler (once) and this thread's sigaltstack. */
 px__stack_pool *px__stack_pool_new(size_t default_size);
-/* A stack of at least size bytes (0 = the pool's default): 0 or PX_ENOMEM
- * (also for a size that cannot be mapped, however large). */
+/* A claim on a stack of at least size bytes (0 = the pool's default) for a
+ * fiber that has not run yet: 0 or PX_ENOMEM (also for a size that cannot be
+ * mapped, however large).  A claim of the pool's size holds no stack (out->lo
+ * is NULL): the pool only keeps one ready, so a million fibers spawned before
+ * any runs cost no memory for stacks.  Another size is mapped now, untouched. */
+int px__stack_claim(px__stack_pool *p, size_t size, px__stack *out);
+/* Makes claim s a stack, at its fiber's first turn: the one given back last
+ * (its pages are resident), else a new one.  Cannot fail. */
+void px__stack_take(px__stack_pool *p, px__stack *s);
+/* A stack now: px__stack_claim and px__stack_take. */
 int px__stack_get(px__stack_pool *p, size_t size, px__stack *out);
 /* A stack of the pool's default size in a mapping of its own with a guard
  * below it, whatever the budget: a shared stack (a few per scheduler, each
  * the stack of many fibers in turn).  0 or PX_ENOMEM; px__stack_put takes it
  * back like any. */
 int px__stack_get_shared(px__stack_pool *p, px__stack *out);
-/* Give a stack back: kept for reuse (its memory released beyond a cap). */
+/* Give a stack back, or a claim never taken.  A pooled stack waits warm for
+ * reuse; past a cap of warm ones, the oldest give their memory back. */
 void px__stack_put(px__stack_pool *p, px__stack *s);
 void px__stack_pool_free(px__stack_pool *p);
 /* Could a stack of size bytes be mapped at all (a trial reservation of its

@@ -156,6 +156,7 @@ static void *interrupted_main(void *arg)
         let_target_end();
     }
     CHECK_EQ(j->resumes, 1);                     /* nothing ran since it parked */
+    CHECK_EQ(px_yield(), 0);   /* both run, in that order: a join of h would hand h the turn */
     join_both(h);
     return NULL;
 }

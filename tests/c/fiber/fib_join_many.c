@@ -16,7 +16,7 @@
 /* -- a million hosted joiners ------------------------------------------------ */
 
 static px_fiber *T;           /* the joined fiber */
-static size_t njoiners, nwoken, out_of_order;
+static size_t njoiners, njoined, nwoken, out_of_order;
 
 typedef struct joiner {
     size_t idx;
@@ -30,6 +30,7 @@ static int joiner_resume(void *ctx)
     if (r == PX_EYIELD) {
         CHECK_EQ(j->step, 0);
         j->step = 2;
+        njoined++;
         return 0;
     }
     CHECK_EQ(r, 0);
@@ -40,14 +41,12 @@ static int joiner_resume(void *ctx)
     return PX_HOST_DONE;
 }
 
-static int target_turns;
-
-/* The target: its first turn is a yield (every joiner joins meanwhile), its
-** second its end. */
+/* The target yields until every joiner joined (each join hands it the next
+** turn: it is ready), then ends. */
 static int target_resume(void *ctx)
 {
     (void)ctx;
-    if (target_turns++ == 0)
+    if (njoined < njoiners)
         return 0;
     CHECK_EQ(nwoken, 0);
     return PX_HOST_DONE;
@@ -74,6 +73,7 @@ static px_sched *spawn_joiners(resume_fn target, resume_fn joiner_fn, joiner **j
         px_fiber_release(f);
     }
     njoiners = n;
+    njoined = 0;
     return s;
 }
 

@@ -216,6 +216,7 @@ static void *fired_main(void *arg)
     cancelled = (cancel_call){ .token = T, .body = lock_body };
     px_fiber *c = px_spawn(cancellable, &cancelled);
     CHECK_EQ(px_mutex_lock(M), 0);
+    CHECK_EQ(px_yield(), 0);   /* h queues, then c fails (a join of c would hand c the turn) */
     join(c);
     CHECK_EQ(cancelled.result, PX_ECANCELED);
     CHECK_EQ(px_mutex_waiters(M), 1);            /* h, which queued first */
