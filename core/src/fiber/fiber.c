@@ -173,19 +173,22 @@ static inline void fiber_end(px_sched *s, px_fiber *f)
     f->joiners = NULL;
     if (last == NULL)
         return;
-    px_fiber *first = last->join_next, *j = first;
-    for (;;) {
+    px_fiber *j = last->join_next;
+    for (px_fiber *first = j;;) {
         px_fiber *next = j->join_next;
         j->joining = NULL;
         j->joined = f->result;
-        if (j->state == PX__FIBER_PARKED)
-            px__fiber_unpark(s, j, 0);
+        if (j->state == PX__FIBER_PARKED) {
+            px__fiber_unpark_record(s, j, 0);
+            if (j == first)   /* it waited for this: it goes on next */
+                px__sched_ready_push_after(s, f, j);
+            else
+                px__sched_ready_push(s, j);
+        }
         if (j == last)
             break;
         j = next;
     }
-    if (first->state == PX__FIBER_READY)
-        px__sched_hand_off(s, first);   /* it waited for this: it goes on next */
 }
 
 /* The host said so (sched.c); a C fiber's end is fiber_finish's, inlined. */
@@ -297,7 +300,7 @@ static void join_dereg(void *ctx)
 static void join_append(px_fiber *f, px_fiber *me)
 {
     if (f->state == PX__FIBER_READY)
-        px__sched_hand_off(f->s, f);
+        px__sched_hand_off(f->s, me, f);
     px_fiber *last = f->joiners;
     if (last == NULL) {
         me->join_next = me->join_prev = me;
@@ -509,6 +512,12 @@ static const char *interrupt_event(int code)
 
 void px__fiber_unpark(px_sched *s, px_fiber *f, int code)
 {
+    px__fiber_unpark_record(s, f, code);
+    px__sched_ready_push(s, f);
+}
+
+void px__fiber_unpark_record(px_sched *s, px_fiber *f, int code)
+{
     if (px__tset_contains(&f->timer))
         px__tset_remove(&s->tset, &f->timer);
     if (f->park.flags & PX_PARK_OUTSIDE)
@@ -517,7 +526,7 @@ void px__fiber_unpark(px_sched *s, px_fiber *f, int code)
     f->park_result = code;
     f->dereg_due = code != 0;
     PX__TRACE(f->id, code ? interrupt_event(code) : "wake", f->park.reason);
-    px__sched_ready_push(s, f);
+    f->state = PX__FIBER_READY;
 }
 
 void px__fiber_refuse(px_sched *s, px_fiber *f, int code)

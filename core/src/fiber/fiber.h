@@ -117,6 +117,7 @@ struct px_fiber {
     unsigned char released;          /* the handle was given up */
     unsigned char hosted;
     unsigned char dereg_due;         /* interrupted: dereg not run yet */
+    unsigned char handed;            /* was handed its turn (px__sched_hand_off) */
     /* Unions of what is never needed at once: a record is kept per parked
     ** fiber, and with shared stacks it is most of what a parked fiber costs. */
     union {
@@ -173,8 +174,7 @@ struct px_sched {
     px_fiber *cur;           /* running fiber */
     px_fiber *ready, *ready_tail;
     px_fiber *batch;         /* the rest of the batch the loop runs */
-    px_fiber *next;          /* handed the next turn (px__sched_hand_off) */
-    unsigned handoffs;       /* turns handed off in a row */
+    unsigned handoffs;       /* turns handed on in a row (px__sched_hand_off) */
     px__list all;            /* its fibers' records, in spawn (= id) order */
     px_fiber *free_recs;     /* recycled fiber records */
     size_t nfree;
@@ -242,12 +242,17 @@ void px__sched_ready_push(px_sched *s, px_fiber *f);
 ** hand-off, wherever it is (for a fiber that ends while queued, a host's
 ** rare case). */
 void px__sched_ready_remove(px_sched *s, px_fiber *f);
-/* Ready fiber f runs next, before the rest of the batch and the queue: what
-** the running fiber is about to wait for (the fiber it joins, the joiner of
-** a fiber that ends).  A run of PX__SCHED_HANDOFF_MAX hand-offs in a row gives
-** way to the queue, so a ready fiber waits a bounded number of turns; until
-** the next turn is taken, or past that bound, f keeps its place. */
-void px__sched_hand_off(px_sched *s, px_fiber *f);
+/*
+** Hand-offs: `from`, whose turn it is, lets `to` run next, first in the
+** batch -- what `from` is about to wait for (the fiber it joins), or the
+** fiber that waited for it (the joiner of a fiber that ends).
+** PX__SCHED_HANDOFF_MAX of them in a row give way to the queue, so a ready
+** fiber waits a bounded number of turns.  px__sched_hand_off moves `to` from
+** where it waits (it stays there past the bound); px__sched_ready_push_after
+** queues `to`, ready now, as px__sched_ready_push does past the bound.
+*/
+void px__sched_hand_off(px_sched *s, px_fiber *from, px_fiber *to);
+void px__sched_ready_push_after(px_sched *s, px_fiber *from, px_fiber *to);
 #define PX__SCHED_HANDOFF_MAX 256
 /* px_sched_free discards fiber (fn, arg) that never started: a handler call
 ** taken in gets its one call, aborted. */
@@ -280,6 +285,8 @@ px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_siz
 void px__fiber_first_turn(px_sched *s, px_fiber *f);
 void px__fiber_free(px_sched *s, px_fiber *f);
 void px__fiber_unpark(px_sched *s, px_fiber *f, int code);
+/* The record side of px__fiber_unpark: f is ready, in no queue yet. */
+void px__fiber_unpark_record(px_sched *s, px_fiber *f, int code);
 /* px_wake of fiber `id` of `s`, on s's thread; 1 when it woke it. */
 int px__fiber_wake(px_sched *s, uint64_t id);
 void px__fiber_expired(px_sched *s, px_fiber *f, int64_t now);

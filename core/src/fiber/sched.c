@@ -255,10 +255,6 @@ void px__sched_ready_push(px_sched *s, px_fiber *f)
 ** so a fiber's prev is right unless it is a head. */
 void px__sched_ready_remove(px_sched *s, px_fiber *f)
 {
-    if (s->next == f) {
-        s->next = NULL;
-        return;
-    }
     px_fiber *prev = s->batch == f || s->ready == f ? NULL : f->prev;
     if (prev)
         prev->next = f->next;
@@ -272,29 +268,46 @@ void px__sched_ready_remove(px_sched *s, px_fiber *f)
         s->ready_tail = prev;
 }
 
-void px__sched_hand_off(px_sched *s, px_fiber *f)
+/* May `from` hand the next turn on?  A chain is counted by the fibers it
+** hands to, so the loop counts nothing: from->handed says whether `from` got
+** its turn so (a stale flag only shortens a chain). */
+static int hand_off_allowed(px_sched *s, px_fiber *from)
 {
-    if (s->next != NULL || s->handoffs >= PX__SCHED_HANDOFF_MAX)
-        return;
-    px__sched_ready_remove(s, f);
-    s->next = f;
+    unsigned chain = from->handed ? s->handoffs + 1 : 1;
+    from->handed = 0;
+    if (chain > PX__SCHED_HANDOFF_MAX)
+        return 0;
+    s->handoffs = chain;
+    return 1;
 }
 
-/* The fiber whose turn is next: the one handed it, else the batch's next. */
-static inline px_fiber *pick(px_sched *s)
+/* The turn after this one: `to` goes first in the batch. */
+static void batch_push_front(px_sched *s, px_fiber *to)
 {
-    px_fiber *f = s->next;
-    if (f != NULL) {
-        s->next = NULL;
-        s->handoffs++;
-        return f;
+    to->state = PX__FIBER_READY;
+    to->handed = 1;
+    to->next = s->batch;
+    if (s->batch)
+        s->batch->prev = to;
+    s->batch = to;
+}
+
+void px__sched_hand_off(px_sched *s, px_fiber *from, px_fiber *to)
+{
+    if (s->batch == NULL && s->ready == to)
+        return;   /* it runs next anyway: the next batch starts with it */
+    if (hand_off_allowed(s, from)) {
+        px__sched_ready_remove(s, to);
+        batch_push_front(s, to);
     }
-    f = s->batch;
-    if (f != NULL) {
-        s->batch = f->next;
-        s->handoffs = 0;
-    }
-    return f;
+}
+
+void px__sched_ready_push_after(px_sched *s, px_fiber *from, px_fiber *to)
+{
+    if (hand_off_allowed(s, from))
+        batch_push_front(s, to);
+    else
+        px__sched_ready_push(s, to);
 }
 
 void px__sched_switch_to(px_fiber *f)
@@ -621,8 +634,9 @@ static int idle(px_sched *s, int *done)
 static int turn(px_sched *s)
 {
     for (;;) {
-        px_fiber *f;
-        while (!s->forked && (f = pick(s)) != NULL) {
+        while (s->batch && !s->forked) {
+            px_fiber *f = s->batch;
+            s->batch = f->next;
             if (f->hosted && f->ops.resume == NULL) {
                 s->cur = f;
                 f->state = PX__FIBER_RUNNING;

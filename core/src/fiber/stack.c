@@ -31,14 +31,14 @@
 ** back to the system, below index `ncold`).  New stacks come from the guard
 ** budget, else from slabs, whose slots are carved lowest first (`carved` of
 ** them so far).  A fiber claims a stack at spawn and takes it at its first
-** turn: `promised` claims are not taken yet, and the pool always has that
-** many ready (warm or not carved yet), so a take never fails.
+** turn.  The pool keeps a stack ready (warm, or a slot not carved yet) for
+** every claim not taken, and `spare` more, so a take never fails.
 */
 struct px__stack_pool {
     size_t size; /* default stack size, page multiple */
     px__stack *warm;
     size_t nwarm, ncold, warmcap;
-    size_t promised;
+    size_t spare;
     char **slabs;
     size_t nslabs, slabcap;
     size_t slots;  /* stacks per slab */
@@ -224,7 +224,6 @@ static int get_guarded(size_t size, px__stack *out)
     out->size = size;
     out->guarded = 1;
     out->map = m;
-    out->map_size = size + guard;
     return 0;
 over:
     atomic_fetch_sub(&guarded_live, 1);
@@ -246,7 +245,6 @@ int px__stack_get_shared(px__stack_pool *p, px__stack *out)
     out->size = p->size;
     out->guarded = 1;
     out->map = m;
-    out->map_size = p->size + guard;
     return 0;
 }
 
@@ -260,7 +258,6 @@ static int get_single(size_t size, px__stack *out)
     out->lo = m + page;
     out->size = size;
     out->map = m;
-    out->map_size = size + page;
     canary_set(out);
     return 0;
 }
@@ -292,6 +289,7 @@ static int add_slab(px__stack_pool *p)
         return PX_ENOMEM;
     mprotect(m, guard, PROT_NONE); /* best effort: a slab is one split */
     p->slabs[p->nslabs++] = m;
+    p->spare += p->slots;
     return 0;
 }
 
@@ -306,24 +304,19 @@ static void carve(px__stack_pool *p, px__stack *out)
     out->map = p->slabs[i];
 }
 
-/* Stacks the pool can hand out without mapping: the warm ones, and the slab
- * slots not carved yet. */
-static size_t ready(const px__stack_pool *p)
-{
-    return p->nwarm + p->nslabs * p->slots - p->carved;
-}
-
 int px__stack_claim(px__stack_pool *p, size_t size, px__stack *out)
 {
-    if (size > SIZE_LIMIT)
-        return PX_ENOMEM; /* would wrap below; no address space holds it */
-    size = size ? round_page(size) : p->size;
-    if (size != p->size)
-        return get_guarded(size, out) == 0 ? 0 : get_single(size, out);
-    if (ready(p) == p->promised && add_slab(p) != 0)
+    if (size != 0 && size != p->size) {
+        if (size > SIZE_LIMIT)
+            return PX_ENOMEM; /* would wrap below; no address space holds it */
+        size = round_page(size);
+        if (size != p->size)
+            return get_guarded(size, out) == 0 ? 0 : get_single(size, out);
+    }
+    if (p->spare == 0 && add_slab(p) != 0)
         return PX_ENOMEM;
-    p->promised++;
-    memset(out, 0, sizeof *out);
+    p->spare--;
+    out->lo = NULL;
     return 0;
 }
 
@@ -331,12 +324,13 @@ void px__stack_take(px__stack_pool *p, px__stack *s)
 {
     if (s->lo != NULL)
         return; /* a size of its own, mapped at the claim */
-    p->promised--;
     if (p->nwarm > 0) {
         *s = p->warm[--p->nwarm];
         if (p->ncold > p->nwarm)
             p->ncold = p->nwarm;
-    } else if (get_guarded(p->size, s) != 0) {
+    } else if (get_guarded(p->size, s) == 0) {
+        p->spare++; /* the stack kept ready for this claim stays ready */
+    } else {
         carve(p, s);
     }
     if (s->slab)
@@ -353,7 +347,8 @@ int px__stack_get(px__stack_pool *p, size_t size, px__stack *out)
 
 static void release(px__stack *s)
 {
-    munmap(s->map, s->map_size);
+    /* its mapping: a guard or a canary page below it (see get_guarded, get_single) */
+    munmap(s->map, s->size + (size_t)((char *)s->lo - (char *)s->map));
     if (s->guarded)
         atomic_fetch_sub(&guarded_live, 1);
 }
@@ -392,7 +387,7 @@ static void cool_old(px__stack_pool *p)
 void px__stack_put(px__stack_pool *p, px__stack *s)
 {
     if (s->lo == NULL) {
-        p->promised--; /* a claim never taken: its fiber never ran */
+        p->spare++; /* a claim never taken: its fiber never ran */
         return;
     }
     if (!s->slab && !(s->guarded && s->size == p->size)) {
@@ -411,6 +406,7 @@ void px__stack_put(px__stack_pool *p, px__stack *s)
         p->warmcap = cap;
     }
     p->warm[p->nwarm++] = *s;
+    p->spare++;
     if (p->nwarm - p->ncold >= 2 * KEEP_WARM)
         cool_old(p);   /* in batches of KEEP_WARM, oldest first */
 }

@@ -22,8 +22,7 @@ typedef struct px__stack {
     size_t size;
     unsigned guarded : 1; /* own mapping with a guard page below lo */
     unsigned slab : 1;    /* carved from a slab: canary only */
-    void *map;            /* private: its mapping, or its slab's */
-    size_t map_size;      /* private: its own mapping's size */
+    void *map;            /* private: its mapping (from map to lo + size), or its slab's */
 } px__stack;
 
 typedef struct px__stack_pool px__stack_pool; /* one per thread; not thread-safe */
