@@ -563,7 +563,12 @@ PX_API void px_timer_free(px_timer *t);
 /*
 ** Cooperative fibers on one OS thread per scheduler.  A scheduler runs its ready
 ** fibers in FIFO order, a batch at a time; a fiber runs until it yields, sleeps,
-** parks or ends.  Between batches the scheduler expires the sleeps and timeouts
+** parks or ends.  Two hand-offs go before the queue: a fiber that joins a ready
+** fiber (one that has not run yet, typically) lets it run next, and a fiber
+** that ends lets the first of its joiners run next; after 256 hand-offs in a
+** row the queue goes on, so every ready fiber still gets its turn.  A fan-out
+** that joins its children in turn so runs depth first, and holds few stacks.
+** Between batches the scheduler expires the sleeps and timeouts
 ** that are due and takes in what other threads posted, and only when there is
 ** still nothing to run does it wait in the kernel (one poll of its own file
 ** descriptor), until the next deadline or until another thread posts to it.
@@ -592,7 +597,10 @@ PX_API void px_timer_free(px_timer *t);
 **     (px_fiber *) is valid only until px_fiber_release, or px_sched_free of
 **     its scheduler.
 **
-** Stacks are mmap'd, touched lazily and pooled per scheduler.  A stack overflow
+** Stacks are mmap'd, touched lazily and pooled per scheduler.  A fiber takes
+** its stack at its first turn (its spawn only makes sure there will be one),
+** the one given back last, whose pages are resident: a fiber that has not run
+** costs its record, about 350 bytes, and no stack.  A stack overflow
 ** ends the process with "parataxis: fiber N overflowed its stack" on stderr and
 ** SIGABRT when the fiber runs into a guard: each of the first
 ** PARATAXIS_GUARDED_STACKS stacks of the process (an environment variable, read
@@ -882,7 +890,8 @@ PX_API int px_sched_unhold(px_sched *s);
 /*
 ** Spawns fn(arg) on the calling fiber's scheduler, at the tail of the ready
 ** queue, with the scheduler's default stack size; the caller keeps running, and
-** the new fiber first runs once the caller yields, parks or ends.
+** the new fiber first runs once the caller yields, parks or ends (first of all
+** when the caller joins it).  It takes its stack at that first turn.
 ** px_spawn_sized takes `stack_size` bytes, rounded up to pages (0 for the
 ** default); a size other than the default gets a mapping of its own, not pooled
 ** and unmapped when the fiber ends.  On a scheduler with shared stacks
@@ -903,8 +912,9 @@ PX_API px_fiber *px_spawn_sized(px_fiber_fn fn, void *arg, size_t stack_size);
 /*
 ** Parks until `f` ended and stores its result in *result (when result is not
 ** NULL; a hosted fiber's result is NULL).  A fiber that ended already is joined
-** at once, without parking.  Any number of fibers may join one fiber; they are
-** woken in the order they joined.  Returns 0, PX_ETIMEDOUT / PX_ECANCELED when a
+** at once, without parking.  A join of a fiber that is ready lets it run next,
+** before the ready queue.  Any number of fibers may join one fiber; they are
+** woken in the order they joined, the first of them running next.  Returns 0, PX_ETIMEDOUT / PX_ECANCELED when a
 ** scope interrupted the wait (*result is left alone, and the caller is no longer
 ** a joiner), and, checked in this order, PX_EINVAL for NULL, PX_ENOFIBER
 ** off-fiber, PX_ETHREAD when `f` belongs to another scheduler, PX_EDEADLK when
