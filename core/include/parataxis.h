@@ -914,20 +914,20 @@ PX_API px_fiber *px_spawn_sized(px_fiber_fn fn, void *arg, size_t stack_size);
 ** NULL; a hosted fiber's result is NULL).  A fiber that ended already is joined
 ** at once, without parking.  A join of a fiber that is ready lets it run next,
 ** before the ready queue.  Any number of fibers may join one fiber; they are
-** woken in the order they joined, the first of them running next.  Returns 0, PX_ETIMEDOUT / PX_ECANCELED when a
-** scope interrupted the wait (*result is left alone, and the caller is no longer
-** a joiner), and, checked in this order, PX_EINVAL for NULL, PX_ENOFIBER
-** off-fiber, PX_ETHREAD when `f` belongs to another scheduler, PX_EDEADLK when
-** `f` is the calling fiber; PX_ENOMEM in a fiber on a shared stack when the
-** memory to keep its stack while it waits cannot be had (it did not wait, and
-** is no joiner); and
-** PX_EYIELD in a hosted fiber that must yield (see px_spawn_hosted): once
-** resumed, call px_join(f) again for the wait's outcome, what a C fiber's join
-** returns -- the scope's code when one interrupted it, even if `f` ended since
-** -- or PX_EYIELD again after a stray wake; a host that released `f` in the
-** meantime reads px_park_result() instead.  Only the end of `f`
-** (or a scope) ends the wait: a px_wake aimed at the joiner makes it look and
-** park again, even when it comes just as `f` ends.
+** woken in the order they joined, the first of them running next.  Returns 0,
+** PX_ETIMEDOUT / PX_ECANCELED when a scope interrupted the wait (*result is left
+** alone, and the caller is no longer a joiner), and, checked in this order,
+** PX_EINVAL for NULL, PX_ENOFIBER off-fiber, PX_ETHREAD when `f` belongs to
+** another scheduler, PX_EDEADLK when `f` is the calling fiber; PX_ENOMEM in a
+** fiber on a shared stack when the memory to keep its stack while it waits
+** cannot be had (it did not wait, and is no joiner); and PX_EYIELD in a hosted
+** fiber that must yield (see px_spawn_hosted): once resumed, call px_join(f)
+** again for the wait's outcome, what a C fiber's join returns -- the scope's
+** code when one interrupted it, even if `f` ended since -- or PX_EYIELD again
+** after a stray wake; a host that released `f` in the meantime reads
+** px_park_result() instead.  Only the end of `f` (or a scope) ends the wait: a
+** px_wake aimed at the joiner makes it look and park again, even when it comes
+** just as `f` ends.
 ** Thread: scheduler.  Parks: yes, wait reason "fiber join", object kind "fiber",
 ** held by `f`, so join cycles show in deadlock reports.
 */

@@ -63,6 +63,56 @@ describe("fiber", function()
     assert.equal("ababab", table.concat(order))
   end)
 
+  it("a_join_of_a_ready_fiber_runs_it_next", function()
+    -- as C's: joining c, spawned last, runs it before a and b, queued first;
+    -- its end hands main the turn back; then a and b in the queue's order
+    local trail = {}
+    px.run(function()
+      local function mark(x) trail[#trail + 1] = x end
+      local a, b, c = px.spawn(mark, "a"), px.spawn(mark, "b"), px.spawn(mark, "c")
+      c:join()
+      mark("M")
+      a:join()
+      b:join()
+    end)
+    assert.equal("cMab", table.concat(trail))
+  end)
+
+  it("an_ended_fiber_hands_off_to_its_first_joiner", function()
+    -- as C's: T's end runs its first joiner (1) before main, queued first,
+    -- and its second joiner (2) in the queue's order, after main
+    local trail = {}
+    px.run(function()
+      local function mark(x) trail[#trail + 1] = x end
+      local go, fin = px.event(), px.event()
+      local t = px.spawn(function() go:wait(); mark("T") end)
+      local function joiner(name) t:join(); mark(name) end
+      local fs = { px.spawn(joiner, "1"), px.spawn(joiner, "2"),
+                   px.spawn(function() go:set(); mark("s") end), px.spawn(mark, "x"),
+                   px.spawn(function() mark("y"); fin:set() end), t }
+      fin:wait()
+      mark("M")
+      for _, f in ipairs(fs) do f:join() end
+    end)
+    assert.equal("sxyT1M2", table.concat(trail))
+  end)
+
+  it("hand_offs_give_way_to_the_queue_after_a_bounded_chain", function()
+    -- as C's: a loop of spawn + join (every join and every end a hand-off)
+    -- lets a fiber waiting in the queue run within a bounded number of rounds
+    local ran, rounds = false, 0
+    px.run(function()
+      local other = px.spawn(function() ran = true end)
+      while not ran and rounds < 100000 do
+        px.spawn(function() end):join()
+        rounds = rounds + 1
+      end
+      other:join()
+    end)
+    assert.is_true(ran)
+    assert.is_true(rounds <= 2 * 256 + 2, tostring(rounds))
+  end)
+
   it("sleep_order", function()
     local order = {}
     px.run(function()

@@ -72,6 +72,72 @@ def test_spawn_order():
     assert trail == ["spawned", "a", "b", "yielded", "spawned c", "c", "end", "d"]
 
 
+def test_a_join_of_a_ready_fiber_runs_it_next():
+    """As C's: joining c, spawned last, runs it before a and b, queued first;
+    its end hands main the turn back; then a and b in the queue's order."""
+    trail = []
+
+    def main():
+        a, b, c = (px.spawn(trail.append, x) for x in "abc")
+        c.join()
+        trail.append("M")
+        a.join()
+        b.join()
+    px.run(main)
+    assert "".join(trail) == "cMab"
+
+
+def test_an_ended_fiber_hands_off_to_its_first_joiner():
+    """As C's: T's end runs its first joiner (1) before main, queued first,
+    and its second joiner (2) in the queue's order, after main."""
+    trail = []
+
+    def main():
+        go, fin = px.Event(), px.Event()
+
+        def target():
+            go.wait()
+            trail.append("T")
+        t = px.spawn(target)
+
+        def joiner(name):
+            t.join()
+            trail.append(name)
+
+        def setter():
+            go.set()
+            trail.append("s")
+
+        def last():
+            trail.append("y")
+            fin.set()
+        fs = [px.spawn(joiner, "1"), px.spawn(joiner, "2"), px.spawn(setter),
+              px.spawn(trail.append, "x"), px.spawn(last), t]
+        fin.wait()
+        trail.append("M")
+        for f in fs:
+            f.join()
+    px.run(main)
+    assert "".join(trail) == "sxyT1M2"
+
+
+def test_hand_offs_give_way_to_the_queue_after_a_bounded_chain():
+    """As C's: a loop of spawn + join (every join and every end a hand-off)
+    lets a fiber waiting in the queue run within a bounded number of rounds."""
+    ran = []
+
+    def main():
+        other = px.spawn(ran.append, True)
+        rounds = 0
+        while not ran and rounds < 100000:
+            px.spawn(int).join()
+            rounds += 1
+        other.join()
+        return rounds
+    rounds = px.run(main)
+    assert ran and rounds <= 2 * 256 + 2
+
+
 def test_yield_order():
     order = []
 

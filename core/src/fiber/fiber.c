@@ -5,9 +5,10 @@
 ** A fiber record lives from spawn until it ended and its handle was released.
 ** Its stack lives only from its first turn until its body returns: then the
 ** fiber wakes its joiners, switches to the scheduler for the last time, and
-** the scheduler puts the stack back in the pool, warm for the next first turn.  A parked fiber is in no list of the
-** scheduler's: it is reachable only through its id (the id table) and, when
-** its park has a deadline, through its node in the ordered set of deadlines.
+** the scheduler puts the stack back in the pool, warm for the next first
+** turn.  A parked fiber is in no list of the scheduler's: it is reachable only
+** through its id (the id table) and, when its park has a deadline, through
+** its node in the ordered set of deadlines.
 */
 #include <stdlib.h>
 #include <string.h>

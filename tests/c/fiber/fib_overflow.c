@@ -9,6 +9,8 @@
 **   - frames bigger than a page (40 KiB, written lowest byte first, as code
 **     built without -fstack-clash-protection does), on a guarded stack and on
 **     a slab stack: the guard is wider than such a frame, so none jumps it;
+**   - a stack taken at the runaway's first turn, not at its spawn: one that
+**     fibers which ran and ended meanwhile gave back (guarded, and slab);
 **   - shared stacks (px_sched_opts.shared_stacks), with the runaway's
 **     neighbours parked on the same stack, their bytes copied away, even with
 **     no guarded stacks at all: each shared stack has a guard of its own.
@@ -63,11 +65,20 @@ static long big_frames(long depth)
 
 static int big;              /* which recursion the runaway runs */
 static int neighbours;       /* parked fibers spawned before the runaway */
+static int recycled;         /* fibers run to their end after its spawn */
+
+static int runaway_started;
 
 static void *runaway(void *arg)
 {
     (void)arg;
+    runaway_started = 1;
     return (void *)(big ? big_frames(0) : small_frames(0));
+}
+
+static void *returns(void *arg)
+{
+    return arg;
 }
 
 static void *parker(void *arg)
@@ -86,6 +97,14 @@ static void *main_fiber(void *arg)
     px_fiber *f = px_spawn(runaway, NULL);
     CHECK(f != NULL);
     fprintf(stderr, "expect %llu\n", (unsigned long long)px_fiber_id(f));
+    for (int i = 0; i < recycled; i++) {
+        /* the join runs it at once, ahead of the runaway; its stack goes back */
+        px_fiber *done = px_spawn(returns, NULL);
+        CHECK(done != NULL);
+        CHECK_EQ(px_join(done, NULL), 0);
+        px_fiber_release(done);
+        CHECK(!runaway_started);
+    }
     px_join(f, NULL);
     return NULL;
 }
@@ -112,7 +131,7 @@ static void child(const char *guarded_budget)
 /* -- the parent ------------------------------------------------------------ */
 
 static void expect_report_on(const char *what, const char *guarded_budget, int big_frame,
-                             int n_neighbours, int n_shared)
+                             int n_neighbours, int n_shared, int n_recycled)
 {
     int fds[2], status;
     char out[8192], sink[4096];
@@ -128,6 +147,7 @@ static void expect_report_on(const char *what, const char *guarded_budget, int b
         big = big_frame;
         neighbours = n_neighbours;
         shared = n_shared;
+        recycled = n_recycled;
         child(guarded_budget);
     }
     close(fds[1]);
@@ -161,7 +181,19 @@ static void expect_report_on(const char *what, const char *guarded_budget, int b
 static void expect_report(const char *what, const char *guarded_budget, int big_frame,
                           int n_neighbours)
 {
-    expect_report_on(what, guarded_budget, big_frame, n_neighbours, 0);
+    expect_report_on(what, guarded_budget, big_frame, n_neighbours, 0, 0);
+}
+
+/* The runaway is spawned, then three fibers run and end: at its first turn
+** it takes the stack the last of them gave back. */
+SPEC(overflow_on_a_stack_taken_at_the_first_turn_is_reported)
+{
+    expect_report_on("guarded, taken at the first turn", NULL, 0, 0, 0, 3);
+}
+
+SPEC(overflow_on_a_slab_stack_taken_at_the_first_turn_is_reported)
+{
+    expect_report_on("slab, taken at the first turn", "0", 0, 20, 0, 3);
 }
 
 SPEC(overflow_on_a_slab_stack_is_reported)
@@ -194,20 +226,22 @@ SPEC(overflow_by_frames_bigger_than_a_page_on_a_slab_stack_is_reported)
 ** stack has its guard whatever the budget. */
 SPEC(overflow_on_a_shared_stack_is_reported)
 {
-    expect_report_on("shared", NULL, 0, 20, 1);
+    expect_report_on("shared", NULL, 0, 20, 1, 0);
 }
 
 SPEC(overflow_on_a_shared_stack_without_guarded_stacks_is_reported)
 {
-    expect_report_on("shared, no guarded stacks", "0", 0, 20, 2);
+    expect_report_on("shared, no guarded stacks", "0", 0, 20, 2, 0);
 }
 
 SPEC(overflow_by_frames_bigger_than_a_page_on_a_shared_stack_is_reported)
 {
-    expect_report_on("shared, 40 KiB frames", NULL, 1, 20, 1);
+    expect_report_on("shared, 40 KiB frames", NULL, 1, 20, 1, 0);
 }
 
 SPECS(overflow_on_a_slab_stack_is_reported, overflow_past_the_guarded_budget_is_reported,
+      overflow_on_a_stack_taken_at_the_first_turn_is_reported,
+      overflow_on_a_slab_stack_taken_at_the_first_turn_is_reported,
       overflow_on_the_lowest_slot_of_a_slab_is_reported,
       overflow_by_frames_bigger_than_a_page_on_a_guarded_stack_is_reported,
       overflow_by_frames_bigger_than_a_page_on_a_slab_stack_is_reported,
