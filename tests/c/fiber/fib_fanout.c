@@ -322,9 +322,52 @@ SPEC(hand_offs_give_way_to_the_queue_after_a_bounded_chain)
     CHECK(rounds_before_other <= 2 * 256 + 2);
 }
 
+/* The same loop, but each round first joins the child `arg` times under a
+** scope that has fired already (each join hands the child the turn, then
+** returns at once, main still running) and then joins it for good: main's
+** later hand-offs in the turn are as much a part of the chain as its first,
+** and other runs within the same bound. */
+static void *chain_fired_main(void *arg)
+{
+    px_fiber *other = px_spawn(other_body, NULL);
+    CHECK(other != NULL);
+    long i;
+    for (i = 0; i < 100000 && !other_ran; i++) {
+        px_fiber *f = px_spawn(nothing, NULL);
+        CHECK(f != NULL);
+        for (uintptr_t k = 0; k < (uintptr_t)arg; k++) {
+            CHECK_EQ(px_scope_push_deadline(0), 0);
+            CHECK_EQ(px_join(f, NULL), PX_ETIMEDOUT);
+            CHECK_EQ(px_scope_pop(), PX_ETIMEDOUT);
+        }
+        CHECK_EQ(px_join(f, NULL), 0);
+        px_fiber_release(f);
+    }
+    rounds_before_other = i;
+    CHECK_EQ(px_join(other, NULL), 0);
+    px_fiber_release(other);
+    return NULL;
+}
+
+SPEC(a_fiber_that_hands_off_twice_in_a_turn_still_gives_way_after_a_bounded_chain)
+{
+    /* 1 to 4 fired joins a round: the chain's bound falls on a join that
+    ** returns at once in one of them (a refused hand-off must not restart
+    ** the count either). */
+    for (uintptr_t fired = 1; fired <= 4; fired++) {
+        other_ran = 0;
+        run(chain_fired_main, (void *)fired, 0);
+        printf("other ran after %ld rounds of spawn + %d fired join(s) + join\n",
+               rounds_before_other, (int)fired);
+        CHECK(other_ran);
+        CHECK(rounds_before_other <= 2 * 256 + 2);
+    }
+}
+
 SPECS(a_million_fiber_fan_out_sums_right_within_a_memory_bound,
       a_million_fiber_fan_out_on_a_shared_stack_sums_right,
       a_fiber_that_has_not_run_holds_no_stack,
       a_join_of_a_ready_fiber_runs_it_next,
       an_ended_fiber_hands_off_to_its_first_joiner,
-      hand_offs_give_way_to_the_queue_after_a_bounded_chain)
+      hand_offs_give_way_to_the_queue_after_a_bounded_chain,
+      a_fiber_that_hands_off_twice_in_a_turn_still_gives_way_after_a_bounded_chain)
