@@ -175,6 +175,7 @@ struct px_sched {
     px_fiber *ready, *ready_tail;
     px_fiber *batch;         /* the rest of the batch the loop runs */
     unsigned handoffs;       /* turns handed on in a row (px__sched_hand_off) */
+    const px_fiber *handed_by; /* the last to hand one on (never dereferenced) */
     px__list all;            /* its fibers' records, in spawn (= id) order */
     px_fiber *free_recs;     /* recycled fiber records */
     size_t nfree;

@@ -270,11 +270,17 @@ void px__sched_ready_remove(px_sched *s, px_fiber *f)
 
 /* May `from` hand the next turn on?  A chain is counted by the fibers it
 ** hands to, so the loop counts nothing: from->handed says whether `from` got
-** its turn so (a stale flag only shortens a chain). */
+** its turn so (a stale flag only shortens a chain).  The last to hand off
+** goes on counting too: its flag is spent, but it may hand off again in the
+** same turn (joins that a fired scope ends at once), and were each to start
+** a chain of its own, or to start one after the bound refused it, a chain
+** would never end.  (A fiber that gets a turn again after someone else
+** handed off either was handed it, or took it from the batch.) */
 static int hand_off_allowed(px_sched *s, px_fiber *from)
 {
-    unsigned chain = from->handed ? s->handoffs + 1 : 1;
+    unsigned chain = from->handed || from == s->handed_by ? s->handoffs + 1 : 1;
     from->handed = 0;
+    s->handed_by = from;   /* only compared: it may be freed meanwhile */
     if (chain > PX__SCHED_HANDOFF_MAX)
         return 0;
     s->handoffs = chain;
