@@ -34,8 +34,10 @@ px__stack_pool *px__stack_pool_new(size_t default_size);
 /* A claim on a stack of at least size bytes (0 = the pool's default) for a
  * fiber that has not run yet: 0 or PX_ENOMEM (also for a size that cannot be
  * mapped, however large).  A claim of the pool's size holds no stack (out->lo
- * is NULL): the pool only keeps one ready, so a million fibers spawned before
- * any runs cost no memory for stacks.  Another size is mapped now, untouched. */
+ * is NULL): the pool only keeps one ready -- a slab slot not carved yet, address
+ * space and no memory -- so a million fibers spawned before any runs touch no
+ * stack memory (they still reserve ~4,000 slabs).  Another size is mapped now,
+ * untouched. */
 int px__stack_claim(px__stack_pool *p, size_t size, px__stack *out);
 /* Makes claim s a stack, at its fiber's first turn: the one given back last
  * (its pages are resident), else a new one.  Cannot fail. */
