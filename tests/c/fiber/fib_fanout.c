@@ -102,11 +102,11 @@ static uintptr_t leaves(void)
     return n;
 }
 
-/* The tree runs in a forked child, so that its peak is its own whatever ran
-** in this process before (all specs in one process, without a name): the
-** child stays within 128 MiB at its peak -- the tree costs tens of megabytes
-** (records, a few thousand stacks), where one stack per fiber held at once
-** would be gigabytes. */
+/* The tree runs in a forked child, so that what ran in this process before
+** (all specs in one process, without a name) does not count: the child stays
+** within 128 MiB at its peak (RUSAGE_CHILDREN: the largest child's) -- the
+** tree costs tens of megabytes (records, a few thousand stacks), where one
+** stack per fiber held at once would be gigabytes. */
 static void tree(size_t shared_stacks)
 {
     set_levels();
@@ -145,8 +145,8 @@ SPEC(a_million_fiber_fan_out_on_a_shared_stack_sums_right)
 enum { IDLE = 100000 };
 
 /* TSan keeps about four bytes of shadow per byte of the records (2.3 KB a
-** fiber there): its bound is a page, which one touched stack page with its
-** shadow would still pass five times over. */
+** fiber there): its bound is a page, which one touched stack page a fiber,
+** with its shadow, would exceed five times over. */
 #if defined(__SANITIZE_THREAD__)
 #  define PX_TEST_TSAN 1
 #elif defined(__has_feature)
