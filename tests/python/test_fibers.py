@@ -135,7 +135,8 @@ def test_hand_offs_give_way_to_the_queue_after_a_bounded_chain():
         other.join()
         return rounds
     rounds = px.run(main)
-    assert ran and rounds <= 2 * 256 + 2
+    # a round is two hand-offs: the queue goes on after 256 of them, not before
+    assert ran and 256 // 2 <= rounds <= 2 * 256 + 2
 
 
 def test_yield_order():
