@@ -26,7 +26,7 @@ if [ "${2:-}" != "--no-build" ]; then
     fi
     # bench_fiber, bench_sync and bench_switch exist only where Boost has them,
     # the Lua module (for bench_lua_fibers.lua) where SWIG and Lua 5.4 are.
-    targets="bench_timers bench_tset bench_wake bench_faults prof_px io_pool"
+    targets="bench_timers bench_tset bench_wake bench_faults prof_px io_pool skynet_px"
     for t in bench_fiber bench_sync bench_switch parataxis_core io_echo_load io_echo_epoll \
              io_echo_uv io_latency_uv io_lateness io_echo_px io_latency_px io_rss_px; do
         if cmake --build "$build" --target help 2>/dev/null | grep -q "$t"; then
@@ -141,6 +141,21 @@ if [ -x "$bin/bench_sync" ]; then
     step env PXB_GO="$gobin" GOMAXPROCS=1 "$bin/bench_sync"
 fi
 
+# Cold fan-outs (issue 25): skynet in C, Python and Lua and a million parked
+# fibers, each case a fresh process, beside Go (tests/bench/go_skynet, built
+# into $build/go as above), gevent, asyncio, trio and a plain Lua coroutine
+# scheduler; a missing peer prints n/a.  Its Python cases use $PYTHON.
+if command -v python3 >/dev/null 2>&1; then
+    say "== skynet and 1e6 parked (targets: C skynet, default stacks <= 1.0x Go's time and"
+    say "   peak RSS, shared stacks <= 0.7x Go's time; parked <= 1.0x Go's time; Python"
+    say "   skynet peak RSS <= asyncio's)"
+    quick=""
+    [ "${PXB_QUICK:-0}" = 1 ] && quick=--quick
+    step python3 "$here/skynet.py" --build "$build" $quick
+else
+    say "(no python3: no skynet figures)"
+fi
+
 # The I/O benchmarks (issue 20): TCP echo, wake latency, timer lateness and
 # bytes per parked connection, beside libuv, Go and a hand epoll loop
 # (io_bench.py builds its Go program, tests/bench/go_io, into $build/go).
@@ -189,6 +204,7 @@ say "== summary (targets at 1e6: add <= 85 ns, cancel <= 100 ns, expiry >= 10 M/
 say "   lateness p99 below Asio's, no early fire; worker wakes ~1)"
 grep -E '^(add|cancel|expiry|bytes).*@1e6|^cold first adds.*@1e6|^lateness |^wakes |^tset .*@1000000|^tset burst' "$out" || true
 grep -E '^(yield|spawn|RSS|[0-9]+ parked|ratio parataxis / )|^(uncontended|mutex hand-off|channel) ' "$out" || true
+grep -E '^skynet target' "$out" || true
 grep -E '^io target' "$out" || true
 grep -E '^py target' "$out" || true
 grep -E '^lua target' "$out" || true

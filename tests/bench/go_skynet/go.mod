@@ -1,0 +1,3 @@
+module parataxis/tests/bench/go_skynet
+
+go 1.19
