@@ -115,6 +115,29 @@ describe("fiber", function()
     assert.is_true(rounds <= 2 * 256 + 2, tostring(rounds))
   end)
 
+  it("a_fiber_that_hands_off_twice_in_a_turn_still_gives_way_after_a_bounded_chain", function()
+    -- as C's: joins in a fired scope hand the child the turn without a
+    -- switch, so one turn hands off several times; the chain still gives way
+    local ran, rounds = false, 0
+    px.run(function()
+      local other = px.spawn(function() ran = true end)
+      local tok = px.token()
+      tok:cancel()
+      while not ran and rounds < 100000 do
+        local f = px.spawn(function() end)
+        for _ = 0, rounds % 4 do
+          local r, err = px.with_cancel(tok, function() return f:join() end)
+          assert.equal("ECANCELED", err and err.code)
+        end
+        f:join()
+        rounds = rounds + 1
+      end
+      other:join()
+    end)
+    assert.is_true(ran)
+    assert.is_true(rounds <= 2 * 256 + 2, tostring(rounds))
+  end)
+
   it("sleep_order", function()
     local order = {}
     px.run(function()

@@ -139,6 +139,30 @@ def test_hand_offs_give_way_to_the_queue_after_a_bounded_chain():
     assert ran and 256 // 2 <= rounds <= 2 * 256 + 2
 
 
+def test_a_fiber_that_hands_off_twice_in_a_turn_still_gives_way_after_a_bounded_chain():
+    """As C's: joins in a fired scope hand the child the turn without a
+    switch, so one turn hands off several times; the chain still gives way."""
+    ran = []
+
+    def main():
+        other = px.spawn(ran.append, True)
+        tok = px.CancellationToken()
+        tok.cancel()
+        rounds = 0
+        while not ran and rounds < 100000:
+            f = px.spawn(int)
+            for _ in range(1 + rounds % 4):
+                with pytest.raises(px.Cancelled):
+                    with px.cancel_scope(tok):
+                        f.join()
+            f.join()
+            rounds += 1
+        other.join()
+        return rounds
+    rounds = px.run(main)
+    assert ran and rounds <= 2 * 256 + 2
+
+
 def test_yield_order():
     order = []
 
