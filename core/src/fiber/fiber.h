@@ -239,9 +239,9 @@ static inline px_fiber *px__fiber_here(void)
 
 /* sched.c: the ready queue, ids and posting. */
 void px__sched_ready_push(px_sched *s, px_fiber *f);
-/* Takes ready fiber f out of the ready queue, the batch under way or the
-** hand-off, wherever it is (for a fiber that ends while queued, a host's
-** rare case). */
+/* Takes ready fiber f out of the ready queue or the batch under way,
+** wherever it is, in O(1) (a hand-off's target, a fiber that ends while
+** queued: a host's rare case). */
 void px__sched_ready_remove(px_sched *s, px_fiber *f);
 /*
 ** Hand-offs: `from`, whose turn it is, lets `to` run next, first in the
