@@ -18,6 +18,19 @@
 #include <string.h>
 #include <time.h>
 
+/* PX_TEST_TSAN: this build runs under ThreadSanitizer, which counts every
+** fiber as a thread (8128 live at most) and shadows memory: tests scale down
+** or skip there.  A build may define it too (tests/c/fork/CMakeLists.txt). */
+#ifndef PX_TEST_TSAN
+#  if defined(__SANITIZE_THREAD__)
+#    define PX_TEST_TSAN 1
+#  elif defined(__has_feature)
+#    if __has_feature(thread_sanitizer)
+#      define PX_TEST_TSAN 1
+#    endif
+#  endif
+#endif
+
 #include "parataxis.h"
 
 #define CHECK(c) do { \

@@ -175,13 +175,6 @@ static void *tiny(void *arg)
 ** fewer in all, since each fiber costs it about a millisecond (100,000 took 85 s
 ** of a 180 s bound); the plain and ASan runs spawn the full 100,000.
 */
-#if defined(__SANITIZE_THREAD__)
-#  define PX_TEST_TSAN 1
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define PX_TEST_TSAN 1
-#  endif
-#endif
 #ifdef PX_TEST_TSAN
 #  define WAVE 4000
 #  define MANY 20000

@@ -147,13 +147,6 @@ enum { IDLE = 100000 };
 /* TSan keeps about four bytes of shadow per byte of the records (2.3 KB a
 ** fiber there): its bound is a page, which one touched stack page a fiber,
 ** with its shadow, would exceed five times over. */
-#if defined(__SANITIZE_THREAD__)
-#  define PX_TEST_TSAN 1
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define PX_TEST_TSAN 1
-#  endif
-#endif
 #ifdef PX_TEST_TSAN
 enum { IDLE_BOUND = 4096 };
 #else

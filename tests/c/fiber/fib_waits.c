@@ -7,13 +7,6 @@
 #include "../spec.h"
 
 /* TSan counts every fiber as a thread (at most 8128 live): fewer there. */
-#if defined(__SANITIZE_THREAD__)
-#  define PX_TEST_TSAN 1
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define PX_TEST_TSAN 1
-#  endif
-#endif
 #ifdef PX_TEST_TSAN
 #  define PARKED 4000
 #else

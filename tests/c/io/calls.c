@@ -716,13 +716,6 @@ SPEC(in_a_hosted_fiber_without_suspend_the_calls_do_not_wait)
 /* 10,000 fibers parked in px_recv on idle sockets (both ends of 5,000
 ** socketpairs), then released by one byte each.  TSan counts every fiber as a
 ** thread (at most 8128 live): 4,000 there. */
-#if defined(__SANITIZE_THREAD__)
-#  define PX_TEST_TSAN 1
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define PX_TEST_TSAN 1
-#  endif
-#endif
 #ifdef PX_TEST_TSAN
 enum { PAIRS = 2000 };
 #else
