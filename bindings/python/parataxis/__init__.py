@@ -28,8 +28,8 @@ from ._errors import (BusyError, Cancelled, Closed, ClosedResourceError, Deadloc
                       NotSupportedError, OwnerDiedError, Timeout, WrongSchedulerError)
 from ._fibers import (CancellationToken, Fiber, Scheduler, cancel_scope, current_id,
                       move_on_after, run, scheduler, sleep, spawn, timeout, yield_)
-from ._net import (create_connection, create_server, getaddrinfo, notify_closing, run_blocking,
-                   socket, wait_readable, wait_writable)
+from ._net import (blocking_cancelled, create_connection, create_server, getaddrinfo,
+                   notify_closing, run_blocking, socket, wait_readable, wait_writable)
 from ._streams import SocketStream, open_tcp_stream, serve_tcp
 from ._sync import Barrier, Channel, Event, Mutex, Once, RwLock, Semaphore, WaitGroup
 
@@ -42,6 +42,7 @@ __all__ = [
     "Mutex", "RwLock", "WaitGroup", "Barrier", "Once", "Semaphore", "Event", "Channel",
     "wait_readable", "wait_writable", "notify_closing", "socket", "create_connection",
     "create_server", "SocketStream", "open_tcp_stream", "serve_tcp", "run_blocking",
+    "blocking_cancelled",
     "getaddrinfo",
     "Error", "InvalidArgument", "NoMemory", "Closed", "ForkedError", "Timeout",
     "Cancelled", "DeadlockError", "OwnerDiedError", "NotOwnerError", "NoFiberError",

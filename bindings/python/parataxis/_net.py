@@ -90,6 +90,13 @@ def run_blocking(fn: Callable[..., T], *args: Any, abandon_on_cancel: bool = Fal
     return result
 
 
+def blocking_cancelled() -> bool:
+    """True inside a run_blocking job whose fiber gave up on it or was
+    interrupted (a scope fired, the fiber ended), so that fn may stop early;
+    False elsewhere.  Never waits; any thread."""
+    return bool(lib.px_blocking_cancelled())
+
+
 def _is_numeric(host: Any) -> bool:
     if host is None:
         return True
@@ -118,10 +125,8 @@ def getaddrinfo(host: Any, port: Any, family: int = 0, type: int = 0, proto: int
 def _timeout_ns(value: Optional[float]) -> int:
     if value is None:
         return _NEVER
-    try:
-        value = float(value)
-    except TypeError:
-        raise TypeError("Timeout value must be int, float or None") from None
+    if not isinstance(value, (int, float)):
+        raise TypeError("Timeout value must be int, float or None")
     if not value >= 0.0:      # negative, or NaN
         raise ValueError("Timeout value out of range")
     return min(int(value * 1e9), 2**63 - 1)
