@@ -197,22 +197,12 @@ class socket(_std.socket):
     def timeout(self) -> Optional[float]:      # type: ignore[override]
         return self.gettimeout()
 
-    # -- the calls of every request, in C (_io.c) -------------------------------
+    # -- the calls of every request: C functions bound as methods (_io.c) ------
 
-    def recv(self, bufsize: int, flags: int = 0) -> bytes:
-        data: bytes = _host.recv(self.fileno(), bufsize, flags, self._px_ns)
-        return data
-
-    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
-        n: int = _host.recv_into(self.fileno(), buffer, nbytes, flags, self._px_ns)
-        return n
-
-    def send(self, data: Any, flags: int = 0) -> int:
-        n: int = _host.send(self.fileno(), data, flags, self._px_ns)
-        return n
-
-    def sendall(self, data: Any, flags: int = 0) -> None:
-        _host.sendall(self.fileno(), data, flags, self._px_ns)
+    recv = _host.socket_recv
+    recv_into = _host.socket_recv_into
+    send = _host.socket_send
+    sendall = _host.socket_sendall
 
     # -- the others: the standard call, and a wait when it would block ----------
 
