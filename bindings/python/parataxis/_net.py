@@ -194,7 +194,7 @@ class socket(_std.socket):
         return self._px_ns != 0
 
     @property
-    def timeout(self) -> Optional[float]:      # type: ignore[override]
+    def timeout(self) -> Optional[float]:
         return self.gettimeout()
 
     # -- the calls of every request: C functions bound as methods (_io.c) ------
@@ -231,7 +231,7 @@ class socket(_std.socket):
             raise TimeoutError("timed out")
 
     def accept(self) -> Tuple["socket", Any]:
-        fd, addr = self._retry(_READABLE, self._accept)
+        fd, addr = self._retry(_READABLE, self._accept)  # type: ignore[attr-defined]
         sock = socket(self.family, self.type, self.proto, fileno=fd)
         return sock, addr
 
@@ -263,15 +263,15 @@ class socket(_std.socket):
         if err != errno.EINPROGRESS or self._px_ns == 0:
             return err
         self._wait(_WRITABLE, self._px_ns)
-        err: int = self.getsockopt(_std.SOL_SOCKET, _std.SO_ERROR)
-        return err
+        return self.getsockopt(_std.SOL_SOCKET, _std.SO_ERROR)
 
     def bind(self, address: Any) -> None:
         super().bind(_resolve(address, self.family, self.type))
 
     def sendfile(self, file: Any, offset: int = 0, count: Optional[int] = None) -> int:
         """Sends a file with send() (the file is read on the run's thread)."""
-        return self._sendfile_use_send(file, offset, count)
+        sent: int = self._sendfile_use_send(file, offset, count)  # type: ignore[attr-defined]
+        return sent
 
     def dup(self) -> "socket":
         new = socket(self.family, self.type, self.proto, fileno=os.dup(self.fileno()))
