@@ -770,6 +770,59 @@ def test_a_socket_keeps_the_standard_sockets_timeout_rules():
         run(body)
 
 
+def test_a_tiny_positive_timeout_is_a_timeout_not_non_blocking():
+    # The standard socket rounds a timeout up to its clock's unit: 1e-10 s
+    # stays a timeout (TimeoutError), it never turns the socket non-blocking.
+    a, b = pair()
+    with a, b:
+        a.settimeout(1e-10)
+        assert a.getblocking() and a.gettimeout() > 0
+        def body():
+            with pytest.raises(TimeoutError):
+                a.recv(1)
+        run(body)
+        with pytest.raises(TimeoutError):
+            a.recv(1)
+
+
+def test_off_fiber_waits_take_fds_above_select_s_limit():
+    # Off-fiber, accept, recvfrom and connect wait on the thread: an fd
+    # number past FD_SETSIZE (1024) must wait as any other, as the standard
+    # socket's poll(2) does.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip("RLIMIT_NOFILE below 2048")
+    if soft != resource.RLIM_INFINITY and soft < 2048:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (2048, hard))
+    try:
+        raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        fd = os.dup2(raw.fileno(), 2000, inheritable=False)
+        raw.close()
+        with px.socket(socket.AF_INET, socket.SOCK_DGRAM, fileno=fd) as u:
+            u.bind(("127.0.0.1", 0))
+            u.settimeout(0.01)
+            with pytest.raises(TimeoutError):
+                u.recvfrom(10)
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as peer:
+                threading.Timer(0.02, peer.sendto, (b"late", u.getsockname())).start()
+                u.settimeout(TIMEOUT)
+                assert u.recvfrom(10)[0] == b"late"
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_recv_into_a_read_only_buffer_is_a_type_error_as_the_standard_sockets():
+    a, b = pair()
+    with a, b:
+        b.send(b"x")
+        for ro in (b"abc", memoryview(bytearray(3)).toreadonly()):
+            with pytest.raises(TypeError):
+                a.recv_into(ro)
+            with pytest.raises(TypeError):
+                socket.socket.recv_into(a, ro)
+        assert a.recv(1) == b"x"       # nothing was read
+
+
 def test_a_socket_made_elsewhere_is_taken_over_without_patching():
     raw_a, raw_b = socket.socketpair()
     raw_a.settimeout(3.5)
