@@ -129,7 +129,10 @@ def _timeout_ns(value: Optional[float]) -> int:
         raise TypeError("Timeout value must be int, float or None")
     if not value >= 0.0:      # negative, or NaN
         raise ValueError("Timeout value out of range")
-    return min(int(value * 1e9), 2**63 - 1)
+    # At least 1 ns when positive: only 0 makes the socket non-blocking, as
+    # the standard socket rounds a timeout up to its clock's unit.
+    ns = int(value * 1e9)
+    return min(ns if ns > 0 or value == 0 else 1, 2**63 - 1)
 
 
 def _resolve(address: Any, family: int, type: int) -> Any:
