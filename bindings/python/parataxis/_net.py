@@ -227,10 +227,12 @@ class socket(_std.socket):
         if lib.px_self() != 0:
             _host.wait_fd(self.fileno(), events, timeout_ns)
             return
-        # Off-fiber: the thread waits, as a blocking socket would.
+        # Off-fiber: the thread waits, as a blocking socket would -- with
+        # poll(2), as it does: select(2) refuses an fd past FD_SETSIZE.
         import select
-        r, w = ([self], []) if events == _READABLE else ([], [self])
-        if not any(select.select(r, w, [], None if timeout_ns < 0 else timeout_ns / 1e9)):
+        p = select.poll()
+        p.register(self, select.POLLIN if events == _READABLE else select.POLLOUT)
+        if not p.poll(None if timeout_ns < 0 else timeout_ns / 1e6):
             raise TimeoutError("timed out")
 
     def accept(self) -> Tuple["socket", Any]:
