@@ -319,8 +319,16 @@ static PyObject *h_recv_into(PyObject *self, PyObject *const *args, Py_ssize_t n
                     (int *[]){ NULL, NULL, &n, &flags }, &buffer, &fd, &timeout_ns) != 0)
         return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE) != 0)
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE) != 0) {
+        /* A read-only buffer is a BufferError here, a TypeError in the
+        ** standard recv_into, which a caller may catch. */
+        if (PyErr_ExceptionMatches(PyExc_BufferError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "recv_into() argument 'buffer' must be read-write "
+                         "bytes-like object, not %.100s", Py_TYPE(buffer)->tp_name);
+        }
         return NULL;
+    }
     Py_ssize_t got = -1;
     if (n < 0)
         PyErr_SetString(PyExc_ValueError, "negative buffersize in recv_into");
