@@ -823,6 +823,29 @@ def test_recv_into_a_read_only_buffer_is_a_type_error_as_the_standard_sockets():
         assert a.recv(1) == b"x"       # nothing was read
 
 
+def test_a_throw_into_a_fiber_parked_in_recv_is_refused_as_a_switch_is():
+    # gevent's kill is greenlet.throw: thrown into a fiber parked in recv
+    # from another fiber's turn, it must be refused as a switch is (the
+    # thrower gets RuntimeError, the recv goes on), not run the parked fiber
+    # on the thrower's turn (before: the run failed with BusyError).
+    import greenlet
+    a, b = pair()
+    with a, b:
+        def body():
+            box = {}
+            def reader():
+                box["g"] = greenlet.getcurrent()
+                return a.recv(10)
+            f = px.spawn(reader)
+            until(lambda: "g" in box)
+            settle()
+            with pytest.raises(RuntimeError, match="a parked fiber's greenlet was switched"):
+                box["g"].throw(KeyboardInterrupt)
+            b.send(b"still")
+            return f.join()
+        assert run(body) == b"still"
+
+
 def test_a_socket_made_elsewhere_is_taken_over_without_patching():
     raw_a, raw_b = socket.socketpair()
     raw_a.settimeout(3.5)
