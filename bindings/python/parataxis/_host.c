@@ -307,6 +307,20 @@ static PyObject *refuse(hrun *r, PyObject *v)
     return v;
 }
 
+/* The switch that resumed a parked greenlet failed: was an exception thrown
+** into it (greenlet.throw) by the code of the fiber whose turn it is, which
+** must be refused as a switch is?  Not when the turn is its own, the run is
+** torn down (finish_run's GreenletExit), or no other greenlet threw it. */
+static int thrown_out_of_turn(hrun *r, hfiber *mine)
+{
+    if (mine == NULL || r->turn == mine || r->closing || r->turn == NULL)
+        return 0;
+    PyObject *me = (PyObject *)PyGreenlet_GetCurrent();
+    PyObject *into = running_in(r->turn);
+    Py_DECREF(me);
+    return into != NULL && into != me;
+}
+
 /*
 ** Ends the turn of the calling fiber, which goes on (a park, a yield), and
 ** switches to the next one -- or to the root once the run is over.  Returns
@@ -333,9 +347,18 @@ static int pass_turn(hrun *r)
     if (target != (PyObject *)me) {
         PyObject *v = PyGreenlet_Switch((PyGreenlet *)target, empty, NULL);
         /* Its turn again when the scheduler gave it (r->turn); a run being
-        ** torn down (closing) has no turn to refuse from. */
-        while (v != NULL && mine != NULL && r->turn != mine && !r->closing)
+        ** torn down (closing) has no turn to refuse from.  An exception
+        ** thrown in out of turn is refused too: dropped, and RuntimeError
+        ** thrown into the thrower, as for a switch. */
+        for (;;) {
+            if (v == NULL && thrown_out_of_turn(r, mine)) {
+                PyErr_Clear();
+                v = Py_NewRef(Py_None);
+            }
+            if (v == NULL || mine == NULL || r->turn == mine || r->closing)
+                break;
             v = refuse(r, v);
+        }
         if (v == NULL)
             out = -1;
         else if (mine == NULL)
