@@ -846,6 +846,20 @@ def test_a_throw_into_a_fiber_parked_in_recv_is_refused_as_a_switch_is():
         assert run(body) == b"still"
 
 
+def test_recv_sizes_past_a_c_int_are_taken_as_the_standard_sockets():
+    # bufsize and nbytes are Py_ssize_t in the standard socket: recv(2**31)
+    # is a read of what there is, recv_into(small, 2**31) a ValueError
+    # (before: OverflowError "a C int is out of range" for both).
+    a, b = pair()
+    with a, b:
+        b.send(b"x")
+        assert a.recv(2**31) == b"x"
+        with pytest.raises(ValueError, match="buffer too small"):
+            a.recv_into(bytearray(3), 2**31)
+        with pytest.raises(OverflowError):
+            a.recv(1, 2**31)                  # flags are a C int, as there
+
+
 def test_a_socket_made_elsewhere_is_taken_over_without_patching():
     raw_a, raw_b = socket.socketpair()
     raw_a.settimeout(3.5)
