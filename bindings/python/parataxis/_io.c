@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 /* An await_fd outcome beside the C codes: the call's own timeout passed. */
@@ -187,13 +188,14 @@ static PyObject *str_fileno, *str_px_ns;   /* "fileno", "_px_ns" */
 /*
 ** A socket method's arguments: args[0] is the socket (px.socket), then up to
 ** max - 1 of the user's, the first `min` - 1 required, each int among them
-** into ints[i] (default 0; a NULL slot for one that is not an int), the others
-** into objs[i]; keywords by `names`.  *fd is the socket's fileno(), *timeout_ns
-** its _px_ns (-1: none).  0, or -1 with an exception set.
+** into nums[i] (default 0; a NULL slot for one that is not an int), the others
+** into objs[i]; keywords by `names`.  A number is a Py_ssize_t, as the
+** standard socket's sizes are; "flags" must fit a C int.  *fd is the socket's
+** fileno(), *timeout_ns its _px_ns (-1: none).  0, or -1 with an exception set.
 */
 static int method_args(const char *name, PyObject *const *args, Py_ssize_t nargs,
                        PyObject *kwnames, int min, int max, const char *const names[],
-                       int *ints[], PyObject **objs, int *fd, int64_t *timeout_ns)
+                       Py_ssize_t *nums[], PyObject **objs, int *fd, int64_t *timeout_ns)
 {
     PyObject *given[4] = { NULL, NULL, NULL, NULL };
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
@@ -220,14 +222,19 @@ static int method_args(const char *name, PyObject *const *args, Py_ssize_t nargs
             PyErr_Format(PyExc_TypeError, "%s() missing argument '%s'", name, names[i]);
             return -1;
         }
-        if (ints[i] != NULL)
-            *ints[i] = 0;
+        if (nums[i] != NULL)
+            *nums[i] = 0;
         if (given[i] == NULL)
             continue;
-        if (ints[i] != NULL && int_of(given[i], ints[i]) != 0)
-            return -1;
-        if (ints[i] == NULL)
+        if (nums[i] == NULL) {
             *objs = given[i];
+            continue;
+        }
+        int flags;
+        if ((*nums[i] = PyLong_AsSsize_t(given[i])) == -1 && PyErr_Occurred())
+            return -1;
+        if (strcmp(names[i], "flags") == 0 && int_of(given[i], &flags) != 0)
+            return -1;
     }
     PyObject *v = PyObject_CallMethodNoArgs(args[0], str_fileno);
     if (v == NULL || int_of(v, fd) != 0) {
@@ -281,10 +288,11 @@ static PyObject *h_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
 {
     (void)self;
     static const char *const names[] = { "self", "bufsize", "flags" };
-    int fd, n, flags;
+    int fd;
+    Py_ssize_t n, flags;
     int64_t timeout_ns, deadline = -2;
-    if (method_args("recv", args, nargs, kwnames, 2, 3, names, (int *[]){ NULL, &n, &flags },
-                    NULL, &fd, &timeout_ns) != 0)
+    if (method_args("recv", args, nargs, kwnames, 2, 3, names,
+                    (Py_ssize_t *[]){ NULL, &n, &flags }, NULL, &fd, &timeout_ns) != 0)
         return NULL;
     if (n < 0) {
         PyErr_SetString(PyExc_ValueError, "negative buffersize in recv");
@@ -293,7 +301,7 @@ static PyObject *h_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     PyObject *b = PyBytes_FromStringAndSize(NULL, n);
     if (b == NULL)
         return NULL;
-    Py_ssize_t got = io_loop(try_recv, fd, PyBytes_AS_STRING(b), (size_t)n, flags,
+    Py_ssize_t got = io_loop(try_recv, fd, PyBytes_AS_STRING(b), (size_t)n, (int)flags,
                              PX_READABLE, timeout_ns, &deadline);
     if (got < 0) {
         Py_DECREF(b);
@@ -312,11 +320,12 @@ static PyObject *h_recv_into(PyObject *self, PyObject *const *args, Py_ssize_t n
 {
     (void)self;
     static const char *const names[] = { "self", "buffer", "nbytes", "flags" };
-    int fd, n, flags;
+    int fd;
+    Py_ssize_t n, flags;
     int64_t timeout_ns, deadline = -2;
     PyObject *buffer = NULL;
     if (method_args("recv_into", args, nargs, kwnames, 2, 4, names,
-                    (int *[]){ NULL, NULL, &n, &flags }, &buffer, &fd, &timeout_ns) != 0)
+                    (Py_ssize_t *[]){ NULL, NULL, &n, &flags }, &buffer, &fd, &timeout_ns) != 0)
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE) != 0) {
@@ -335,7 +344,7 @@ static PyObject *h_recv_into(PyObject *self, PyObject *const *args, Py_ssize_t n
     else if (n > view.len)
         PyErr_SetString(PyExc_ValueError, "buffer too small for requested bytes");
     else
-        got = io_loop(try_recv, fd, view.buf, (size_t)(n == 0 ? view.len : n), flags,
+        got = io_loop(try_recv, fd, view.buf, (size_t)(n == 0 ? view.len : n), (int)flags,
                       PX_READABLE, timeout_ns, &deadline);
     PyBuffer_Release(&view);
     return got < 0 ? NULL : PyLong_FromSsize_t(got);
@@ -350,17 +359,18 @@ static PyObject *h_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames)
 {
     (void)self;
-    int fd, flags;
+    int fd;
+    Py_ssize_t flags;
     int64_t timeout_ns, deadline = -2;
     PyObject *data = NULL;
     if (method_args("send", args, nargs, kwnames, 2, 3, send_names,
-                    (int *[]){ NULL, NULL, &flags }, &data, &fd, &timeout_ns) != 0)
+                    (Py_ssize_t *[]){ NULL, NULL, &flags }, &data, &fd, &timeout_ns) != 0)
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0)
         return NULL;
-    Py_ssize_t sent = io_loop(try_send, fd, view.buf, (size_t)view.len, flags, PX_WRITABLE,
-                              timeout_ns, &deadline);
+    Py_ssize_t sent = io_loop(try_send, fd, view.buf, (size_t)view.len, (int)flags,
+                              PX_WRITABLE, timeout_ns, &deadline);
     PyBuffer_Release(&view);
     return sent < 0 ? NULL : PyLong_FromSsize_t(sent);
 }
@@ -372,11 +382,12 @@ static PyObject *h_sendall(PyObject *self, PyObject *const *args, Py_ssize_t nar
                            PyObject *kwnames)
 {
     (void)self;
-    int fd, flags;
+    int fd;
+    Py_ssize_t flags;
     int64_t timeout_ns, deadline = -2;
     PyObject *data = NULL;
     if (method_args("sendall", args, nargs, kwnames, 2, 3, send_names,
-                    (int *[]){ NULL, NULL, &flags }, &data, &fd, &timeout_ns) != 0)
+                    (Py_ssize_t *[]){ NULL, NULL, &flags }, &data, &fd, &timeout_ns) != 0)
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0)
@@ -384,8 +395,8 @@ static PyObject *h_sendall(PyObject *self, PyObject *const *args, Py_ssize_t nar
     const char *p = view.buf;
     Py_ssize_t left = view.len, sent = 0;
     while (left > 0 && sent >= 0) {
-        sent = io_loop(try_send, fd, (void *)p, (size_t)left, flags, PX_WRITABLE, timeout_ns,
-                       &deadline);
+        sent = io_loop(try_send, fd, (void *)p, (size_t)left, (int)flags, PX_WRITABLE,
+                       timeout_ns, &deadline);
         p += sent;
         left -= sent;
     }
