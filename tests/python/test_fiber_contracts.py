@@ -314,6 +314,20 @@ def test_a_switch_into_an_idle_worker_greenlet_is_refused():
     assert px.run(main) == [0, 1, 4]
 
 
+def test_a_throw_into_an_idle_worker_greenlet_is_refused():
+    """greenlet.throw into an ended fiber's greenlet, idle in the pool, is
+    refused as a switch is: the thrower gets RuntimeError, the exception is
+    dropped, and the fibers spawned after run as usual (before: the run
+    failed with the thrown exception)."""
+    def main():
+        box = {}
+        px.spawn(lambda: box.setdefault("w", greenlet.getcurrent())).join()
+        with pytest.raises(RuntimeError, match=REFUSED):
+            box["w"].throw(ValueError("boom"))
+        return [px.spawn(lambda k=k: k * k).join() for k in range(3)]
+    assert px.run(main) == [0, 1, 4]
+
+
 def test_the_refusal_reaches_the_raw_greenlet_a_fiber_runs_in():
     """Fiber b resumed in the raw greenlet it parked in switches from there
     into fiber a's parked greenlet: the error is raised in b's raw greenlet,
