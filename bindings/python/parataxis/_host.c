@@ -307,13 +307,14 @@ static PyObject *refuse(hrun *r, PyObject *v)
     return v;
 }
 
-/* The switch that resumed a parked greenlet failed: was an exception thrown
-** into it (greenlet.throw) by the code of the fiber whose turn it is, which
-** must be refused as a switch is?  Not when the turn is its own, the run is
-** torn down (finish_run's GreenletExit), or no other greenlet threw it. */
-static int thrown_out_of_turn(hrun *r, hfiber *mine)
+/* The switch that resumed a parked or idle greenlet, not at its turn,
+** failed: was an exception thrown into it (greenlet.throw) by the code of the
+** fiber whose turn it is, which must be refused as a switch is?  Not when the
+** run is torn down (finish_run's GreenletExit), nor when no other greenlet
+** threw it. */
+static int thrown_by_turn(hrun *r)
 {
-    if (mine == NULL || r->turn == mine || r->closing || r->turn == NULL)
+    if (r->closing || r->turn == NULL)
         return 0;
     PyObject *me = (PyObject *)PyGreenlet_GetCurrent();
     PyObject *into = running_in(r->turn);
@@ -351,7 +352,7 @@ static int pass_turn(hrun *r)
         ** thrown in out of turn is refused too: dropped, and RuntimeError
         ** thrown into the thrower, as for a switch. */
         for (;;) {
-            if (v == NULL && thrown_out_of_turn(r, mine)) {
+            if (v == NULL && mine != NULL && r->turn != mine && thrown_by_turn(r)) {
                 PyErr_Clear();
                 v = Py_NewRef(Py_None);
             }
@@ -414,9 +415,17 @@ static int retire(hrun *r)
     PyObject *v = PyGreenlet_Switch((PyGreenlet *)target, empty, NULL);
     Py_DECREF(target);
     /* A job again once greenlet_of bound it to the turn's fiber; resumed
-    ** while idle, it refuses the switch (see refuse). */
-    while (v != NULL && r->turn->glet != me && !r->closing)
+    ** while idle, it refuses the switch (see refuse), or a throw, whose
+    ** exception is dropped. */
+    for (;;) {
+        if (v == NULL && r->turn->glet != me && thrown_by_turn(r)) {
+            PyErr_Clear();
+            v = Py_NewRef(Py_None);
+        }
+        if (v == NULL || r->turn->glet == me || r->closing)
+            break;
         v = refuse(r, v);
+    }
     if (v == NULL)
         return -1;
     Py_DECREF(v);
