@@ -860,6 +860,51 @@ def test_recv_sizes_past_a_c_int_are_taken_as_the_standard_sockets():
             a.recv(1, 2**31)                  # flags are a C int, as there
 
 
+@pytest.mark.parametrize("call", ["recv", "sendall"])
+def test_a_socket_closed_after_its_waiter_was_woken_touches_not_the_fds_next_owner(call):
+    # The waiter is woken (data came, or room), and before its turn another
+    # fiber closes the socket and a new socket takes the fd number: the call
+    # must end with ClosedResourceError, as the standard socket's, which reads
+    # its fd at each try -- not read or write the new socket's bytes.
+    a, b = pair()
+    with b:
+        if call == "sendall":
+            fill(a)
+        def body():
+            out, ev = {}, px.Event()
+            def waiter():
+                try:
+                    out["got"] = a.recv(100) if call == "recv" else a.sendall(b"LEAK" * 1000)
+                except OSError as e:
+                    out["got"] = type(e)
+            def closer():
+                ev.wait()
+                fd = a.fileno()
+                a.close()
+                out["new"] = socket.socketpair()
+                out["reused"] = fd in [s.fileno() for s in out["new"]]
+                for s in out["new"]:
+                    s.send(b"NEW")
+            w = px.spawn(waiter)
+            settle()
+            c = px.spawn(closer)
+            settle()
+            if call == "recv":
+                b.send(b"old")
+            else:
+                drain(b)
+            ev.set()          # the closer runs before the woken waiter
+            w.join()
+            c.join()
+            return out
+        out = run(body)
+        x, y = out["new"]
+        with x, y:
+            assert out["reused"]
+            assert out["got"] is px.ClosedResourceError
+            assert drain(x) == b"NEW" and drain(y) == b"NEW"
+
+
 def test_a_socket_made_elsewhere_is_taken_over_without_patching():
     raw_a, raw_b = socket.socketpair()
     raw_a.settimeout(3.5)
