@@ -133,14 +133,35 @@ static Py_ssize_t try_send(int fd, void *buf, size_t n, int flags)
     return send(fd, buf, n, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+static int int_of(PyObject *o, int *out);
+static PyObject *str_fileno, *str_px_ns;   /* "fileno", "_px_ns" */
+
+/* Whether socket `sock` still has `fd` after a wait: 1, 0 (it was closed
+** meanwhile), or -1 with an exception set. */
+static int still_has(PyObject *sock, int fd)
+{
+    int now;
+    PyObject *v = PyObject_CallMethodNoArgs(sock, str_fileno);
+    if (v == NULL || int_of(v, &now) != 0) {
+        Py_XDECREF(v);
+        return -1;
+    }
+    Py_DECREF(v);
+    return now == fd;
+}
+
 /*
-** Makes the call until it does not say EAGAIN, waiting for `events` in
-** between, bounded by *deadline (-2: not taken yet, from timeout_ns).
-** Returns its result, or -1 with an exception set: OSError of the call's
-** errno (BlockingIOError with a timeout of 0, as a non-blocking socket's),
-** or the wait's.
+** Makes the call on `sock`'s fd until it does not say EAGAIN, waiting for
+** `events` in between, bounded by *deadline (-2: not taken yet, from
+** timeout_ns).  Returns its result, or -1 with an exception set: OSError of
+** the call's errno (BlockingIOError with a timeout of 0, as a non-blocking
+** socket's), or the wait's.  After each wait the fd is asked for again, as
+** the standard socket does: a fiber woken for readiness may get its turn
+** after another closed the socket, and a new socket may have its fd number
+** by then (notify_closing wakes only a fiber still waiting) -- that is
+** ClosedResourceError, not a call on the new socket.
 */
-static Py_ssize_t io_loop(try_fn call, int fd, void *buf, size_t n, int flags,
+static Py_ssize_t io_loop(try_fn call, PyObject *sock, int fd, void *buf, size_t n, int flags,
                           unsigned events, int64_t timeout_ns, int64_t *deadline)
 {
     for (;;) {
@@ -159,6 +180,12 @@ static Py_ssize_t io_loop(try_fn call, int fd, void *buf, size_t n, int flags,
         if (*deadline == -2)
             *deadline = deadline_of(timeout_ns);
         int rc = await_fd(fd, events, *deadline, 1);
+        if (rc == 0) {
+            int same = still_has(sock, fd);
+            if (same < 0)
+                return -1;
+            rc = same ? 0 : PX_ECLOSED;
+        }
         if (rc != 0) {
             raise_wait(rc, fd, events);
             return -1;
@@ -182,8 +209,6 @@ static int int_of(PyObject *o, int *out)
     *out = (int)v;
     return 0;
 }
-
-static PyObject *str_fileno, *str_px_ns;   /* "fileno", "_px_ns" */
 
 /*
 ** A socket method's arguments: args[0] is the socket (px.socket), then up to
@@ -301,8 +326,8 @@ static PyObject *h_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     PyObject *b = PyBytes_FromStringAndSize(NULL, n);
     if (b == NULL)
         return NULL;
-    Py_ssize_t got = io_loop(try_recv, fd, PyBytes_AS_STRING(b), (size_t)n, (int)flags,
-                             PX_READABLE, timeout_ns, &deadline);
+    Py_ssize_t got = io_loop(try_recv, args[0], fd, PyBytes_AS_STRING(b), (size_t)n,
+                             (int)flags, PX_READABLE, timeout_ns, &deadline);
     if (got < 0) {
         Py_DECREF(b);
         return NULL;
@@ -344,8 +369,8 @@ static PyObject *h_recv_into(PyObject *self, PyObject *const *args, Py_ssize_t n
     else if (n > view.len)
         PyErr_SetString(PyExc_ValueError, "buffer too small for requested bytes");
     else
-        got = io_loop(try_recv, fd, view.buf, (size_t)(n == 0 ? view.len : n), (int)flags,
-                      PX_READABLE, timeout_ns, &deadline);
+        got = io_loop(try_recv, args[0], fd, view.buf, (size_t)(n == 0 ? view.len : n),
+                      (int)flags, PX_READABLE, timeout_ns, &deadline);
     PyBuffer_Release(&view);
     return got < 0 ? NULL : PyLong_FromSsize_t(got);
 }
@@ -369,7 +394,7 @@ static PyObject *h_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0)
         return NULL;
-    Py_ssize_t sent = io_loop(try_send, fd, view.buf, (size_t)view.len, (int)flags,
+    Py_ssize_t sent = io_loop(try_send, args[0], fd, view.buf, (size_t)view.len, (int)flags,
                               PX_WRITABLE, timeout_ns, &deadline);
     PyBuffer_Release(&view);
     return sent < 0 ? NULL : PyLong_FromSsize_t(sent);
@@ -395,8 +420,8 @@ static PyObject *h_sendall(PyObject *self, PyObject *const *args, Py_ssize_t nar
     const char *p = view.buf;
     Py_ssize_t left = view.len, sent = 0;
     while (left > 0 && sent >= 0) {
-        sent = io_loop(try_send, fd, (void *)p, (size_t)left, (int)flags, PX_WRITABLE,
-                       timeout_ns, &deadline);
+        sent = io_loop(try_send, args[0], fd, (void *)p, (size_t)left, (int)flags,
+                       PX_WRITABLE, timeout_ns, &deadline);
         p += sent;
         left -= sent;
     }
