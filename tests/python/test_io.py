@@ -905,6 +905,23 @@ def test_a_socket_closed_after_its_waiter_was_woken_touches_not_the_fds_next_own
             assert drain(x) == b"NEW" and drain(y) == b"NEW"
 
 
+def test_recv_with_msg_trunc_returns_no_bytes_it_did_not_receive():
+    # MSG_TRUNC makes recv(2) return a datagram's whole length, past the
+    # buffer: the bytes object must hold only what was received, not
+    # uninitialised heap (the standard socket's recv returns it).
+    with px.socket(socket.AF_INET, socket.SOCK_DGRAM) as a, \
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as b:
+        a.bind(("127.0.0.1", 0))
+        b.sendto(b"A" * 100, a.getsockname())
+        def body():
+            return a.recv(4, socket.MSG_TRUNC)
+        assert run(body) == b"AAAA"
+        b.sendto(b"B" * 100, a.getsockname())
+        buf = bytearray(4)
+        assert run(lambda: a.recv_into(buf, 0, socket.MSG_TRUNC)) == 100   # the real length
+        assert buf == b"BBBB"
+
+
 def test_a_socket_made_elsewhere_is_taken_over_without_patching():
     raw_a, raw_b = socket.socketpair()
     raw_a.settimeout(3.5)
