@@ -332,6 +332,10 @@ static PyObject *h_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         Py_DECREF(b);
         return NULL;
     }
+    /* With MSG_TRUNC, recv(2) says a datagram's whole length, past the n
+    ** bytes it stored: the rest of a longer object would be uninitialised. */
+    if (got > n)
+        got = n;
     if (got != n && _PyBytes_Resize(&b, got) != 0)
         return NULL;
     return b;
