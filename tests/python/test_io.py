@@ -859,6 +859,15 @@ def test_recv_sizes_past_a_c_int_are_taken_as_the_standard_sockets():
         with pytest.raises(OverflowError):
             a.recv(1, 2**31)                  # flags are a C int, as there
 
+        class Index:                          # numpy's ints: __index__, not int
+            def __init__(self, v):
+                self.v = v
+
+            def __index__(self):
+                return self.v
+        b.send(b"abcd")
+        assert a.recv(Index(3)) == b"abc" and a.recv(Index(3), Index(0)) == b"d"
+
 
 @pytest.mark.parametrize("call", ["recv", "sendall"])
 def test_a_socket_closed_after_its_waiter_was_woken_touches_not_the_fds_next_owner(call):

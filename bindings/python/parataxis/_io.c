@@ -256,7 +256,8 @@ static int method_args(const char *name, PyObject *const *args, Py_ssize_t nargs
             continue;
         }
         int flags;
-        if ((*nums[i] = PyLong_AsSsize_t(given[i])) == -1 && PyErr_Occurred())
+        if ((*nums[i] = PyNumber_AsSsize_t(given[i], PyExc_OverflowError)) == -1
+            && PyErr_Occurred())
             return -1;
         if (strcmp(names[i], "flags") == 0 && int_of(given[i], &flags) != 0)
             return -1;
