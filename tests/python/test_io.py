@@ -993,6 +993,18 @@ def test_names_are_looked_up_on_the_pool_when_connecting():
         run(body)
 
 
+def test_create_connection_takes_the_standard_default_timeout_sentinel():
+    # http.client and others pass socket._GLOBAL_DEFAULT_TIMEOUT through to
+    # create_connection: it means the default timeout, not a TypeError.
+    with px.create_server(("127.0.0.1", 0)) as lst:
+        def body():
+            sentinel = socket._GLOBAL_DEFAULT_TIMEOUT
+            with px.create_connection(lst.getsockname(), sentinel) as c:
+                assert c.gettimeout() == socket.getdefaulttimeout()
+                lst.accept()[0].close()
+        run(body)
+
+
 def test_the_sockets_leave_no_resource_warning():
     code = ("import parataxis as px, socket\n"
             "def main():\n"
