@@ -300,14 +300,16 @@ def create_connection(address: Tuple[Any, Any], timeout: Optional[float] = None,
                       source_address: Optional[Tuple[Any, Any]] = None) -> socket:
     """Connects a parataxis TCP socket to (host, port), trying each address
     the name resolves to (on the blocking pool) until one connects, as
-    socket.create_connection; `timeout` is the socket's (None: block).
+    socket.create_connection; `timeout` is the socket's (None: block;
+    socket._GLOBAL_DEFAULT_TIMEOUT, which http.client passes: the default's).
     Raises the last address's error."""
     host, port = address
     err: Optional[BaseException] = None
     for family, type_, proto, _, addr in getaddrinfo(host, port, 0, _std.SOCK_STREAM):
         sock = socket(family, type_, proto)
         try:
-            sock.settimeout(timeout)
+            if timeout is not _std._GLOBAL_DEFAULT_TIMEOUT:   # type: ignore[attr-defined]
+                sock.settimeout(timeout)
             if source_address is not None:
                 sock.bind(source_address)
             sock.connect(addr)
