@@ -1005,6 +1005,23 @@ def test_create_connection_takes_the_standard_default_timeout_sentinel():
         run(body)
 
 
+def test_every_waiting_call_of_the_standard_socket_waits_in_a_fiber():
+    # Each recv*/send*/accept/connect method of socket.socket is px.socket's
+    # own: one left as the standard's runs on the non-blocking fd and raises
+    # BlockingIOError where the socket's timeout says wait (recvmsg_into did).
+    calls = [n for n in dir(socket.socket) if n.startswith(("recv", "send", "accept", "connect"))]
+    assert [n for n in calls if getattr(px.socket, n) is getattr(socket.socket, n)] == []
+    a, b = pair()
+    with a, b:
+        def body():
+            buf = bytearray(10)
+            f = px.spawn(a.recvmsg_into, [buf])
+            settle()
+            b.send(b"late")
+            assert f.join()[0] == 4 and buf[:4] == b"late"
+        run(body)
+
+
 def test_the_sockets_leave_no_resource_warning():
     code = ("import parataxis as px, socket\n"
             "def main():\n"
