@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import _socket
 import errno
+import functools
 import ipaddress
 import os
 import socket as _std
@@ -151,8 +152,9 @@ class socket(_std.socket):
     """socket.socket whose blocking calls park only the calling fiber.
 
     The same constructor and methods: accept (a parataxis socket back),
-    connect, recv, recv_into, recvfrom, recvfrom_into, send, sendall, sendto,
-    sendfile, makefile, shutdown, close, settimeout / gettimeout /
+    connect, recv, recv_into, recvfrom, recvfrom_into, recvmsg, recvmsg_into,
+    send, sendall, sendto, sendmsg, sendmsg_afalg, sendfile, makefile,
+    shutdown, close, settimeout / gettimeout /
     setblocking, a context manager.  The fd is always non-blocking; the
     timeout is the socket's own: None waits as long as it takes, 0 raises
     BlockingIOError instead of waiting, t > 0 raises TimeoutError("timed out")
@@ -248,6 +250,14 @@ class socket(_std.socket):
 
     def recvmsg(self, *args: Any) -> Any:
         return self._retry(_READABLE, super().recvmsg, *args)
+
+    def recvmsg_into(self, *args: Any) -> Any:
+        return self._retry(_READABLE, super().recvmsg_into, *args)
+
+    def sendmsg_afalg(self, *args: Any, **kwargs: Any) -> int:
+        # Its op, iv, assoclen and flags are keywords: _retry passes none.
+        call = functools.partial(super().sendmsg_afalg, *args, **kwargs)
+        return self._retry(_WRITABLE, call)
 
     def sendto(self, data: Any, *args: Any) -> int:
         return self._retry(_WRITABLE, super().sendto, data, *args)
