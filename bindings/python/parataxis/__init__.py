@@ -26,6 +26,7 @@ from ._errors import (BusyError, Cancelled, Closed, DeadlockError, Error, Forked
 from ._fibers import (CancellationToken, Fiber, Scheduler, cancel_scope, current_id,
                       move_on_after, run, scheduler, sleep, spawn, timeout, yield_)
 from ._sync import Barrier, Channel, Event, Mutex, Once, RwLock, Semaphore, WaitGroup
+from ._tls import SSLSocket, wrap_socket
 
 __version__ = "0.1.0"
 
@@ -34,6 +35,7 @@ __all__ = [
     "run", "spawn", "Fiber", "sleep", "yield_", "current_id", "scheduler", "Scheduler",
     "timeout", "move_on_after", "CancellationToken", "cancel_scope",
     "Mutex", "RwLock", "WaitGroup", "Barrier", "Once", "Semaphore", "Event", "Channel",
+    "wrap_socket", "SSLSocket",
     "Error", "InvalidArgument", "NoMemory", "Closed", "ForkedError", "Timeout",
     "Cancelled", "DeadlockError", "OwnerDiedError", "NotOwnerError", "NoFiberError",
     "BusyError", "WrongSchedulerError",
