@@ -49,29 +49,18 @@ def client_ctx(cert):
 
 
 def listener():
-    """A listening socket on a free port of 127.0.0.1, non-blocking."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen(256)
-    s.setblocking(False)
-    return s
+    """A listening px.socket on a free port of 127.0.0.1."""
+    return px.create_server(("127.0.0.1", 0), backlog=256)
 
 
 def accept(lsock):
-    """accept() in the fiber: the connection as a plain, blocking socket."""
-    while True:
-        px.wait_readable(lsock)
-        try:
-            conn, _ = lsock.accept()
-        except BlockingIOError:
-            continue
-        conn.setblocking(True)
-        return conn
+    """The next connection to `lsock`, a px.socket."""
+    return lsock.accept()[0]
 
 
 def connect(port):
-    """A plain socket connected to 127.0.0.1:port (loopback: no wait)."""
-    return socket.create_connection(("127.0.0.1", port))
+    """A px.socket connected to 127.0.0.1:port."""
+    return px.create_connection(("127.0.0.1", port))
 
 
 def pair(server_ctx, client_ctx, **client_kw):
@@ -158,8 +147,10 @@ def test_tls_the_servers_sni_callback_sees_the_name_the_client_gave(server_ctx, 
 def test_tls_a_wrong_hostname_fails_the_handshake_with_a_verification_error(
         server_ctx, client_ctx):
     def server_side(lsock):
+        conn = accept(lsock)
         with pytest.raises(ssl.SSLError):
-            px.wrap_socket(server_ctx, accept(lsock), server_side=True).close()
+            px.wrap_socket(server_ctx, conn, server_side=True).close()
+        assert conn.fileno() == -1        # taken over, and closed by the failure
 
     def main():
         with listener() as lsock:
@@ -184,11 +175,10 @@ def test_tls_unwrap_goes_back_to_plain_text_on_the_same_connection(server_ctx, c
         plain_s = unwrapped.join()
         assert client.fileno() == -1 and server.fileno() == -1
         with plain_c, plain_s:
+            assert isinstance(plain_c, px.socket) and isinstance(plain_s, px.socket)
             plain_c.sendall(b"in clear")
-            px.wait_readable(plain_s)
             assert plain_s.recv(100) == b"in clear"
             plain_s.sendall(b"back")
-            px.wait_readable(plain_c)
             assert plain_c.recv(100) == b"back"
 
     bounded(main)
@@ -306,10 +296,35 @@ def test_tls_makefile_reads_lines(server_ctx, client_ctx):
     bounded(main)
 
 
+def test_tls_a_plain_socket_is_made_non_blocking_and_parks_only_its_fiber(
+        server_ctx, client_ctx):
+    def main():
+        with listener() as lsock:
+            port = lsock.getsockname()[1]
+            server = px.spawn(lambda: px.wrap_socket(server_ctx, accept(lsock),
+                                                     server_side=True))
+            raw = socket.create_connection(("127.0.0.1", port))   # blocking, standard
+            assert raw.gettimeout() is None
+            client = px.wrap_socket(client_ctx, raw, server_hostname="localhost")
+            assert client.gettimeout() is None
+            with server.join() as tls_s, client:
+                ticks = []
+
+                def ticker():
+                    for i in range(3):
+                        px.sleep(0.01)
+                        ticks.append(i)
+                    tls_s.sendall(b"after the ticks")
+                px.spawn(ticker)
+                assert recv_exactly(client, 15) == b"after the ticks"
+                assert ticks == [0, 1, 2]
+
+    bounded(main)
+
+
 def test_tls_off_fiber_the_calls_wait_on_the_thread(server_ctx, client_ctx):
     """Outside px.run the socket blocks the thread, as a px.socket does."""
-    with listener() as lsock:
-        lsock.setblocking(True)
+    with socket.create_server(("127.0.0.1", 0)) as lsock:
 
         def server():
             conn, _ = lsock.accept()
@@ -319,8 +334,8 @@ def test_tls_off_fiber_the_calls_wait_on_the_thread(server_ctx, client_ctx):
         t = threading.Thread(target=server)
         t.start()
         try:
-            with px.wrap_socket(client_ctx, connect(lsock.getsockname()[1]),
-                                server_hostname="localhost") as tls:
+            raw = socket.create_connection(lsock.getsockname())
+            with px.wrap_socket(client_ctx, raw, server_hostname="localhost") as tls:
                 tls.settimeout(0.05)
                 with pytest.raises(TimeoutError, match="timed out"):
                     tls.recv(100)

@@ -3,9 +3,9 @@
 wrap_socket(context, sock, ...) gives an SSLSocket whose calls park only the
 calling fiber.  The TLS itself is the standard library's: the socket is
 wrapped by `context.wrap_socket` in non-blocking mode, and each call is made
-on it until it stops raising ssl.SSLWantReadError / SSLWantWriteError, waiting
-in between for the fd to be readable / writable (px.wait_readable and
-px.wait_writable, so every scope bounds the wait).
+on it until it stops raising ssl.SSLWantReadError / SSLWantWriteError, the
+fiber waiting in between for the fd to be readable / writable (the wait of
+px.wait_readable / px.wait_writable, so every scope bounds it).
 
 Composition, not a subclass of ssl.SSLSocket: ours holds a standard
 SSLSocket kept in non-blocking mode and offers the calls of a TLS socket
@@ -19,11 +19,11 @@ socket is reached only through the calls below, each a loop that waits in
 the fiber, and the user's timeout is ours (`settimeout`, `gettimeout`).
 
 The timeout applies per call, as the standard ssl socket's does: a recv, a
-send, a sendall, a handshake, an unwrap each end in TimeoutError once it
-has passed since the call began ("The read operation timed out", as ssl
-says).  None (the default of a socket, and of a px.socket) waits as long as
-needed; 0.0 is non-blocking mode: the ssl module's SSLWantReadError and
-SSLWantWriteError reach the caller, as from a non-blocking ssl.SSLSocket.
+send, a sendall, a handshake, an unwrap each raise TimeoutError("timed out"),
+as a px.socket does, once it has passed since the call began.  None (the
+default of a socket, and of a px.socket) waits as long as needed; 0.0 is
+non-blocking mode: the ssl module's SSLWantReadError and SSLWantWriteError
+reach the caller, as from a non-blocking ssl.SSLSocket.
 """
 from __future__ import annotations
 
@@ -31,15 +31,20 @@ import math
 import select
 import socket as _socket
 import ssl
-import time
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Callable, List, Optional, Tuple, TypeVar, Union
 
+from . import _host
 from ._errors import BusyError, ClosedResourceError
-from ._fibers import current_id, move_on_after
-from ._io import notify_closing, wait_readable, wait_writable
+from ._fibers import move_on_after
+from ._net import _NEVER, _timeout_ns, notify_closing
+from ._net import socket as _pxsocket
+from ._parataxis import lib
 from ._sync import Event
 
+T = TypeVar("T")
+
 _READ, _WRITE = 0, 1
+_EVENTS = (_host.READABLE, _host.WRITABLE)
 # What a call claims: its directions (see SSLSocket._claim).
 _RECEIVING, _SENDING, _BOTH = (_READ,), (_WRITE,), (_READ, _WRITE)
 _POLL_EVENTS = (select.POLLIN, select.POLLOUT)
@@ -77,7 +82,7 @@ def wrap_socket(context: ssl.SSLContext, sock: _socket.socket, *, server_side: b
                                 do_handshake_on_connect=False,
                                 suppress_ragged_eofs=suppress_ragged_eofs, session=session)
     inner.setblocking(False)
-    tls = SSLSocket(inner, timeout, type(sock))
+    tls = SSLSocket(inner, timeout)
     if do_handshake_on_connect:
         try:
             tls.do_handshake()
@@ -98,14 +103,12 @@ class SSLSocket:
     ended may have sent part of its data: the connection can only be closed.
     """
 
-    def __init__(self, inner: ssl.SSLSocket, timeout: Optional[float],
-                 plain_type: type = _socket.socket) -> None:
+    def __init__(self, inner: ssl.SSLSocket, timeout: Optional[float]) -> None:
         self._ssl: Optional[ssl.SSLSocket] = inner
         self._fd = inner.fileno()
-        self._timeout = timeout
-        self._plain_type = plain_type      # what unwrap gives back
+        self._ns = _timeout_ns(timeout)    # ns, _NEVER (-1): no timeout
         self._busy = [False, False]        # a call receiving, a call sending
-        self._parked: list = [None, None]  # _Parked per direction of the fd
+        self._parked: List[Optional[_Parked]] = [None, None]   # per direction
         self._closed = False
         self._io_refs = 0                  # open makefile()s: close waits for them
 
@@ -124,76 +127,75 @@ class SSLSocket:
         for d in directions:
             self._busy[d] = False
 
-    def _call(self, ds: Tuple[int, ...], what: str, op: Any, *args: Any) -> Any:
+    def _call(self, ds: Tuple[int, ...], op: Callable[..., T], *args: Any) -> T:
         """op(*args) on the standard socket until it stops wanting I/O,
-        claiming the directions `ds` meanwhile; `what` names the operation
-        in a TimeoutError."""
+        claiming the directions `ds` meanwhile."""
         self._claim(ds)
         try:
-            return self._retry(what, op, *args)
+            return self._retry(op, *args)
         finally:
             self._release(ds)
 
-    def _retry(self, what: str, op: Any, *args: Any) -> Any:
-        deadline = None
+    def _retry(self, op: Callable[..., T], *args: Any) -> T:
+        deadline = None   # lib.px_now() ns, taken at the call's first wait
         while True:
             if self._ssl is None:
                 raise self._closed_error()
             try:
                 return op(*args)
             except ssl.SSLWantReadError:
-                if self._timeout == 0.0:
+                if self._ns == 0:
                     raise
                 want = _READ
             except ssl.SSLWantWriteError:
-                if self._timeout == 0.0:
+                if self._ns == 0:
                     raise
                 want = _WRITE
-            if self._timeout is not None and deadline is None:
-                deadline = time.monotonic() + self._timeout
-            if not self._wait(want, deadline):
-                raise TimeoutError(f"The {what} operation timed out")
+            left = _NEVER
+            if self._ns != _NEVER:
+                if deadline is None:
+                    deadline = lib.px_now() + self._ns
+                left = max(deadline - lib.px_now(), 0)
+            self._wait(want, left)
 
-    def _wait(self, want: int, deadline: Optional[float]) -> bool:
-        """Waits until the fd is ready for `want` (True) or `deadline`
-        (time.monotonic, None: never) passes (False)."""
-        left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= 0:
-            return False
-        if current_id() == 0:
+    def _wait(self, want: int, left: int) -> None:
+        """Waits until the fd is ready for `want`, or raises
+        TimeoutError("timed out") once `left` ns passed (-1: never)."""
+        if lib.px_self() == 0:
             return self._poll(want, left)
-        if left is None:
-            self._park(want)
-            return True
-        with move_on_after(left) as scope:
-            self._park(want)
-        return not scope.expired
-
-    def _park(self, want: int) -> None:
-        """Parks the fiber until the fd is ready for `want`."""
         parked = self._parked[want]
         if parked is not None:
-            # Another fiber of this socket waits on this direction already
-            # (a receive whose TLS must write, beside a sendall): its wake is
-            # ours too, then the call is tried again.
-            if parked.woken is None:
-                parked.woken = Event()
-            parked.woken.wait()
-            return
+            return self._wait_beside(parked, left)
         self._parked[want] = parked = _Parked()
         try:
-            (wait_writable if want == _WRITE else wait_readable)(self._fd)
+            _host.wait_fd(self._fd, _EVENTS[want], left)
         finally:
             self._parked[want] = None
             if parked.woken is not None:
                 parked.woken.set()
+        return None
 
-    def _poll(self, want: int, left: Optional[float]) -> bool:
-        """Off-fiber: waits on the thread, as a blocking socket does."""
+    @staticmethod
+    def _wait_beside(parked: _Parked, left: int) -> None:
+        """Another fiber of this socket waits on the direction already (a
+        receive whose TLS must write, beside a sendall): its wake is ours
+        too, then the call is tried again."""
+        if parked.woken is None:
+            parked.woken = Event()
+        if left == _NEVER:
+            parked.woken.wait()
+            return
+        with move_on_after(left / 1e9) as scope:
+            parked.woken.wait()
+        if scope.expired:
+            raise TimeoutError("timed out")
+
+    def _poll(self, want: int, left: int) -> None:
+        """Off-fiber: the thread waits, as a blocking socket's does."""
         p = select.poll()
         p.register(self._fd, _POLL_EVENTS[want])
-        ms = None if left is None else max(1, math.ceil(left * 1000))
-        return bool(p.poll(ms))
+        if not p.poll(None if left == _NEVER else math.ceil(left / 1e6)):
+            raise TimeoutError("timed out")
 
     def _closed_error(self) -> ClosedResourceError:
         return ClosedResourceError("the TLS socket was closed")
@@ -203,27 +205,27 @@ class SSLSocket:
     def do_handshake(self) -> None:
         """The TLS handshake (done by wrap_socket unless
         do_handshake_on_connect=False)."""
-        self._call(_BOTH, "handshake", self._inner().do_handshake)
+        self._call(_BOTH, self._inner().do_handshake)
 
     def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
         """At most `buflen` bytes of plain text; b"" once the peer closed."""
-        return self._call(_RECEIVING, "read", self._inner().recv, buflen, flags)
+        return self._call(_RECEIVING, self._inner().recv, buflen, flags)
 
     def recv_into(self, buffer: Any, nbytes: Optional[int] = None, flags: int = 0) -> int:
         """Reads into `buffer` (at most `nbytes`, else its size); the count."""
-        return self._call(_RECEIVING, "read", self._inner().recv_into, buffer, nbytes, flags)
+        return self._call(_RECEIVING, self._inner().recv_into, buffer, nbytes, flags)
 
     def read(self, len: int = 1024, buffer: Any = None) -> Union[bytes, int]:
         """ssl.SSLSocket.read: bytes, or the count read into `buffer`."""
-        return self._call(_RECEIVING, "read", self._inner().read, len, buffer)
+        return self._call(_RECEIVING, self._inner().read, len, buffer)
 
     def send(self, data: Any, flags: int = 0) -> int:
         """Sends `data` (TLS writes all of it); the count."""
-        return self._call(_SENDING, "write", self._inner().send, data, flags)
+        return self._call(_SENDING, self._inner().send, data, flags)
 
     def write(self, data: Any) -> int:
         """ssl.SSLSocket.write: as send."""
-        return self._call(_SENDING, "write", self._inner().write, data)
+        return self._call(_SENDING, self._inner().write, data)
 
     def sendall(self, data: Any, flags: int = 0) -> None:
         """Sends all of `data`; the timeout bounds the whole call."""
@@ -235,20 +237,20 @@ class SSLSocket:
             with memoryview(data) as view, view.cast("B") as octets:
                 sent, total = 0, len(octets)
                 while sent < total:
-                    sent += self._retry("write", inner.send, octets[sent:])
+                    sent += self._retry(inner.send, octets[sent:])
         finally:
             self._release(_SENDING)
 
     def unwrap(self) -> _socket.socket:
         """Ends TLS (both close_notify alerts) and returns the connection as a
-        plain socket of the type wrapped (a px.socket stays one), with this
-        socket's timeout; this TLS socket is closed."""
+        px.socket with this socket's timeout, for plain text; this TLS socket
+        is closed (fileno() -1)."""
         inner = self._inner()
-        self._call(_BOTH, "shutdown", inner.unwrap)
-        plain = self._plain_type(inner.family, inner.type, inner.proto, fileno=inner.detach())
+        self._call(_BOTH, inner.unwrap)
+        plain = _pxsocket(inner.family, inner.type, inner.proto, fileno=inner.detach())
         self._ssl = None
         self._closed = True
-        plain.settimeout(self._timeout)
+        plain.settimeout(self.gettimeout())
         return plain
 
     def close(self) -> None:
@@ -293,20 +295,16 @@ class SSLSocket:
     def settimeout(self, value: Optional[float]) -> None:
         """None: wait as long as needed; seconds: the bound of each call;
         0.0: non-blocking (SSLWantReadError / SSLWantWriteError)."""
-        if value is not None:
-            value = float(value)
-            if value < 0.0:
-                raise ValueError("Timeout value out of range")
-        self._timeout = value
+        self._ns = _timeout_ns(value)
 
     def gettimeout(self) -> Optional[float]:
-        return self._timeout
+        return None if self._ns == _NEVER else self._ns / 1e9
 
     def setblocking(self, flag: bool) -> None:
         self.settimeout(None if flag else 0.0)
 
     def getblocking(self) -> bool:
-        return self._timeout != 0.0
+        return self._ns != 0
 
     def fileno(self) -> int:
         """The fd, -1 once closed.  Its readiness is not the TLS stream's:
@@ -319,7 +317,7 @@ class SSLSocket:
     def getpeercert(self, binary_form: bool = False) -> Any:
         return self._inner().getpeercert(binary_form)
 
-    def cipher(self) -> Optional[tuple]:
+    def cipher(self) -> Optional[Tuple[str, str, int]]:
         return self._inner().cipher()
 
     def version(self) -> Optional[str]:
