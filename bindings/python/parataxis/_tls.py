@@ -45,8 +45,7 @@ T = TypeVar("T")
 
 _READ, _WRITE = 0, 1
 _EVENTS = (_host.READABLE, _host.WRITABLE)
-# What a call claims: its directions (see SSLSocket._claim).
-_RECEIVING, _SENDING, _BOTH = (_READ,), (_WRITE,), (_READ, _WRITE)
+_BOTH = (_READ, _WRITE)
 _POLL_EVENTS = (select.POLLIN, select.POLLOUT)
 
 
@@ -59,6 +58,11 @@ class _Parked:
 
     def __init__(self) -> None:
         self.woken: Any = None   # a px.Event, made by the second fiber if one comes
+
+
+def _busy_error(d: int) -> BusyError:
+    what = "receiving from" if d == _READ else "sending on"
+    return BusyError(f"another fiber is {what} this TLS socket")
 
 
 def wrap_socket(context: ssl.SSLContext, sock: _socket.socket, *, server_side: bool = False,
@@ -114,33 +118,15 @@ class SSLSocket:
 
     # -- waiting -------------------------------------------------------------
 
-    def _claim(self, directions: Tuple[int, ...]) -> None:
-        """Marks the call's directions busy, or raises BusyError."""
-        for d in directions:
-            if self._busy[d]:
-                what = "receiving from" if d == _READ else "sending on"
-                raise BusyError(f"another fiber is {what} this TLS socket")
-        for d in directions:
-            self._busy[d] = True
-
-    def _release(self, directions: Tuple[int, ...]) -> None:
-        for d in directions:
-            self._busy[d] = False
-
-    def _call(self, ds: Tuple[int, ...], op: Callable[..., T], *args: Any) -> T:
-        """op(*args) on the standard socket until it stops wanting I/O,
-        claiming the directions `ds` meanwhile."""
-        self._claim(ds)
+    def _call(self, d: int, op: Callable[..., T], *args: Any) -> T:
+        """op(*args) on the standard socket until it stops wanting I/O, with
+        direction `d` (_READ: a receive, _WRITE: a send) claimed meanwhile.
+        The first try is made here: most calls need no wait."""
+        busy = self._busy
+        if busy[d]:
+            raise _busy_error(d)
+        busy[d] = True
         try:
-            return self._retry(op, *args)
-        finally:
-            self._release(ds)
-
-    def _retry(self, op: Callable[..., T], *args: Any) -> T:
-        deadline = None   # lib.px_now() ns, taken at the call's first wait
-        while True:
-            if self._ssl is None:
-                raise self._closed_error()
             try:
                 return op(*args)
             except ssl.SSLWantReadError:
@@ -151,12 +137,42 @@ class SSLSocket:
                 if self._ns == 0:
                     raise
                 want = _WRITE
-            left = _NEVER
-            if self._ns != _NEVER:
-                if deadline is None:
-                    deadline = lib.px_now() + self._ns
-                left = max(deadline - lib.px_now(), 0)
-            self._wait(want, left)
+            return self._retry(want, op, *args)
+        finally:
+            busy[d] = False
+
+    def _call_both(self, op: Callable[..., T]) -> T:
+        """op() as _call does, with both directions claimed: a handshake or
+        a shutdown, which reads and writes in turn."""
+        for d in _BOTH:
+            if self._busy[d]:
+                raise _busy_error(d)
+        self._busy[:] = [True, True]
+        try:
+            return self._retry(None, op)
+        finally:
+            self._busy[:] = [False, False]
+
+    def _retry(self, want: Optional[int], op: Callable[..., T], *args: Any) -> T:
+        """Waits for `want` (None: no wait first), tries op(*args), and so on
+        until op stops wanting I/O; the timeout counts from here."""
+        deadline = _NEVER if self._ns == _NEVER else lib.px_now() + self._ns
+        while True:
+            if want is not None:
+                left = _NEVER if deadline == _NEVER else max(deadline - lib.px_now(), 0)
+                self._wait(want, left)
+                if self._ssl is None:
+                    raise self._closed_error()
+            try:
+                return op(*args)
+            except ssl.SSLWantReadError:
+                if self._ns == 0:
+                    raise
+                want = _READ
+            except ssl.SSLWantWriteError:
+                if self._ns == 0:
+                    raise
+                want = _WRITE
 
     def _wait(self, want: int, left: int) -> None:
         """Waits until the fd is ready for `want`, or raises
@@ -205,48 +221,50 @@ class SSLSocket:
     def do_handshake(self) -> None:
         """The TLS handshake (done by wrap_socket unless
         do_handshake_on_connect=False)."""
-        self._call(_BOTH, self._inner().do_handshake)
+        self._call_both(self._inner().do_handshake)
 
     def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
         """At most `buflen` bytes of plain text; b"" once the peer closed."""
-        return self._call(_RECEIVING, self._inner().recv, buflen, flags)
+        return self._call(_READ, self._inner().recv, buflen, flags)
 
     def recv_into(self, buffer: Any, nbytes: Optional[int] = None, flags: int = 0) -> int:
         """Reads into `buffer` (at most `nbytes`, else its size); the count."""
-        return self._call(_RECEIVING, self._inner().recv_into, buffer, nbytes, flags)
+        return self._call(_READ, self._inner().recv_into, buffer, nbytes, flags)
 
     def read(self, len: int = 1024, buffer: Any = None) -> Union[bytes, int]:
         """ssl.SSLSocket.read: bytes, or the count read into `buffer`."""
-        return self._call(_RECEIVING, self._inner().read, len, buffer)
+        return self._call(_READ, self._inner().read, len, buffer)
 
     def send(self, data: Any, flags: int = 0) -> int:
         """Sends `data` (TLS writes all of it); the count."""
-        return self._call(_SENDING, self._inner().send, data, flags)
+        return self._call(_WRITE, self._inner().send, data, flags)
 
     def write(self, data: Any) -> int:
         """ssl.SSLSocket.write: as send."""
-        return self._call(_SENDING, self._inner().write, data)
+        return self._call(_WRITE, self._inner().write, data)
 
     def sendall(self, data: Any, flags: int = 0) -> None:
         """Sends all of `data`; the timeout bounds the whole call."""
         inner = self._inner()
         if flags != 0:
             raise ValueError("non-zero flags not allowed in calls to sendall() on SSLSocket")
-        self._claim(_SENDING)
+        if self._busy[_WRITE]:
+            raise _busy_error(_WRITE)
+        self._busy[_WRITE] = True
         try:
             with memoryview(data) as view, view.cast("B") as octets:
                 sent, total = 0, len(octets)
                 while sent < total:
-                    sent += self._retry(inner.send, octets[sent:])
+                    sent += self._retry(None, inner.send, octets[sent:])
         finally:
-            self._release(_SENDING)
+            self._busy[_WRITE] = False
 
     def unwrap(self) -> _socket.socket:
         """Ends TLS (both close_notify alerts) and returns the connection as a
         px.socket with this socket's timeout, for plain text; this TLS socket
         is closed (fileno() -1)."""
         inner = self._inner()
-        self._call(_BOTH, inner.unwrap)
+        self._call_both(inner.unwrap)
         plain = _pxsocket(inner.family, inner.type, inner.proto, fileno=inner.detach())
         self._ssl = None
         self._closed = True
