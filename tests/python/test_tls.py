@@ -405,3 +405,20 @@ def test_tls_a_recv_that_must_write_waits_beside_a_parked_sender():
         bounded(main)
     finally:
         b.close()
+
+
+def test_tls_wrap_socket_refuses_an_unconnected_or_non_blocking_socket_and_leaves_it_open(
+        client_ctx):
+    def main():
+        with px.socket() as unconnected:
+            with pytest.raises(OSError) as e:
+                px.wrap_socket(client_ctx, unconnected, server_hostname="localhost")
+            assert e.value.errno == errno.ENOTCONN
+            assert unconnected.fileno() != -1
+        with listener() as lsock, connect(lsock.getsockname()[1]) as sock:
+            sock.settimeout(0)
+            with pytest.raises(ValueError, match="non-blocking"):
+                px.wrap_socket(client_ctx, sock, server_hostname="localhost")
+            assert sock.fileno() != -1
+
+    bounded(main)
