@@ -15,7 +15,7 @@ the exit status is 1.  Every figure is the median of R runs (default 5;
 --quick: 1 run and shorter windows), the servers interleaved in each run so
 that the machine's noise hits them alike.  Servers run on CPU 0, the load
 generator on CPU 1 (io_bench.py's rule).  The full default run takes about
-eight minutes on two cores.
+six minutes on two cores.
 
 echo      TCP echo of 1 KiB messages on 127.0.0.1 at N = 10 / 100 / 1,000
           connections, one server process at a time, driven by io_echo_load
@@ -485,7 +485,7 @@ def echo_once(py, load, name, conns, warm, span):
 def run_echo(py, load, a):
     names = py.usable(SERVERS, SERVERS)
     conns = (10, 100, 1000)
-    warm, span = (0.3, 0.7) if a.quick else (0.5, 1.5)
+    warm, span = (0.3, 0.7) if a.quick else (0.5, 2.0)
     print(f"== Python TCP echo, 1 KiB: server CPU per request (us, utime+stime over a {span} s "
           f"window after {warm} s of warm-up) and requests/s, median of {a.runs}; servers on "
           f"CPU {CPU_SERVER}, load on CPU {CPU_LOAD}; {py.exe}")
