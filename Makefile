@@ -58,6 +58,8 @@ demo: demo-build demo-python-install
 	@$(PYTHON) docs/examples/timer_demo.py
 	@echo "== Python: fibers and the sync family =="
 	@$(PYTHON) docs/examples/fiber_demo.py
+	@echo "== Python: fibers doing I/O (an echo server and its clients) =="
+	@$(PYTHON) docs/examples/io_demo.py
 	@if [ -f build/bindings/parataxis_core.so ]; then echo "== Lua: timers =="; \
 	    LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
 	    lua5.4 docs/examples/timer_demo.lua && \

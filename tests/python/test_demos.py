@@ -48,3 +48,13 @@ def test_fiber_demo_prints_what_the_other_languages_print_in_order():
     order = [line_of(lines, t) for t in ("timer handler fired in a fiber", "the engine's report",
                                          "deadlock detected", "wait-for cycle")]
     assert order == sorted(order), text
+
+
+def test_io_demo_serves_its_clients_and_stops():
+    lines = piped("io_demo.py")
+    assert re.match(r"echo server on 127\.0\.0\.1, port \d+$", lines[0])
+    for i in range(3):
+        assert f'client {i} got back "hello from client {i}"' in lines, lines
+    assert lines[-3:] == ["recv on a quiet socket for 20 ms: ended by its scope: True",
+                          "os.read on the blocking pool got b'written by a fiber'",
+                          "server stopped: its listener was closed"]

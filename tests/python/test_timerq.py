@@ -301,7 +301,8 @@ def test_only_exceptions_a_call_can_raise_are_exported():
                 and issubclass(getattr(parataxis, n), BaseException)}
     assert exported == {"Error", "InvalidArgument", "NoMemory", "Closed", "ForkedError",
                         "Timeout", "Cancelled", "DeadlockError", "OwnerDiedError",
-                        "NotOwnerError", "NoFiberError", "BusyError", "WrongSchedulerError"}
+                        "NotOwnerError", "NoFiberError", "BusyError", "WrongSchedulerError",
+                        "ClosedResourceError", "NotSupportedError"}
     for name in exported:
         cls = getattr(parataxis, name)
         assert issubclass(cls, parataxis.Error) and cls.__module__ == "parataxis"

@@ -6,7 +6,10 @@ one expiry; HandlerQueue runs handlers on your own thread.
 
 run(main) runs fibers -- greenlets scheduled by the C scheduler -- with sleep,
 yield_, timeout / move_on_after / cancel_scope, and Mutex, RwLock, WaitGroup,
-Barrier, Once, Semaphore, Event and Channel, whose waits all obey the scopes:
+Barrier, Once, Semaphore, Event and Channel, whose waits all obey the scopes;
+and I/O that parks only the calling fiber: socket, create_connection,
+create_server, open_tcp_stream / serve_tcp streams, wait_readable /
+wait_writable, run_blocking and getaddrinfo on the C blocking pool:
 
     import parataxis as px
 
@@ -20,11 +23,14 @@ Barrier, Once, Semaphore, Event and Channel, whose waits all obey the scopes:
 See docs/python.md.
 """
 from ._core import HandlerQueue, Timer, TimerHandle, TimerQueue, now, version
-from ._errors import (BusyError, Cancelled, Closed, DeadlockError, Error, ForkedError,
-                      InvalidArgument, NoFiberError, NoMemory, NotOwnerError,
-                      OwnerDiedError, Timeout, WrongSchedulerError)
+from ._errors import (BusyError, Cancelled, Closed, ClosedResourceError, DeadlockError, Error,
+                      ForkedError, InvalidArgument, NoFiberError, NoMemory, NotOwnerError,
+                      NotSupportedError, OwnerDiedError, Timeout, WrongSchedulerError)
 from ._fibers import (CancellationToken, Fiber, Scheduler, cancel_scope, current_id,
                       move_on_after, run, scheduler, sleep, spawn, timeout, yield_)
+from ._net import (blocking_cancelled, create_connection, create_server, getaddrinfo,
+                   notify_closing, run_blocking, socket, wait_readable, wait_writable)
+from ._streams import SocketStream, open_tcp_stream, serve_tcp
 from ._sync import Barrier, Channel, Event, Mutex, Once, RwLock, Semaphore, WaitGroup
 
 __version__ = "0.1.0"
@@ -34,7 +40,11 @@ __all__ = [
     "run", "spawn", "Fiber", "sleep", "yield_", "current_id", "scheduler", "Scheduler",
     "timeout", "move_on_after", "CancellationToken", "cancel_scope",
     "Mutex", "RwLock", "WaitGroup", "Barrier", "Once", "Semaphore", "Event", "Channel",
+    "wait_readable", "wait_writable", "notify_closing", "socket", "create_connection",
+    "create_server", "SocketStream", "open_tcp_stream", "serve_tcp", "run_blocking",
+    "blocking_cancelled",
+    "getaddrinfo",
     "Error", "InvalidArgument", "NoMemory", "Closed", "ForkedError", "Timeout",
     "Cancelled", "DeadlockError", "OwnerDiedError", "NotOwnerError", "NoFiberError",
-    "BusyError", "WrongSchedulerError",
+    "BusyError", "WrongSchedulerError", "ClosedResourceError", "NotSupportedError",
 ]

@@ -3,6 +3,7 @@ that a call of this binding can return.  Any other code raises Error itself,
 with px_strerror's text."""
 from __future__ import annotations
 
+import errno
 from typing import Dict, NoReturn, Type
 
 from ._parataxis import ffi, lib
@@ -35,6 +36,18 @@ class Closed(Error, RuntimeError):
     """The object was closed (or is shutting down)."""
 
     code = lib.PX_ECLOSED
+
+
+class ClosedResourceError(Closed, OSError):
+    """The fd was closed while a fiber waited on it: notify_closing(fd) ran
+    (close() of a parataxis socket does it), in any thread.  trio's name for
+    it; an OSError with errno EBADF too, as a call on a closed socket raises,
+    so `except OSError` code keeps working."""
+
+    code = lib.PX_ECLOSED
+
+    def __init__(self, message: str = "closed while a fiber waited on it") -> None:
+        OSError.__init__(self, errno.EBADF, message)
 
 
 class ForkedError(Closed):
@@ -90,9 +103,8 @@ class BusyError(Error, RuntimeError):
 
 class NotSupportedError(Error, ValueError):
     """PX_ENOTSUP: the object cannot do that -- a file descriptor that epoll
-    refuses (a regular file) given to an I/O wait.  No call of the binding
-    can raise it until it waits on file descriptors, so parataxis does not
-    export it yet; the class keeps every code of the header mapped."""
+    refuses (a regular file, a directory) given to an I/O wait: such a file is
+    always "ready", and its reads block the thread; use run_blocking."""
 
     code = lib.PX_ENOTSUP
 
@@ -108,7 +120,7 @@ class WrongSchedulerError(Error, RuntimeError):
 
 _ALL = (Error, InvalidArgument, NoMemory, Closed, ForkedError, Timeout, Cancelled,
         DeadlockError, OwnerDiedError, NotOwnerError, NoFiberError, BusyError,
-        WrongSchedulerError, NotSupportedError)
+        WrongSchedulerError, NotSupportedError, ClosedResourceError)
 
 # Shown, printed and pickled as parataxis.Closed etc., where users import them.
 for _cls in _ALL:
@@ -120,7 +132,7 @@ del _cls
 # or a string of its own.  Every code px_errname knows has its class here but
 # PX_EYIELD and PX_EINTR, which the binding acts on and never raises
 # (test_every_code_of_the_header_raises_its_own_exception).
-_BY_CODE: Dict[int, Type[Error]] = {c.code: c for c in _ALL[1:]}
+_BY_CODE: Dict[int, Type[Error]] = {c.code: c for c in _ALL[1:-1]}
 
 
 def raise_for(code: int) -> NoReturn:
@@ -136,3 +148,28 @@ def check(code: int) -> int:
     if code < 0:
         raise_for(code)
     return code
+
+
+_DIRECTIONS = {1: "read", 2: "write", 3: "read or write"}
+
+
+def raise_fd(code: int, fd: int, events: int) -> NoReturn:
+    """Raise the exception of a wait on `fd` (for `events`, PX_READABLE 1,
+    PX_WRITABLE 2) that ended with C code `code`: the I/O's own names where
+    they differ from raise_for's."""
+    how = _DIRECTIONS.get(events, "use")
+    if code == lib.PX_ETIMEDOUT:
+        raise Timeout(f"wait to {how} fd {fd}: timed out")
+    if code == lib.PX_ECANCELED:
+        raise Cancelled(f"wait to {how} fd {fd}: cancelled")
+    if code == lib.PX_ECLOSED:
+        raise ClosedResourceError(f"fd {fd} was closed while a fiber waited to {how} it")
+    if code == lib.PX_EBUSY:
+        raise BusyError(f"another fiber already waits to {how} fd {fd}")
+    if code == lib.PX_ENOTSUP:
+        raise NotSupportedError(f"fd {fd} cannot be waited on (a regular file or a "
+                                "directory is always ready): use run_blocking")
+    if code == lib.PX_EINVAL:
+        raise InvalidArgument(f"fd {fd} cannot be waited on: negative, not open, or the "
+                              "scheduler's own")
+    raise_for(code)

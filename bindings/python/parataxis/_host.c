@@ -96,6 +96,11 @@ static PyObject *fail(int code)
     return NULL;
 }
 
+PyObject *pxh_fail(int code)
+{
+    return fail(code);
+}
+
 int pxh_in_run(void)
 {
     return run_here != NULL;
@@ -341,6 +346,11 @@ static int pass_turn(hrun *r)
     Py_DECREF(me);
     Py_DECREF(target);
     return out;
+}
+
+int pxh_pass_turn(void)
+{
+    return pass_turn(run_here);
 }
 
 /*
@@ -1115,18 +1125,19 @@ PyMODINIT_FUNC PyInit__host(void)
     if (errors == NULL)
         return NULL;
     raise_for = PyObject_GetAttrString(errors, "raise_for");
-    Py_DECREF(errors);
     empty = PyTuple_New(0);
     main_name = PyUnicode_InternFromString("_main");
     ctx_name = PyUnicode_InternFromString("_ctx");
     worker_fn = PyCFunction_New(&worker_def, NULL);
-    if (raise_for == NULL || empty == NULL || main_name == NULL || ctx_name == NULL
-        || worker_fn == NULL)
-        return NULL;
-    PyObject *m = PyModule_Create(&module);
+    PyObject *m = NULL;
+    if (raise_for != NULL && empty != NULL && main_name != NULL && ctx_name != NULL
+        && worker_fn != NULL)
+        m = PyModule_Create(&module);
     if (m != NULL && (PyType_Ready(&hexec_type) != 0
                       || PyModule_AddObjectRef(m, "Executor", (PyObject *)&hexec_type) != 0
-                      || pxh_add_handles(m) != 0 || pxh_add_timers(m) != 0))
+                      || pxh_add_handles(m) != 0 || pxh_add_timers(m) != 0
+                      || pxh_add_io(m, errors) != 0))
         Py_CLEAR(m);
+    Py_DECREF(errors);
     return m;
 }

@@ -2,7 +2,8 @@
 ** _host.h -- what the C files of the extension parataxis._host give one
 ** another: _host.c (the greenlet host and the module), _handles.c (the handles of
 ** the sync family's objects and tokens, the calls that may park), _timers.c
-** (the timer queues' handles, add and cancel, trampolines and executors).
+** (the timer queues' handles, add and cancel, trampolines and executors), _io.c
+** (the waits on fds, the socket calls, run_blocking).
 */
 #ifndef PXH_HOST_H
 #define PXH_HOST_H
@@ -42,6 +43,13 @@ int pxh_op_call(pxh_op *w);
 /* 1 while this thread runs a scheduler (_host.c), else 0. */
 int pxh_in_run(void);
 
+/* Ends the calling fiber's turn after a call that returned PX_EYIELD and
+** waits for the next one (_host.c): 0, or -1 with an exception set. */
+int pxh_pass_turn(void);
+
+/* Raises the exception of C code `code` through _errors.raise_for; NULL. */
+PyObject *pxh_fail(int code);
+
 /* A _host.Call of fn(arg, status), the library's call owed to a handler (see
 ** _timers.c); a new reference, or NULL with the error set. */
 PyObject *pxh_call_new(px_handler_fn fn, void *arg, int status);
@@ -52,5 +60,9 @@ int pxh_add_timers(PyObject *m);
 
 /* Adds Prim, Token and the op and kind constants to the module; 0 or -1. */
 int pxh_add_handles(PyObject *m);
+
+/* Adds the waits on fds, the socket calls and run_blocking (_io.c), whose
+** errors raise through the module `errors` (parataxis._errors); 0 or -1. */
+int pxh_add_io(PyObject *m, PyObject *errors);
 
 #endif
