@@ -160,7 +160,8 @@ def watch():
 def main():
     if MODE == "idle":
         px.spawn(watch)
-    px.serve_tcp(handler, 0, "127.0.0.1", backlog=BACKLOG, ready=listening)
+    px.serve_tcp(handler, 0, "127.0.0.1", backlog=BACKLOG,
+                 ready=lambda lst: listening(lst.getsockname()[1]))
 
 px.run(main)
 '''
