@@ -41,7 +41,10 @@ idle      Resident bytes per idle connection: the same servers run as
           `PY -c SOURCE idle 10000`; io_echo_load --hold (another process)
           opens 10,000 connections that send nothing; once every handler has
           reached its first read the server prints VmRSS after - before / N,
-          before = at listening, after the imports and the loop's start.
+          before = at listening, after the imports and the loop's start.  The
+          handlers of px sockets and gevent each hold their 4 KiB bytearray
+          (about 4,080 B of their figure: 8.3 KB and 9.9 KB with a 16 B one
+          here); the streams' handlers hold no buffer while they wait.
           parataxis sockets and streams, gevent, asyncio streams; median of 3
           runs (1 with --quick).  Needs RLIMIT_NOFILE >= 10,100 (raised to the
           hard limit here).
@@ -580,7 +583,8 @@ def run_idle(py, load, a):
     names = py.usable(IDLE_SERVERS, SERVERS)
     runs = 1 if a.quick else 3
     print(f"== resident bytes per idle connection, {n:,} TCP connections that send nothing "
-          f"(VmRSS after - before / {n:,}; median of {runs}); {py.exe}")
+          f"(VmRSS after - before / {n:,}; median of {runs}; px sockets and gevent include "
+          f"their handler's 4 KiB buffer); {py.exe}")
     res = {}
     for _ in range(runs):
         for name in names:
