@@ -409,7 +409,10 @@ class Python:
         self.exe = exe
         self.failures = []
         mods = sorted({m for m, _ in SERVERS.values()} | {m for m, _ in BLOCKING.values()})
-        r = subprocess.run([exe, "-c", PROBE, *mods], capture_output=True, text=True)
+        try:
+            r = subprocess.run([exe, "-c", PROBE, *mods], capture_output=True, text=True)
+        except OSError as e:
+            sys.exit(f"io_python: cannot run {exe}: {e}")
         self.why = {}     # module -> why it is left out (absent: usable)
         for line in r.stdout.splitlines():
             f = line.split(None, 2)
