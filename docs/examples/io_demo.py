@@ -43,7 +43,11 @@ def main() -> None:
         print(f"recv on a quiet socket for 20 ms: ended by its scope: {scope.expired}")
 
     r, w = os.pipe()
-    px.spawn(lambda: (px.sleep(0.01), os.write(w, b"written by a fiber")))
+
+    def writer() -> None:
+        px.sleep(0.01)
+        os.write(w, b"written by a fiber")
+    px.spawn(writer)
     print("os.read on the blocking pool got", px.run_blocking(os.read, r, 64))
     os.close(r)
     os.close(w)

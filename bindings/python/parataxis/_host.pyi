@@ -48,6 +48,22 @@ def wait(op: int, obj: object, value: int = ...) -> int:
     JOIN; value: a Channel send's key) until it returns something other than
     PX_EYIELD, waiting for the turn in between; returns that."""
 
+# -- _io.c: waits on fds, the socket calls, the blocking pool ------------------
+
+READABLE: int
+WRITABLE: int
+
+def wait_fd(fd: int, events: int, timeout_ns: int) -> None:
+    """Parks the calling fiber until fd is ready for events or timeout_ns
+    passes (-1: never; TimeoutError); raises through _errors.raise_fd."""
+def run_blocking(fn: Callable[..., Any], args: Tuple[Any, ...], abandon: bool) -> Any:
+    """fn(*args) on a thread of the C pool while the calling fiber parks."""
+# Instance methods of px.socket (self: the socket; its fileno() and _px_ns).
+def socket_recv(self: Any, bufsize: int, flags: int = ...) -> bytes: ...
+def socket_recv_into(self: Any, buffer: Any, nbytes: int = ..., flags: int = ...) -> int: ...
+def socket_send(self: Any, data: Any, flags: int = ...) -> int: ...
+def socket_sendall(self: Any, data: Any, flags: int = ...) -> None: ...
+
 class Prim:
     """A sync object's C memory (kind K_*, n: a Barrier's parties, a
     Semaphore's value, a Channel's capacity); collected at its deallocation

@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 
@@ -181,20 +182,63 @@ static int int_of(PyObject *o, int *out)
     return 0;
 }
 
-/* The fast calls' arguments: n of them, the ints among them (a NULL slot in
-** `ints` for one that is not), and the timeout in ns (-1: none), last. */
-static int args_of(const char *name, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t n,
-                   int *ints[], int64_t *timeout_ns)
+static PyObject *str_fileno, *str_px_ns;   /* "fileno", "_px_ns" */
+
+/*
+** A socket method's arguments: args[0] is the socket (px.socket), then up to
+** max - 1 of the user's, the first `min` - 1 required, each int among them
+** into ints[i] (default 0; a NULL slot for one that is not an int), the others
+** into objs[i]; keywords by `names`.  *fd is the socket's fileno(), *timeout_ns
+** its _px_ns (-1: none).  0, or -1 with an exception set.
+*/
+static int method_args(const char *name, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames, int min, int max, const char *const names[],
+                       int *ints[], PyObject **objs, int *fd, int64_t *timeout_ns)
 {
-    if (nargs != n) {
-        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", name, n);
+    PyObject *given[4] = { NULL, NULL, NULL, NULL };
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs < 1 || nargs > max) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d arguments", name, max - 1);
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n - 1; i++) {
-        if (ints[i] != NULL && int_of(args[i], ints[i]) != 0)
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        given[i] = args[i];
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        int i = 1;
+        while (i < max
+               && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), names[i]) != 0)
+            i++;
+        if (i == max || given[i] != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s(): unexpected or repeated keyword %R", name,
+                         PyTuple_GET_ITEM(kwnames, k));
             return -1;
+        }
+        given[i] = args[nargs + k];
     }
-    long long t = PyLong_AsLongLong(args[n - 1]);
+    for (int i = 1; i < max; i++) {
+        if (given[i] == NULL && i < min) {
+            PyErr_Format(PyExc_TypeError, "%s() missing argument '%s'", name, names[i]);
+            return -1;
+        }
+        if (ints[i] != NULL)
+            *ints[i] = 0;
+        if (given[i] == NULL)
+            continue;
+        if (ints[i] != NULL && int_of(given[i], ints[i]) != 0)
+            return -1;
+        if (ints[i] == NULL)
+            *objs = given[i];
+    }
+    PyObject *v = PyObject_CallMethodNoArgs(args[0], str_fileno);
+    if (v == NULL || int_of(v, fd) != 0) {
+        Py_XDECREF(v);
+        return -1;
+    }
+    Py_DECREF(v);
+    if ((v = PyObject_GetAttr(args[0], str_px_ns)) == NULL)
+        return -1;
+    long long t = PyLong_AsLongLong(v);
+    Py_DECREF(v);
     if (t == -1 && PyErr_Occurred())
         return -1;
     *timeout_ns = t;
@@ -210,22 +254,37 @@ static PyObject *h_wait_fd(PyObject *self, PyObject *const *args, Py_ssize_t nar
 {
     (void)self;
     int fd, events;
-    int64_t timeout_ns;
-    if (args_of("wait_fd", args, nargs, 3, (int *[]){ &fd, &events }, &timeout_ns) != 0)
+    long long timeout_ns;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "wait_fd(fd, events, timeout_ns)");
+        return NULL;
+    }
+    if (int_of(args[0], &fd) != 0 || int_of(args[1], &events) != 0)
+        return NULL;
+    if ((timeout_ns = PyLong_AsLongLong(args[2])) == -1 && PyErr_Occurred())
         return NULL;
     int rc = await_fd(fd, (unsigned)events, deadline_of(timeout_ns), 0);
     return rc == 0 ? Py_NewRef(Py_None) : raise_wait(rc, fd, (unsigned)events);
 }
 
-PyDoc_STRVAR(recv_doc, "recv(fd, n, flags, timeout_ns) -> bytes: recv(2) of at most n bytes, "
-                       "waiting while there are none (timeout_ns: -1 never, 0 do not wait).");
+/*
+** The socket methods of every request, bound to px.socket as instance methods
+** (socket_method): self's fileno() is the fd, its _px_ns the timeout in ns
+** (-1: none, 0: never wait).
+*/
 
-static PyObject *h_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+PyDoc_STRVAR(recv_doc, "recv(bufsize[, flags]) -> bytes: at most bufsize bytes, as soon as "
+                       "there are any; b'' at the end of the stream.");
+
+static PyObject *h_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames)
 {
     (void)self;
+    static const char *const names[] = { "self", "bufsize", "flags" };
     int fd, n, flags;
     int64_t timeout_ns, deadline = -2;
-    if (args_of("recv", args, nargs, 4, (int *[]){ &fd, &n, &flags }, &timeout_ns) != 0)
+    if (method_args("recv", args, nargs, kwnames, 2, 3, names, (int *[]){ NULL, &n, &flags },
+                    NULL, &fd, &timeout_ns) != 0)
         return NULL;
     if (n < 0) {
         PyErr_SetString(PyExc_ValueError, "negative buffersize in recv");
@@ -245,19 +304,22 @@ static PyObject *h_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return b;
 }
 
-PyDoc_STRVAR(recv_into_doc, "recv_into(fd, buffer, nbytes, flags, timeout_ns) -> int: recv(2) "
-                            "into a writable buffer, at most nbytes (0: its size).");
+PyDoc_STRVAR(recv_into_doc, "recv_into(buffer[, nbytes[, flags]]) -> int: receives into a "
+                            "writable buffer, at most nbytes (0: its size); the count.");
 
-static PyObject *h_recv_into(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *h_recv_into(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames)
 {
     (void)self;
+    static const char *const names[] = { "self", "buffer", "nbytes", "flags" };
     int fd, n, flags;
     int64_t timeout_ns, deadline = -2;
-    if (args_of("recv_into", args, nargs, 5, (int *[]){ &fd, NULL, &n, &flags },
-                &timeout_ns) != 0)
+    PyObject *buffer = NULL;
+    if (method_args("recv_into", args, nargs, kwnames, 2, 4, names,
+                    (int *[]){ NULL, NULL, &n, &flags }, &buffer, &fd, &timeout_ns) != 0)
         return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE) != 0)
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE) != 0)
         return NULL;
     Py_ssize_t got = -1;
     if (n < 0)
@@ -271,18 +333,23 @@ static PyObject *h_recv_into(PyObject *self, PyObject *const *args, Py_ssize_t n
     return got < 0 ? NULL : PyLong_FromSsize_t(got);
 }
 
-PyDoc_STRVAR(send_doc, "send(fd, data, flags, timeout_ns) -> int: one send(2) of data, waiting "
-                       "while there is no room; the count sent.");
+PyDoc_STRVAR(send_doc, "send(data[, flags]) -> int: sends what there is room for, waiting "
+                       "while there is none; the count sent.");
 
-static PyObject *h_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static const char *const send_names[] = { "self", "data", "flags" };
+
+static PyObject *h_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames)
 {
     (void)self;
     int fd, flags;
     int64_t timeout_ns, deadline = -2;
-    if (args_of("send", args, nargs, 4, (int *[]){ &fd, NULL, &flags }, &timeout_ns) != 0)
+    PyObject *data = NULL;
+    if (method_args("send", args, nargs, kwnames, 2, 3, send_names,
+                    (int *[]){ NULL, NULL, &flags }, &data, &fd, &timeout_ns) != 0)
         return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) != 0)
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0)
         return NULL;
     Py_ssize_t sent = io_loop(try_send, fd, view.buf, (size_t)view.len, flags, PX_WRITABLE,
                               timeout_ns, &deadline);
@@ -290,18 +357,21 @@ static PyObject *h_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return sent < 0 ? NULL : PyLong_FromSsize_t(sent);
 }
 
-PyDoc_STRVAR(sendall_doc, "sendall(fd, data, flags, timeout_ns) -> None: sends all of data, "
-                          "waiting whenever there is no room; timeout_ns bounds the whole call.");
+PyDoc_STRVAR(sendall_doc, "sendall(data[, flags]) -> None: sends all of data, waiting whenever "
+                          "there is no room; the socket's timeout bounds the whole call.");
 
-static PyObject *h_sendall(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *h_sendall(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames)
 {
     (void)self;
     int fd, flags;
     int64_t timeout_ns, deadline = -2;
-    if (args_of("sendall", args, nargs, 4, (int *[]){ &fd, NULL, &flags }, &timeout_ns) != 0)
+    PyObject *data = NULL;
+    if (method_args("sendall", args, nargs, kwnames, 2, 3, send_names,
+                    (int *[]){ NULL, NULL, &flags }, &data, &fd, &timeout_ns) != 0)
         return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) != 0)
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0)
         return NULL;
     const char *p = view.buf;
     Py_ssize_t left = view.len, sent = 0;
@@ -419,20 +489,47 @@ static PyObject *h_run_blocking(PyObject *self, PyObject *args)
     return pxh_fail(rc);
 }
 
-static PyMethodDef io_methods[] = {
+static PyMethodDef io_functions[] = {
     { "wait_fd", (PyCFunction)(void (*)(void))h_wait_fd, METH_FASTCALL, wait_fd_doc },
-    { "recv", (PyCFunction)(void (*)(void))h_recv, METH_FASTCALL, recv_doc },
-    { "recv_into", (PyCFunction)(void (*)(void))h_recv_into, METH_FASTCALL, recv_into_doc },
-    { "send", (PyCFunction)(void (*)(void))h_send, METH_FASTCALL, send_doc },
-    { "sendall", (PyCFunction)(void (*)(void))h_sendall, METH_FASTCALL, sendall_doc },
     { "run_blocking", h_run_blocking, METH_VARARGS, run_blocking_doc },
     { NULL, NULL, 0, NULL },
 };
 
+#define FAST_KW (METH_FASTCALL | METH_KEYWORDS)
+static PyMethodDef socket_methods[] = {
+    { "recv", (PyCFunction)(void (*)(void))h_recv, FAST_KW, recv_doc },
+    { "recv_into", (PyCFunction)(void (*)(void))h_recv_into, FAST_KW, recv_into_doc },
+    { "send", (PyCFunction)(void (*)(void))h_send, FAST_KW, send_doc },
+    { "sendall", (PyCFunction)(void (*)(void))h_sendall, FAST_KW, sendall_doc },
+    { NULL, NULL, 0, NULL },
+};
+
+/* Adds each of socket_methods as an instance method -- a C function that a
+** class binds to its instances, as a Python function is bound: px.socket
+** takes them as its methods, with no Python frame between the call and C. */
+static int add_socket_methods(PyObject *m)
+{
+    for (PyMethodDef *d = socket_methods; d->ml_name != NULL; d++) {
+        PyObject *fn = PyCFunction_NewEx(d, NULL, NULL);
+        PyObject *method = fn == NULL ? NULL : PyInstanceMethod_New(fn);
+        Py_XDECREF(fn);
+        char name[32];
+        snprintf(name, sizeof name, "socket_%s", d->ml_name);
+        int rc = method == NULL ? -1 : PyModule_AddObjectRef(m, name, method);
+        Py_XDECREF(method);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int pxh_add_io(PyObject *m, PyObject *errors)
 {
     raise_fd = PyObject_GetAttrString(errors, "raise_fd");
-    if (raise_fd == NULL || PyModule_AddFunctions(m, io_methods) != 0)
+    str_fileno = PyUnicode_InternFromString("fileno");
+    str_px_ns = PyUnicode_InternFromString("_px_ns");
+    if (raise_fd == NULL || str_fileno == NULL || str_px_ns == NULL
+        || PyModule_AddFunctions(m, io_functions) != 0 || add_socket_methods(m) != 0)
         return -1;
     if (PyModule_AddIntConstant(m, "READABLE", PX_READABLE) != 0)
         return -1;

@@ -194,25 +194,15 @@ class socket(_std.socket):
         return self._px_ns != 0
 
     @property
-    def timeout(self) -> Optional[float]:      # type: ignore[override]
+    def timeout(self) -> Optional[float]:
         return self.gettimeout()
 
-    # -- the calls of every request, in C (_io.c) -------------------------------
+    # -- the calls of every request: C functions bound as methods (_io.c) ------
 
-    def recv(self, bufsize: int, flags: int = 0) -> bytes:
-        data: bytes = _host.recv(self.fileno(), bufsize, flags, self._px_ns)
-        return data
-
-    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
-        n: int = _host.recv_into(self.fileno(), buffer, nbytes, flags, self._px_ns)
-        return n
-
-    def send(self, data: Any, flags: int = 0) -> int:
-        n: int = _host.send(self.fileno(), data, flags, self._px_ns)
-        return n
-
-    def sendall(self, data: Any, flags: int = 0) -> None:
-        _host.sendall(self.fileno(), data, flags, self._px_ns)
+    recv = _host.socket_recv
+    recv_into = _host.socket_recv_into
+    send = _host.socket_send
+    sendall = _host.socket_sendall
 
     # -- the others: the standard call, and a wait when it would block ----------
 
@@ -241,7 +231,7 @@ class socket(_std.socket):
             raise TimeoutError("timed out")
 
     def accept(self) -> Tuple["socket", Any]:
-        fd, addr = self._retry(_READABLE, self._accept)
+        fd, addr = self._retry(_READABLE, self._accept)  # type: ignore[attr-defined]
         sock = socket(self.family, self.type, self.proto, fileno=fd)
         return sock, addr
 
@@ -273,15 +263,15 @@ class socket(_std.socket):
         if err != errno.EINPROGRESS or self._px_ns == 0:
             return err
         self._wait(_WRITABLE, self._px_ns)
-        err: int = self.getsockopt(_std.SOL_SOCKET, _std.SO_ERROR)
-        return err
+        return self.getsockopt(_std.SOL_SOCKET, _std.SO_ERROR)
 
     def bind(self, address: Any) -> None:
         super().bind(_resolve(address, self.family, self.type))
 
     def sendfile(self, file: Any, offset: int = 0, count: Optional[int] = None) -> int:
         """Sends a file with send() (the file is read on the run's thread)."""
-        return self._sendfile_use_send(file, offset, count)
+        sent: int = self._sendfile_use_send(file, offset, count)  # type: ignore[attr-defined]
+        return sent
 
     def dup(self) -> "socket":
         new = socket(self.family, self.type, self.proto, fileno=os.dup(self.fileno()))
