@@ -125,7 +125,7 @@ test-lua: build
 test-lua-install: build
 	sh tests/install/lua.sh build
 
-# deps plus the peers of the fiber benchmarks (gevent, trio; Debian lua-copas and golang-go), if missing.
+# deps plus the peers of the benchmarks (gevent, trio, uvloop; Debian lua-copas and golang-go), if missing.
 bench-deps:
 	@sh .ci/deps bench
 

@@ -1,5 +1,6 @@
 /*
-** io_echo_load.c -- the load generator of the TCP echo benchmark (io_echo.py).
+** io_echo_load.c -- the load generator of the TCP echo benchmarks (io_bench.py,
+** io_python.py).
 **
 **   io_echo_load PORT CONNS MSG_BYTES WARMUP_S MEASURE_S SERVER_PID
 **   io_echo_load --hold PORT CONNS        (io_rss: connect, then wait for stdin EOF)
@@ -23,8 +24,8 @@
 ** the line says which ("clock schedstat" or "clock stat").
 **
 ** --hold: opens CONNS connections, prints "connected", and waits until its
-** stdin is closed (io_rss.py's client side, so that the server's process holds
-** only its own ends).
+** stdin is closed (the client side of io_bench.py's rss and io_python.py's
+** idle sections, so that the server's process holds only its own ends).
 */
 #define _GNU_SOURCE
 #include <arpa/inet.h>

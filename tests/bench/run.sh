@@ -184,6 +184,15 @@ if "$py" -c "import parataxis" 2>/dev/null; then
     else
         step "$py" "$here/bench_python_fibers.py"
     fi
+    # Fiber I/O (issue 21): its servers and pool cases run in $py, beside
+    # gevent, asyncio, uvloop and trio where $py has them; io_echo_load is the
+    # load generator built above.
+    say "== Python I/O: echo server CPU per request and requests/s, bytes per idle connection,"
+    say "   a blocking-pool round trip (targets: CPU/request <= 0.5x gevent and <= 1.0x uvloop"
+    say "   streams, requests/s >= gevent; pool round trip <= 0.5x trio)"
+    quick=""
+    [ "${PXB_QUICK:-0}" = 1 ] && quick=--quick
+    step "$py" "$here/io_python.py" --build "$build" --python "$py" $quick
 else
     say "(parataxis is not importable by $py: no Python figures)"
 fi
@@ -207,6 +216,7 @@ grep -E '^(yield|spawn|RSS|[0-9]+ parked|ratio parataxis / )|^(uncontended|mutex
 grep -E '^skynet target' "$out" || true
 grep -E '^io target' "$out" || true
 grep -E '^py target' "$out" || true
+grep -E '^pyio target' "$out" || true
 grep -E '^lua target' "$out" || true
 grep 'FAILED' "$out" || true
 echo "(full output: $out)"

@@ -8,7 +8,7 @@ run(main) runs fibers -- greenlets scheduled by the C scheduler -- with sleep,
 yield_, timeout / move_on_after / cancel_scope, and Mutex, RwLock, WaitGroup,
 Barrier, Once, Semaphore, Event and Channel, whose waits all obey the scopes;
 and I/O that parks only the calling fiber: socket, create_connection,
-create_server, open_tcp_stream / serve_tcp streams, wait_readable /
+create_server, wrap_socket (TLS), open_tcp_stream / serve_tcp streams, wait_readable /
 wait_writable, run_blocking and getaddrinfo on the C blocking pool:
 
     import parataxis as px
@@ -32,6 +32,7 @@ from ._net import (blocking_cancelled, create_connection, create_server, getaddr
                    notify_closing, run_blocking, socket, wait_readable, wait_writable)
 from ._streams import SocketStream, open_tcp_stream, serve_tcp
 from ._sync import Barrier, Channel, Event, Mutex, Once, RwLock, Semaphore, WaitGroup
+from ._tls import SSLSocket, wrap_socket
 
 __version__ = "0.1.0"
 
@@ -43,7 +44,7 @@ __all__ = [
     "wait_readable", "wait_writable", "notify_closing", "socket", "create_connection",
     "create_server", "SocketStream", "open_tcp_stream", "serve_tcp", "run_blocking",
     "blocking_cancelled",
-    "getaddrinfo",
+    "getaddrinfo", "wrap_socket", "SSLSocket",
     "Error", "InvalidArgument", "NoMemory", "Closed", "ForkedError", "Timeout",
     "Cancelled", "DeadlockError", "OwnerDiedError", "NotOwnerError", "NoFiberError",
     "BusyError", "WrongSchedulerError", "ClosedResourceError", "NotSupportedError",

@@ -150,19 +150,43 @@ static int still_has(PyObject *sock, int fd)
     return now == fd;
 }
 
+/* Waits until socket `sock`'s fd is ready for `events`, bounded by *deadline
+** (-2: not taken yet, from timeout_ns): 0, or -1 with the wait's exception
+** set.  Then the fd is asked for again, as the standard socket does: a fiber
+** woken for readiness may get its turn after another closed the socket, and
+** a new socket may have its fd number by then (notify_closing wakes only a
+** fiber still waiting) -- that is ClosedResourceError, not a call on the new
+** socket. */
+static int wait_ready(PyObject *sock, int fd, unsigned events, int64_t timeout_ns,
+                      int64_t *deadline)
+{
+    if (*deadline == -2)
+        *deadline = deadline_of(timeout_ns);
+    int rc = await_fd(fd, events, *deadline, 1);
+    if (rc == 0) {
+        int same = still_has(sock, fd);
+        if (same < 0)
+            return -1;
+        rc = same ? 0 : PX_ECLOSED;
+    }
+    if (rc == 0)
+        return 0;
+    raise_wait(rc, fd, events);
+    return -1;
+}
+
+/* Returned by io_loop told not to wait, when the call would block. */
+#define WOULD_BLOCK (-2)
+
 /*
 ** Makes the call on `sock`'s fd until it does not say EAGAIN, waiting for
-** `events` in between, bounded by *deadline (-2: not taken yet, from
-** timeout_ns).  Returns its result, or -1 with an exception set: OSError of
-** the call's errno (BlockingIOError with a timeout of 0, as a non-blocking
-** socket's), or the wait's.  After each wait the fd is asked for again, as
-** the standard socket does: a fiber woken for readiness may get its turn
-** after another closed the socket, and a new socket may have its fd number
-** by then (notify_closing wakes only a fiber still waiting) -- that is
-** ClosedResourceError, not a call on the new socket.
+** `events` in between (unless not `wait`: then WOULD_BLOCK, no exception
+** set), bounded by *deadline (see wait_ready).  Returns its result, or -1
+** with an exception set: OSError of the call's errno (BlockingIOError with a
+** timeout of 0, as a non-blocking socket's), or the wait's.
 */
 static Py_ssize_t io_loop(try_fn call, PyObject *sock, int fd, void *buf, size_t n, int flags,
-                          unsigned events, int64_t timeout_ns, int64_t *deadline)
+                          unsigned events, int wait, int64_t timeout_ns, int64_t *deadline)
 {
     for (;;) {
         Py_ssize_t got = call(fd, buf, n, flags);
@@ -177,19 +201,10 @@ static Py_ssize_t io_loop(try_fn call, PyObject *sock, int fd, void *buf, size_t
             PyErr_SetFromErrno(PyExc_OSError);
             return -1;
         }
-        if (*deadline == -2)
-            *deadline = deadline_of(timeout_ns);
-        int rc = await_fd(fd, events, *deadline, 1);
-        if (rc == 0) {
-            int same = still_has(sock, fd);
-            if (same < 0)
-                return -1;
-            rc = same ? 0 : PX_ECLOSED;
-        }
-        if (rc != 0) {
-            raise_wait(rc, fd, events);
+        if (!wait)
+            return WOULD_BLOCK;
+        if (wait_ready(sock, fd, events, timeout_ns, deadline) != 0)
             return -1;
-        }
     }
 }
 
@@ -324,14 +339,20 @@ static PyObject *h_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         PyErr_SetString(PyExc_ValueError, "negative buffersize in recv");
         return NULL;
     }
-    PyObject *b = PyBytes_FromStringAndSize(NULL, n);
-    if (b == NULL)
-        return NULL;
-    Py_ssize_t got = io_loop(try_recv, args[0], fd, PyBytes_AS_STRING(b), (size_t)n,
-                             (int)flags, PX_READABLE, timeout_ns, &deadline);
-    if (got < 0) {
+    /* The bytes are made for each try and dropped before a wait, so that a
+    ** parked reader holds no buffer (recv(65536) on 10,000 idle sockets). */
+    PyObject *b;
+    Py_ssize_t got;
+    for (;;) {
+        if ((b = PyBytes_FromStringAndSize(NULL, n)) == NULL)
+            return NULL;
+        got = io_loop(try_recv, args[0], fd, PyBytes_AS_STRING(b), (size_t)n, (int)flags,
+                      PX_READABLE, 0, timeout_ns, &deadline);
+        if (got >= 0)
+            break;
         Py_DECREF(b);
-        return NULL;
+        if (got != WOULD_BLOCK || wait_ready(args[0], fd, PX_READABLE, timeout_ns, &deadline) != 0)
+            return NULL;
     }
     /* With MSG_TRUNC, recv(2) says a datagram's whole length, past the n
     ** bytes it stored: the rest of a longer object would be uninitialised. */
@@ -375,7 +396,7 @@ static PyObject *h_recv_into(PyObject *self, PyObject *const *args, Py_ssize_t n
         PyErr_SetString(PyExc_ValueError, "buffer too small for requested bytes");
     else
         got = io_loop(try_recv, args[0], fd, view.buf, (size_t)(n == 0 ? view.len : n),
-                      (int)flags, PX_READABLE, timeout_ns, &deadline);
+                      (int)flags, PX_READABLE, 1, timeout_ns, &deadline);
     PyBuffer_Release(&view);
     return got < 0 ? NULL : PyLong_FromSsize_t(got);
 }
@@ -400,7 +421,7 @@ static PyObject *h_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0)
         return NULL;
     Py_ssize_t sent = io_loop(try_send, args[0], fd, view.buf, (size_t)view.len, (int)flags,
-                              PX_WRITABLE, timeout_ns, &deadline);
+                              PX_WRITABLE, 1, timeout_ns, &deadline);
     PyBuffer_Release(&view);
     return sent < 0 ? NULL : PyLong_FromSsize_t(sent);
 }
@@ -426,7 +447,7 @@ static PyObject *h_sendall(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t left = view.len, sent = 0;
     while (left > 0 && sent >= 0) {
         sent = io_loop(try_send, args[0], fd, (void *)p, (size_t)left, (int)flags,
-                       PX_WRITABLE, timeout_ns, &deadline);
+                       PX_WRITABLE, 1, timeout_ns, &deadline);
         p += sent;
         left -= sent;
     }
