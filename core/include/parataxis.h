@@ -1608,8 +1608,13 @@ PX_API int px_wait_fd(int fd, unsigned events);
 ** event of fd can wake anyone -- call it right before close(fd), and the fd
 ** number can be reused at once.  A waiter of another thread's scheduler is
 ** woken by a post to that scheduler; its px_wait_fd returns PX_ECLOSED even if
-** its scope fires meanwhile.  Returns 0 (also when nobody waited), PX_EINVAL
-** for a negative fd.  In the child of a fork, the parent's schedulers are left
+** its scope fires meanwhile.  A fiber whose wait an event of fd ended before
+** the call, and that has not run since, is not told: its px_wait_fd returns 0,
+** and a call it then makes on fd reaches whatever file has that number by
+** then -- as a thread between poll(2) and read(2) would.  A program that closes
+** an fd another fiber may still use makes that fiber look again (the Python
+** socket compares its fileno after each wait).  Returns 0 (also when nobody
+** waited), PX_EINVAL for a negative fd.  In the child of a fork, the parent's schedulers are left
 ** alone.  Thread: any.  Parks: no.
 */
 PX_API int px_fd_notify_closing(int fd);
