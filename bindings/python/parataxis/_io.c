@@ -317,7 +317,7 @@ static PyObject *h_wait_fd(PyObject *self, PyObject *const *args, Py_ssize_t nar
 
 /*
 ** The socket methods of every request, bound to px.socket as instance methods
-** (socket_method): self's fileno() is the fd, its _px_ns the timeout in ns
+** (add_socket_methods): self's fileno() is the fd, its _px_ns the timeout in ns
 ** (-1: none, 0: never wait).
 */
 
