@@ -17,6 +17,7 @@ import errno
 import functools
 import ipaddress
 import os
+import select
 import socket as _std
 from typing import Any, Callable, List, Optional, Tuple, TypeVar, Union
 
@@ -231,7 +232,6 @@ class socket(_std.socket):
             return
         # Off-fiber: the thread waits, as a blocking socket would -- with
         # poll(2), as it does: select(2) refuses an fd past FD_SETSIZE.
-        import select
         p = select.poll()
         p.register(self, select.POLLIN if events == _READABLE else select.POLLOUT)
         if not p.poll(None if timeout_ns < 0 else timeout_ns / 1e6):
