@@ -401,26 +401,36 @@ static PyObject *h_recv_into(PyObject *self, PyObject *const *args, Py_ssize_t n
     return got < 0 ? NULL : PyLong_FromSsize_t(got);
 }
 
+static const char *const send_names[] = { "self", "data", "flags" };
+
+/* send's and sendall's arguments (see method_args), and their data's buffer
+** in *view: 0, or -1 with an exception set. */
+static int send_args(const char *name, PyObject *const *args, Py_ssize_t nargs,
+                     PyObject *kwnames, int *fd, int *flags, int64_t *timeout_ns,
+                     Py_buffer *view)
+{
+    Py_ssize_t f;
+    PyObject *data = NULL;
+    if (method_args(name, args, nargs, kwnames, 2, 3, send_names,
+                    (Py_ssize_t *[]){ NULL, NULL, &f }, &data, fd, timeout_ns) != 0)
+        return -1;
+    *flags = (int)f;   /* method_args checked that it fits */
+    return PyObject_GetBuffer(data, view, PyBUF_SIMPLE);
+}
+
 PyDoc_STRVAR(send_doc, "send(data[, flags]) -> int: sends what there is room for, waiting "
                        "while there is none; the count sent.");
-
-static const char *const send_names[] = { "self", "data", "flags" };
 
 static PyObject *h_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames)
 {
     (void)self;
-    int fd;
-    Py_ssize_t flags;
+    int fd, flags;
     int64_t timeout_ns, deadline = -2;
-    PyObject *data = NULL;
-    if (method_args("send", args, nargs, kwnames, 2, 3, send_names,
-                    (Py_ssize_t *[]){ NULL, NULL, &flags }, &data, &fd, &timeout_ns) != 0)
-        return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0)
+    if (send_args("send", args, nargs, kwnames, &fd, &flags, &timeout_ns, &view) != 0)
         return NULL;
-    Py_ssize_t sent = io_loop(try_send, args[0], fd, view.buf, (size_t)view.len, (int)flags,
+    Py_ssize_t sent = io_loop(try_send, args[0], fd, view.buf, (size_t)view.len, flags,
                               PX_WRITABLE, 1, timeout_ns, &deadline);
     PyBuffer_Release(&view);
     return sent < 0 ? NULL : PyLong_FromSsize_t(sent);
@@ -433,21 +443,18 @@ static PyObject *h_sendall(PyObject *self, PyObject *const *args, Py_ssize_t nar
                            PyObject *kwnames)
 {
     (void)self;
-    int fd;
-    Py_ssize_t flags;
+    int fd, flags;
     int64_t timeout_ns, deadline = -2;
-    PyObject *data = NULL;
-    if (method_args("sendall", args, nargs, kwnames, 2, 3, send_names,
-                    (Py_ssize_t *[]){ NULL, NULL, &flags }, &data, &fd, &timeout_ns) != 0)
-        return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0)
+    if (send_args("sendall", args, nargs, kwnames, &fd, &flags, &timeout_ns, &view) != 0)
         return NULL;
     const char *p = view.buf;
     Py_ssize_t left = view.len, sent = 0;
-    while (left > 0 && sent >= 0) {
-        sent = io_loop(try_send, args[0], fd, (void *)p, (size_t)left, (int)flags,
-                       PX_WRITABLE, 1, timeout_ns, &deadline);
+    while (left > 0) {
+        sent = io_loop(try_send, args[0], fd, (void *)p, (size_t)left, flags, PX_WRITABLE, 1,
+                       timeout_ns, &deadline);
+        if (sent < 0)
+            break;
         p += sent;
         left -= sent;
     }
