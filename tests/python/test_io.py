@@ -274,11 +274,7 @@ def test_a_busy_run_does_not_starve_io():
             reader = px.spawn(lambda: got.append(a.recv(10)))
             settle()
             b.send(b"go")
-            spins = 0
-            while not got:                      # never parks: yields only
-                px.yield_()
-                spins += 1
-                assert spins < 100000, "the reader never ran"
+            until(lambda: got, "the reader's turn")   # never parks: yields only
             reader.join()
         run(body)
 
