@@ -90,6 +90,15 @@ def go_build(build):
     return out
 
 
+def built(build, target):
+    """DIR/tests/bench/TARGET, built when missing in a configured DIR; None
+    when it cannot be had."""
+    exe = os.path.join(build, "tests", "bench", target)
+    if not os.access(exe, os.X_OK) and os.path.isfile(os.path.join(build, "CMakeCache.txt")):
+        subprocess.run(["cmake", "--build", build, "--target", target], capture_output=True)
+    return exe if os.access(exe, os.X_OK) else None
+
+
 class Peers:
     def __init__(self, build):
         self.bin = os.path.join(build, "tests", "bench")

@@ -72,7 +72,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from io_bench import (CPU_LOAD, CPU_SERVER, fmt, med, pinned,  # noqa: E402
+from io_bench import (CPU_LOAD, CPU_SERVER, built, fmt, med, pinned,  # noqa: E402
                       raise_nofile, ratio, stop)
 
 IDLE_CONNS = 10000
@@ -657,15 +657,6 @@ def run_blocking(py, a):
 
 # ---------------------------------------------------------------- main
 
-def find_load(build):
-    """DIR/tests/bench/io_echo_load, built when missing in a configured DIR."""
-    exe = os.path.join(build, "tests", "bench", "io_echo_load")
-    if not os.access(exe, os.X_OK) and os.path.isfile(os.path.join(build, "CMakeCache.txt")):
-        subprocess.run(["cmake", "--build", build, "--target", "io_echo_load"],
-                       capture_output=True)
-    return exe if os.access(exe, os.X_OK) else None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("sections", nargs="*", help="echo idle blocking (default: all)")
@@ -690,7 +681,7 @@ def main():
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     py = Python(a.python)
     raise_nofile()
-    load = find_load(build)
+    load = built(build, "io_echo_load")
     if load is None and ("echo" in sections or "idle" in sections):
         print(f"io_python: FAILED: no io_echo_load in {build}/tests/bench (cmake "
               f"-DCMAKE_BUILD_TYPE=Release -DPARATAXIS_BENCH=ON; --target io_echo_load)")

@@ -48,6 +48,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from io_bench import built  # noqa: E402
+
 TIMEOUT = 900  # seconds per process: a run that hangs is a failure, not a wait
 NA = 3         # a child's exit status when its library is not importable
 
@@ -400,15 +403,6 @@ def build_go(build):
     return out, None
 
 
-def find_skynet_px(build):
-    """DIR/tests/bench/skynet_px, built when missing in a configured DIR."""
-    exe = os.path.join(build, "tests", "bench", "skynet_px")
-    if not os.access(exe, os.X_OK) and os.path.isfile(os.path.join(build, "CMakeCache.txt")):
-        subprocess.run(["cmake", "--build", build, "--target", "skynet_px"],
-                       capture_output=True)
-    return exe if os.access(exe, os.X_OK) else None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"),
@@ -429,7 +423,7 @@ def main():
     print(f"skynet.py: {runs} fresh process(es) per case, medians; {os.cpu_count()} cores, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
 
-    px_exe = find_skynet_px(build)
+    px_exe = built(build, "skynet_px")
     gobin, go_why = build_go(build)
     gomax = {"GOMAXPROCS": "1"}
 
