@@ -65,7 +65,10 @@ demo: demo-build demo-python-install
 	    lua5.4 docs/examples/timer_demo.lua && \
 	    echo "== Lua: fibers and the sync family ==" && \
 	    LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
-	    lua5.4 docs/examples/fiber_demo.lua; fi
+	    lua5.4 docs/examples/fiber_demo.lua && \
+	    echo "== Lua: fibers doing I/O (an echo server and its clients) ==" && \
+	    LUA_CPATH="$$PWD/build/bindings/?.so;;" LUA_PATH="$$PWD/bindings/lua/?.lua;;" \
+	    lua5.4 docs/examples/io_demo.lua; fi
 
 check: test-layers test-docs test-conformance test-c test-asan test-tsan test-ucontext test-aarch64 test-fuzz test-python test-lua test-lua-install
 	@echo "make check: every suite passed"

@@ -15,16 +15,22 @@ source = {
 }
 
 description = {
-  summary = "Timer queue with exactly-once handlers, luv-style timers, for Lua 5.4",
+  summary = "Timer queue, fibers, sync family and fiber I/O for Lua 5.4",
   detailed = [[
     The Lua binding of Parataxis, a C11 library: a thread-safe timer queue whose
-    handlers run exactly once on the Lua thread, and luv-style timer objects.
+    handlers run exactly once on the Lua thread, luv-style timer objects, fibers
+    on coroutines with the synchronization family, and fibers that do I/O
+    (LuaSocket sockets that park only their fiber, DNS and files on a pool).
   ]],
   license = "MIT",
 }
 
+-- LuaSocket is px.socket's and px.serve's socket layer (loaded on their first
+-- use).  Where a system package provides it (Debian: lua-socket), which
+-- luarocks does not see, `luarocks make --deps-mode=none` skips the fetch.
 dependencies = {
   "lua >= 5.4",
+  "luasocket >= 3.0",
 }
 
 build = {

@@ -19,7 +19,10 @@ smoke=$src/tests/install/lua_smoke.lua
 unset LUA_PATH LUA_CPATH LUA_PATH_5_4 LUA_CPATH_5_4
 
 echo "== luarocks make into $work/tree"
-(cd "$src" && luarocks --lua-version 5.4 --tree="$work/tree" make >"$work/rock.log" 2>&1) ||
+# --deps-mode=none: LuaSocket, the rockspec's dependency, is Debian's lua-socket
+# here (.ci/deps), a system package that luarocks does not see.
+(cd "$src" && luarocks --lua-version 5.4 --tree="$work/tree" make --deps-mode=none \
+     >"$work/rock.log" 2>&1) ||
     { cat "$work/rock.log"; exit 1; }
 # A warning of CMake's (an unused -D of the rockspec, a deprecated call) is a
 # defect a user would see on every install: the build must be clean.

@@ -50,4 +50,14 @@ describe("docs", function()
                     line_of(lines, "deadlock detected"), line_of(lines, "wait-for cycle") }
     for i = 2, #order do assert.is_true(order[i - 1] < order[i]) end
   end)
+
+  it("the_io_demo_serves_its_clients_and_stops", function()
+    local lines = piped("io_demo.lua")
+    assert.equal("status=0", table.remove(lines))
+    assert.truthy(lines[1]:match("^echo server on 127%.0%.0%.1, port %d+$"), lines[1])
+    for i = 0, 2 do line_of(lines, string.format('client %d got back "hello from client %d"', i, i)) end
+    assert.same({ "receive on a quiet socket for 20 ms: timeout",
+                  'px.read_file on the blocking pool got "written on the pool"',
+                  "server stopped: its listener was closed" }, { table.unpack(lines, #lines - 2) })
+  end)
 end)

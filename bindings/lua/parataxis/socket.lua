@@ -115,28 +115,49 @@ end
 
 --- As LuaSocket's: the data; or nil, err ("timeout", "closed", ...) and the
 -- partial data received.
+-- A scope that ends the wait raises; the bytes received so far are kept
+-- (self.pending) and come first in the next receive, so none is lost.
 function Socket:receive(pattern, prefix)
   local s = self.sock
+  local pending = self.pending
+  if pending then
+    self.pending = nil
+    prefix = pending .. (prefix or "")
+  end
   local data, err, partial = s:receive(pattern, prefix)
   if data or err ~= "timeout" then return data, err, partial end
   local total = total_deadline(self)
   repeat
+    self.pending = partial
     local why = wait(self, READ, total)
+    self.pending = nil
     if why then return nil, why, partial end
     data, err, partial = s:receive(pattern, partial)
   until data or err ~= "timeout"
+  -- "*a" reads until the peer closes, and succeeds when it read anything; a
+  -- blocking LuaSocket makes it one call, here the last of several may read
+  -- nothing more: what the earlier ones read counts.
+  if err == "closed" and type(pattern) == "string" and pattern:match("^%*?a") and
+     #partial > (prefix and #tostring(prefix) or 0) then
+    return partial, nil, nil
+  end
   return data, err, partial
 end
 
 -- TCP's send, as LuaSocket's: the index of the last byte sent; or nil, err
--- and that index.
+-- and that index.  A scope that ends the wait raises its error with that
+-- index as err.last.
 local function send_stream(self, data, i, j)
   local s = self.sock
   local last, err, sent = s:send(data, i, j)
   if last or err ~= "timeout" then return last, err, sent end
   local total = total_deadline(self)
   repeat
-    local why = wait(self, WRITE, total)
+    local ok, why = pcall(wait, self, WRITE, total)
+    if not ok then
+      if fibers.is_error(why) then why.last = sent end
+      error(why, 0)
+    end
     if why then return nil, why, sent end
     last, err, sent = s:send(data, sent + 1, j)
   until last or err ~= "timeout"
