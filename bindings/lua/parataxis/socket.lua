@@ -288,9 +288,9 @@ function Socket:settimeout(t, mode)
     raise_arg("socket:settimeout", 1, "timeout", "a number or nil", t)
   end
   if t ~= nil and (t ~= t or t < 0) then t = nil end
-  if mode == nil or mode == "b" or mode == "r" then
+  if mode == nil or mode == "b" then
     self.block = t
-  elseif mode == "t" then
+  elseif mode == "t" or mode == "r" then
     self.total = t
   else
     raise_arg("socket:settimeout", 2, "mode", '"b" or "t"', mode)

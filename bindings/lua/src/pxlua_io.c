@@ -42,6 +42,18 @@
 
 /* -- Descriptors ------------------------------------------------------------ */
 
+/* A table, or a userdata with an __index: one that may have a getfd. */
+static int indexable(lua_State *L, int arg)
+{
+    int t = lua_type(L, arg);
+    if (t == LUA_TTABLE)
+        return 1;
+    if (t != LUA_TUSERDATA || luaL_getmetafield(L, arg, "__index") == LUA_TNIL)
+        return 0;
+    lua_pop(L, 1);
+    return 1;
+}
+
 /* The fd at `arg`: an integer, or what its getfd() method answers (LuaSocket's
 ** sockets and this module's).  A closed socket (getfd() -1), a negative or
 ** too large number, anything else: EINVAL. */
@@ -51,9 +63,8 @@ static int check_fd(lua_State *L, int arg, const char *where)
     int isnum = 0;
     if (lua_type(L, arg) == LUA_TNUMBER) {
         fd = lua_tointegerx(L, arg, &isnum);
-    } else if (luaL_getmetafield(L, arg, "__index") != LUA_TNIL) {
-        lua_pop(L, 1);
-        if (lua_getfield(L, arg, "getfd") == LUA_TFUNCTION) {
+    } else if (indexable(L, arg)) {
+        if (lua_getfield(L, arg, "getfd") != LUA_TNIL) {
             lua_pushvalue(L, arg);
             lua_call(L, 1, 1);
             fd = lua_tointegerx(L, -1, &isnum);
@@ -147,6 +158,9 @@ static int64_t sock_deadline(lua_State *L)
     return ns;
 }
 
+/* Index 4 says whether call() pushed a scope, for done() to pop it. */
+#define SW_PUSHED 4
+
 static int sock_wait_call(lua_State *L)
 {
     int64_t deadline = sock_deadline(L);
@@ -154,6 +168,7 @@ static int sock_wait_call(lua_State *L)
         int rc = px_scope_push_deadline(deadline);
         if (rc != 0)
             return rc;
+        lua_pushboolean(L, 1);
     }
     return px_wait_fd((int)lua_tointeger(L, SW_FD), (unsigned)lua_tointeger(L, SW_EVENTS));
 }
@@ -165,12 +180,9 @@ static int sock_wait_again(lua_State *L)
 
 static int sock_wait_done(lua_State *L, int rc, const char *name)
 {
-    /* call() pushed a scope unless it failed to: then rc is push's refusal */
-    if (sock_deadline(L) >= 0 && rc != PX_ENOMEM && rc != PX_ENOFIBER) {
-        if (px_scope_pop() != 0 && rc == PX_ETIMEDOUT) {
-            lua_pushliteral(L, "timeout");     /* ours: the innermost that fired */
-            return 1;
-        }
+    if (lua_toboolean(L, SW_PUSHED) && px_scope_pop() != 0 && rc == PX_ETIMEDOUT) {
+        lua_pushliteral(L, "timeout");         /* ours: the innermost that fired */
+        return 1;
     }
     if (rc == 0)
         return 0;
@@ -392,9 +404,11 @@ static int l_getaddrinfo(lua_State *L)
 ** true; nil, "path: message", errno on failure.  The job is C only: its path
 ** and data are copied into it, and the bytes read stay in C until the fiber,
 ** resumed, makes the string.  A scope that fires before the job starts drops
-** it unrun; one that fires while it runs waits for its end (a half-written
-** file is worse than a late wake), then raises.  Off-fiber it runs on the
-** calling thread.
+** it unrun.  One that fires while it runs abandons a read (the call raises at
+** once; the pool thread frees the job when the read ends: a FIFO with no
+** writer never holds up its fiber) and waits for a write's end (a
+** half-written file is worse than a late wake: the call returns, and the
+** scope's next wait raises).  Off-fiber it runs on the calling thread.
 */
 typedef struct file_job {
     int write, append;
@@ -477,9 +491,13 @@ static void *file_run(void *arg)
 /* The job sits above the arguments: index FILE_JOB (read) or FILE_JOB + 2. */
 static file_job *stacked_job(lua_State *L) { return lua_touserdata(L, lua_gettop(L)); }
 
+/* A read is abandoned when a scope fires (it changes nothing: its thread
+** frees what it read); a write is waited for. */
 static int file_again(lua_State *L)
 {
-    return px_run_blocking(file_run, stacked_job(L), file_release, 0, NULL);
+    file_job *j = stacked_job(L);
+    return px_run_blocking(file_run, j, file_release, j->write ? 0 : PX_BLOCKING_ABANDON,
+                           NULL);
 }
 
 static int file_call(lua_State *L)
