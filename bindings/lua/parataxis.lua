@@ -314,4 +314,21 @@ M.timer = require("parataxis.timer")(TimerQueue)
 for k, v in pairs(fibers) do M[k] = v end
 M._set_dispatch = nil
 
+-- Fibers doing I/O (bindings/lua/src/pxlua_io.c): waits on any fd, DNS and
+-- whole files on the blocking pool.
+local IO = core.io()
+M.wait_readable, M.wait_writable = IO.wait_readable, IO.wait_writable
+M.notify_closing, M.getaddrinfo = IO.notify_closing, IO.getaddrinfo
+M.read_file, M.write_file = IO.read_file, IO.write_file
+
+-- px.socket and px.serve (parataxis/socket.lua) are loaded on first use: only
+-- they need LuaSocket.
+setmetatable(M, { __index = function(t, k)
+  if k ~= "socket" and k ~= "serve" then return nil end
+  local sock = require "parataxis.socket"
+  rawset(t, "socket", sock)
+  rawset(t, "serve", sock.serve)
+  return rawget(t, k)
+end })
+
 return M

@@ -30,6 +30,7 @@
 #include "pxswig.h"
 #include "pxswig_check.h"
 #include "pxlua_fiber.h"
+#include "pxlua_io.h"
 #include "pxlua_exec.h"
 
 /* SWIG names a bad argument's type by reading any userdata as its own
@@ -47,9 +48,11 @@
   lua_pop(L, 1);
 %}
 
-/* The fibers and the sync family: hand-written lua_CFunctions (pxlua_fiber.c),
-** since a SWIG wrapper cannot yield; fibers() returns their table. */
+/* The fibers and the sync family, and their I/O: hand-written lua_CFunctions
+** (pxlua_fiber.c, pxlua_io.c), since a SWIG wrapper cannot yield; fibers()
+** and io() return their tables. */
 %native(fibers) int pxlua_fibers(lua_State *L);
+%native(io) int pxlua_io(lua_State *L);
 
 /* Ids and keys are 64-bit: Lua integers, never floats (an id above 2^53
 ** would not survive a double). */

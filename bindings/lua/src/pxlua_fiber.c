@@ -547,18 +547,8 @@ static int l_self(lua_State *L)
 
 /* -- Waiting ----------------------------------------------------------------- */
 
-/*
-** A call that may wait: call() makes the px call from the arguments on the
-** stack; once the coroutine is resumed, again() collects the outcome; done()
-** pushes the results or raises.  The stack is kept across the yield, so both
-** read the same arguments.
-*/
-typedef struct wait_op {
-    const char *name;
-    int (*call)(lua_State *L);
-    int (*again)(lua_State *L);
-    int (*done)(lua_State *L, int rc, const char *name);
-} wait_op;
+/* A call that may wait (pxlua_fiber.h, where pxlua_io.c finds it too). */
+typedef pxlua_wait_op wait_op;
 
 /* Only the fiber's own coroutine may wait, and only where it can yield. */
 static void check_waitable(lua_State *L, const char *where)
@@ -611,6 +601,16 @@ static int wait_run(lua_State *L, const wait_op *op)
     if (rc == PX_EYIELD)
         return wait_yield(L, op);
     return op->done(L, rc, op->name);
+}
+
+/* For the binding's other native files (pxlua_fiber.h). */
+int pxlua_wait(lua_State *L, const pxlua_wait_op *op) { return wait_run(L, op); }
+void pxlua_push_error(lua_State *L, int rc, const char *where) { push_error(L, rc, where); }
+int pxlua_raise(lua_State *L, int rc, const char *where) { return raise_code(L, rc, where); }
+int pxlua_arg_error(lua_State *L, const char *where, int arg, const char *name,
+                    const char *expected)
+{
+    return arg_error(L, where, arg, name, expected);
 }
 
 static int done_nothing(lua_State *L, int rc, const char *name)

@@ -1,0 +1,391 @@
+--- parataxis.socket -- LuaSocket sockets whose waits park only the fiber.
+--
+--   px.socket.wrap(s)              a LuaSocket tcp or udp object, made fiber-aware
+--   px.socket.tcp(), .tcp4(), .tcp6(), .udp(), .udp4(), .udp6()
+--   px.socket.bind(host, port [, backlog])     a listening socket
+--   px.socket.connect(host, port [, locaddr, locport])
+--   px.serve(host, port, handler [, backlog])  a handler fiber per connection
+--
+-- A wrapped socket keeps LuaSocket's methods and return conventions
+-- (receive's patterns and partial results, send's i, j and last index,
+-- "timeout" and "closed"); underneath, the LuaSocket object is held at timeout
+-- 0, so each call tries at once and, when it would block, the fiber waits on
+-- the fd (parataxis_core.io().sock_wait, C) and tries again -- LuaSocket's own
+-- buffer is never bypassed.  settimeout(t [, "b" | "t"]) is LuaSocket's: "b"
+-- bounds each wait, "t" the whole call, and either ends it with nil,
+-- "timeout" (and what was done so far); the default is no timeout.  The
+-- scopes of the fiber (px.timeout, px.with_cancel, a cancelled run) bound
+-- every wait too, and raise, as every wait of the module does.  Off a fiber
+-- the socket blocks its thread as a LuaSocket socket does.  Host names are
+-- looked up on the blocking pool (px.getaddrinfo) before LuaSocket sees them,
+-- since its own lookup would block the run.
+local socket = require "socket"
+local core = require "parataxis_core"
+local fibers = require "parataxis.fibers"
+
+local IO = core.io()
+local sock_wait, now, getaddrinfo = IO.sock_wait, core.now, IO.getaddrinfo
+local READ, WRITE = 1, 2
+
+local M = {}
+
+local Socket = {}
+local Meta = { __index = Socket, __name = "parataxis.socket" }
+
+local function raise_arg(where, arg, name, expected, got)
+  error(setmetatable({ code = "EINVAL", message = string.format(
+    "%s: bad argument #%d (%s): %s expected, got %s", where, arg, name, expected,
+    type(got)) }, fibers.Error), 3)
+end
+
+-- "tcp", "client" for a LuaSocket object, from its tostring ("tcp{client}: 0x...")
+local function kind_of(s)
+  if type(s) ~= "userdata" then return nil end
+  local mt = getmetatable(s)
+  if type(mt) ~= "table" or type(mt.__index) ~= "table" or mt.__index.getfd == nil then
+    return nil
+  end
+  return tostring(s):match("^(%a+){(%a+)}")
+end
+
+--- px.socket.wrap(s): s, a LuaSocket tcp (master, client or server) or udp
+-- object, as a fiber-aware socket.  s belongs to it from then on: close it
+-- through the wrapper (whose close wakes the fibers waiting on it).  A socket
+-- already wrapped is returned as it is.
+function M.wrap(s)
+  if getmetatable(s) == Meta then return s end
+  local proto = kind_of(s)
+  if proto ~= "tcp" and proto ~= "udp" then
+    raise_arg("px.socket.wrap", 1, "socket", "a LuaSocket tcp or udp object", s)
+  end
+  s:settimeout(0)
+  return setmetatable({ sock = s, udp = proto == "udp" }, Meta)
+end
+local wrap = M.wrap
+
+function Meta:__tostring()
+  return "parataxis." .. tostring(self.sock)
+end
+
+-- -- Waiting ------------------------------------------------------------------------
+
+-- The deadline of the next wait (px.now() seconds; nil: none): the block
+-- timeout from now, or the call's total deadline, whichever comes first.
+local function next_deadline(self, total)
+  local b = self.block
+  local d = b and now() + b
+  if total and (d == nil or total < d) then d = total end
+  return d
+end
+
+-- The call's deadline under a total timeout, taken when it first would block.
+local function total_deadline(self)
+  local t = self.total
+  return t and now() + t
+end
+
+-- Waits until the socket is ready for `ev`: nil; "timeout" (its own timeout);
+-- "closed" (closed meanwhile, by another fiber's close).
+local function wait(self, ev, total)
+  local fd = self.sock:getfd()
+  if fd < 0 then return "closed" end
+  if self.block == 0 or self.total == 0 then return "timeout" end
+  return sock_wait(fd, ev, next_deadline(self, total))
+end
+
+-- -- Names ------------------------------------------------------------------------
+
+local function is_numeric(host)
+  return host == "*" or host:match("^[%d.]+$") ~= nil or host:find(":", 1, true) ~= nil
+end
+
+-- The addresses of host: { host } when it needs no lookup, else the lookup's
+-- (on the pool), or nil, message.
+local function addresses(host)
+  if type(host) ~= "string" or is_numeric(host) then return { host } end
+  local list, err = getaddrinfo(host)
+  if not list then return nil, err.message end
+  local out = {}
+  for i, a in ipairs(list) do out[i] = a.addr end
+  if #out == 0 then return nil, "host not found" end
+  return out
+end
+
+-- -- The methods that wait ----------------------------------------------------------------
+
+--- As LuaSocket's: the data; or nil, err ("timeout", "closed", ...) and the
+-- partial data received.
+function Socket:receive(pattern, prefix)
+  local s = self.sock
+  local data, err, partial = s:receive(pattern, prefix)
+  if data or err ~= "timeout" then return data, err, partial end
+  local total = total_deadline(self)
+  repeat
+    local why = wait(self, READ, total)
+    if why then return nil, why, partial end
+    data, err, partial = s:receive(pattern, partial)
+  until data or err ~= "timeout"
+  return data, err, partial
+end
+
+-- TCP's send, as LuaSocket's: the index of the last byte sent; or nil, err
+-- and that index.
+local function send_stream(self, data, i, j)
+  local s = self.sock
+  local last, err, sent = s:send(data, i, j)
+  if last or err ~= "timeout" then return last, err, sent end
+  local total = total_deadline(self)
+  repeat
+    local why = wait(self, WRITE, total)
+    if why then return nil, why, sent end
+    last, err, sent = s:send(data, sent + 1, j)
+  until last or err ~= "timeout"
+  return last, err, sent
+end
+
+--- As LuaSocket's: a client (wrapped); or nil, err.
+function Socket:accept()
+  local s = self.sock
+  local c, err = s:accept()
+  if not c and err == "timeout" then
+    local total = total_deadline(self)
+    repeat
+      local why = wait(self, READ, total)
+      if why then return nil, why end
+      c, err = s:accept()
+    until c or err ~= "timeout"
+  end
+  if not c then return nil, err end
+  return wrap(c)
+end
+
+-- One connect to a numeric address: 1, or nil, err.
+local function connect_one(self, addr, port, total)
+  local s = self.sock
+  local ok, err = s:connect(addr, port)
+  if ok then return 1 end
+  if err ~= "timeout" then return nil, err end
+  local why = wait(self, WRITE, total)
+  if why then return nil, why end
+  err = s:getoption("error")
+  if err then return nil, err end
+  return 1
+end
+
+--- As LuaSocket's: 1, or nil, err.  A host name is looked up on the pool, and
+-- its addresses are tried in turn.
+function Socket:connect(host, port)
+  local list, err = addresses(host)
+  if not list then return nil, err end
+  local total = total_deadline(self)
+  for _, addr in ipairs(list) do
+    local ok
+    ok, err = connect_one(self, addr, port, total)
+    if ok or err == "timeout" or err == "closed" then return ok, err end
+  end
+  return nil, err
+end
+
+--- As LuaSocket's; a host name is looked up on the pool.
+function Socket:bind(host, port)
+  local list, err = addresses(host)
+  if not list then return nil, err end
+  return self.sock:bind(list[1], port)
+end
+
+--- UDP, as LuaSocket's: the datagram, or nil, err.
+function Socket:receivefrom(size)
+  local s = self.sock
+  local data, ip, port = s:receivefrom(size)
+  if data or ip ~= "timeout" then return data, ip, port end
+  local total = total_deadline(self)
+  repeat
+    local why = wait(self, READ, total)
+    if why then return nil, why end
+    data, ip, port = s:receivefrom(size)
+  until data or ip ~= "timeout"
+  return data, ip, port
+end
+
+-- A datagram send (send or sendto): waits while the socket buffer is full.
+local function send_datagram(self, send, ...)
+  local s = self.sock
+  local ok, err = send(s, ...)
+  if ok or err ~= "timeout" then return ok, err end
+  local total = total_deadline(self)
+  repeat
+    local why = wait(self, WRITE, total)
+    if why then return nil, why end
+    ok, err = send(s, ...)
+  until ok or err ~= "timeout"
+  return ok, err
+end
+
+--- UDP, as LuaSocket's (a host name is looked up on the pool).
+function Socket:sendto(data, ip, port)
+  local list, err = addresses(ip)
+  if not list then return nil, err end
+  return send_datagram(self, self.sock.sendto, data, list[1], port)
+end
+
+--- As LuaSocket's: TCP, the index of the last byte sent (of data from i to
+-- j), or nil, err and that index; UDP (connected), 1, or nil, err.
+function Socket:send(data, i, j)
+  if self.udp then return send_datagram(self, self.sock.send, data) end
+  return send_stream(self, data, i, j)
+end
+
+--- UDP, as LuaSocket's setpeername and setsockname (names on the pool).
+function Socket:setpeername(host, port)
+  local list, err = addresses(host)
+  if not list then return nil, err end
+  return self.sock:setpeername(list[1], port)
+end
+
+function Socket:setsockname(host, port)
+  local list, err = addresses(host)
+  if not list then return nil, err end
+  return self.sock:setsockname(list[1], port)
+end
+
+-- -- The rest ---------------------------------------------------------------------
+
+--- Wakes the fibers waiting on the socket (their call returns nil, "closed"),
+-- then closes it.  1, as LuaSocket's.
+function Socket:close()
+  local s = self.sock
+  local fd = s:getfd()
+  if fd >= 0 then IO.notify_closing(fd) end
+  return s:close()
+end
+Meta.__close = Socket.close
+
+--- LuaSocket's settimeout: `t` seconds (nil or negative: none); mode "b"
+-- (the default) bounds each wait, "t" the whole call.  1.
+function Socket:settimeout(t, mode)
+  if t ~= nil and type(t) ~= "number" then
+    raise_arg("socket:settimeout", 1, "timeout", "a number or nil", t)
+  end
+  if t ~= nil and (t ~= t or t < 0) then t = nil end
+  if mode == nil or mode == "b" or mode == "r" then
+    self.block = t
+  elseif mode == "t" then
+    self.total = t
+  else
+    raise_arg("socket:settimeout", 2, "mode", '"b" or "t"', mode)
+  end
+  return 1
+end
+
+--- LuaSocket's gettimeout: the block and total timeouts, -1 for none.
+function Socket:gettimeout()
+  return self.block or -1, self.total or -1
+end
+
+--- The LuaSocket object under it.
+function Socket:unwrap()
+  return self.sock
+end
+
+-- Every other method of LuaSocket's (getfd, listen, shutdown, getpeername,
+-- setoption, dirty, ...) never waits: it is called on the object under it.
+for _, proto in ipairs({ socket.tcp(), socket.udp() }) do
+  for name, fn in pairs(getmetatable(proto).__index) do
+    if Socket[name] == nil and type(fn) == "function" then
+      Socket[name] = function(self, ...) return fn(self.sock, ...) end
+    end
+  end
+  proto:close()
+end
+
+-- -- Constructors -----------------------------------------------------------------
+
+local function made(s, err)
+  if not s then return nil, err end
+  return wrap(s)
+end
+
+for _, name in ipairs({ "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6" }) do
+  local new = socket[name]
+  if new then
+    M[name] = function() return made(new()) end
+  end
+end
+
+--- A listening TCP socket (LuaSocket's socket.bind, the name looked up on the
+-- pool): the wrapped socket, or nil, err.
+function M.bind(host, port, backlog)
+  local list, err = addresses(host)
+  if not list then return nil, err end
+  return made(socket.bind(list[1], port, backlog))
+end
+
+--- A connected TCP socket (LuaSocket's socket.connect): or nil, err.
+function M.connect(host, port, locaddr, locport)
+  local list, err = addresses(host)
+  if not list then return nil, err end
+  local s
+  for _, addr in ipairs(list) do
+    local family = addr:find(":", 1, true) and socket.tcp6 or socket.tcp4 or socket.tcp
+    s, err = made(family())
+    if not s then return nil, err end
+    if locaddr then
+      local ok, e = s:bind(locaddr, locport or 0)
+      if not ok then s:close(); return nil, e end
+    end
+    local ok, e = s:connect(addr, port)
+    if ok then return s end
+    s:close()
+    err = e
+    if e == "timeout" then break end
+  end
+  return nil, err
+end
+
+-- -- px.serve ------------------------------------------------------------------------
+
+-- Errors of accept that say "no descriptor now" (LuaSocket's strerror text):
+-- the loop sleeps a little instead of spinning.
+local RESOURCE = { ["Too many open files"] = true, ["Too many open files in system"] = true,
+                   ["Cannot allocate memory"] = true, ["No buffer space available"] = true }
+
+local function run_handler(handler, tok, c)
+  local ok, err = pcall(fibers.with_cancel, tok, handler, c)
+  c:close()
+  if not ok and not fibers.is_error(err, "ECANCELED") then
+    warn("parataxis: px.serve: a handler raised: ", tostring(err))
+  end
+end
+
+--- px.serve(host, port, handler [, backlog]): listens on host:port (as
+-- px.socket.bind) and runs handler(client) in a new fiber for each connection,
+-- closing the client when the handler returns or raises (its error goes to
+-- warn()).  Returns the listening socket, or nil, err.  Closing it stops the
+-- server: the accept loop ends and every handler still running is cancelled
+-- (its waits raise ECANCELED and its connection is closed).
+function M.serve(host, port, handler, backlog)
+  if type(handler) ~= "function" and not (getmetatable(handler) or {}).__call then
+    raise_arg("px.serve", 3, "handler", "a function", handler)
+  end
+  local srv, err = M.bind(host, port, backlog or 128)
+  if not srv then return nil, err end
+  local tok = fibers.token()
+  fibers.spawn(function()
+    while true do
+      local c, e = srv:accept()
+      if c then
+        fibers.spawn(run_handler, handler, tok, c)
+      elseif e == "closed" then
+        break
+      elseif RESOURCE[e] then
+        fibers.sleep(0.1)
+      elseif e ~= "timeout" then
+        fibers.yield()           -- a connection that failed before accept took it
+      end
+    end
+    tok:cancel()
+  end)
+  return srv
+end
+
+return M
