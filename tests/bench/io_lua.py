@@ -4,24 +4,24 @@
     python3 tests/bench/io_lua.py [--build DIR] [--installed] [--lua LUA] [--quick]
                                   [--runs R] [echo]
 
-DIR (default build-bench) holds the load generator io_echo_load (a Release
-build with PARATAXIS_BENCH=ON; built here when DIR is configured and it is
-missing) and, unless --installed is given, the Lua module: the parataxis
-server runs with LUA_CPATH=DIR/bindings/?.so and LUA_PATH=bindings/lua/?.lua
-of this checkout (the build tree's module, as tests/bench/run.sh runs
-bench_lua_fibers.lua); --installed leaves both paths alone, so that the
-module LUA finds by itself (luarocks make, cmake --install) is measured.  LUA
-(default lua5.4) runs every server.  The peers need LuaSocket (Debian
-lua-socket) and copas (Debian lua-copas: Copas 1.1.7, installed for Lua 5.1
-and 5.2 only but pure Lua, so /usr/share/lua/5.2 is searched after LUA's own
-path, as bench_lua_fibers.lua does; it needs lua-coxpcall).  A peer LUA cannot
-load is left out with a message; a parataxis module that cannot be loaded or
-lacks px.serve (the fiber I/O of issue 22) is a failure, and the exit status
-is 1.  Every figure is the median of R runs (default 5; --quick: 1 run and
-shorter windows), the servers interleaved in each run so that the machine's
-noise hits them alike.  Servers run on CPU 0, the load generator on CPU 1
-(io_bench.py's rule).  The full default run takes about three minutes on two
-cores.
+DIR (default build-bench) holds the load generator io_echo_load and the C
+reference server io_echo_epoll (a Release build with PARATAXIS_BENCH=ON; built
+here when DIR is configured and they are missing) and, unless --installed is
+given, the Lua module: the parataxis server runs with
+LUA_CPATH=DIR/bindings/?.so and LUA_PATH=bindings/lua/?.lua of this checkout
+(the build tree's module, as tests/bench/run.sh runs bench_lua_fibers.lua);
+--installed leaves both paths alone, so that the module LUA finds by itself
+(luarocks make, cmake --install) is measured.  LUA (default lua5.4) runs every
+Lua server.  The peers need LuaSocket (Debian lua-socket) and copas (Debian
+lua-copas: Copas 1.1.7, installed for Lua 5.1 and 5.2 only but pure Lua, so
+/usr/share/lua/5.2 is searched after LUA's own path, as bench_lua_fibers.lua
+does; it needs lua-coxpcall).  A peer LUA cannot load is left out with a
+message; a parataxis module that cannot be loaded or lacks px.serve (the fiber
+I/O of issue 22) is a failure, and the exit status is 1.  Every figure is the
+median of R runs (default 5; --quick: 1 run and shorter windows), the servers
+interleaved in each run so that the machine's noise hits them alike.  Servers
+run on CPU 0, the load generator on CPU 1 (io_bench.py's rule).  The full
+default run takes about three minutes on two cores.
 
 echo      TCP echo of 1 KiB messages on 127.0.0.1 at N = 10 / 100 / 1,000
           connections, one server process at a time, driven by io_echo_load
@@ -31,10 +31,9 @@ echo      TCP echo of 1 KiB messages on 127.0.0.1 at N = 10 / 100 / 1,000
           generator from /proc; requests/s from the same window.  The warm-up
           begins once every connection has had its first echo: copas 1.x
           accepts one connection per round of its loop and takes seconds to
-          take 1,000 in (the "settle" line).  Servers,
-          each a small Lua program below (SERVERS) run as `LUA FILE`, every
-          handler reading 1024 bytes with LuaSocket's receive(1024) and
-          sending them back whole:
+          take 1,000 in (the "settle" lines).  Servers, each a small Lua
+          program below (SERVERS) run as `LUA FILE`, every handler reading
+          1024 bytes with LuaSocket's receive(1024) and sending them back:
             parataxis    px.run; px.serve("127.0.0.1", 0, handler), a fiber
                          per connection: c:receive(1024), c:send(d)
             copas        copas.addserver with a socket.bind listener, a
@@ -45,9 +44,13 @@ echo      TCP echo of 1 KiB messages on 127.0.0.1 at N = 10 / 100 / 1,000
                          with receive(1024, partial) keeping the partial,
                          echoes with send, keeping an unsent rest and
                          selecting for write until it is out
+          and a row that is not Lua, for reference:
+            C epoll      io_bench.py's hand-written level-triggered epoll
+                         loop (io_echo_epoll): one read and one write per
+                         request, the floor this machine's loopback TCP sets
           copas 1.x waits in socket.select too, and LuaSocket's select refuses
-          a descriptor >= FD_SETSIZE (1024): a server that reaches it gives
-          the cell "n/a: select limit" rather than a failure.  The LuaSocket
+          a descriptor >= FD_SETSIZE (1024): a peer that reaches it gives the
+          cell "n/a: select limit" rather than a failure.  The LuaSocket
           listeners get a backlog of 4096 (LuaSocket's default is 32).
           Goal (issue 22), printed as a "luaio target" line: parataxis server
           CPU per request <= 0.5x copas's at every concurrency.
@@ -231,6 +234,10 @@ SERVERS = {
 }
 PX_ROW = "parataxis"
 PEERS = ("copas", "select loop")
+# Not Lua: the hand epoll loop in C of io_bench.py (one read and one write per
+# request), a row of its own that says what of a figure is the kernel's.
+FLOOR = "C epoll"
+ROWS = [*SERVERS, FLOOR]
 
 # ---------------------------------------------------------------- what LUA has
 
@@ -337,10 +344,10 @@ def at_select_limit(err):
     return SELECT_LIMIT in text or "too large for set size" in text
 
 
-def start_server(lua, src, err):
-    """Runs the server program src pinned to the server CPU; (process, port)
-    or (None, why)."""
-    p = subprocess.Popen([lua.exe, src], stdout=subprocess.PIPE, stderr=err, text=True,
+def start_server(lua, argv, err):
+    """Runs the server argv pinned to the server CPU; (process, port) or
+    (None, why)."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True,
                          env=lua.env, preexec_fn=pinned(CPU_SERVER))
     f = read_line(p, REPORT_TIMEOUT).split()
     if len(f) == 2 and f[0] == "port":
@@ -349,11 +356,11 @@ def start_server(lua, src, err):
     return None, f"did not say its port: {last_words(err)}"
 
 
-def echo_once(lua, load, src, conns, warm, span):
-    """One window against the server program src: a dict of figures, or
-    (None, why); why is SELECT_LIMIT when select refused an fd."""
+def echo_once(lua, load, argv, conns, warm, span):
+    """One window against the server argv: a dict of figures, or (None, why);
+    why is SELECT_LIMIT when select refused an fd."""
     with tempfile.TemporaryFile() as err:
-        server, port = start_server(lua, src, err)
+        server, port = start_server(lua, argv, err)
         if server is None:
             return None, port
         try:
@@ -377,20 +384,23 @@ def echo_once(lua, load, src, conns, warm, span):
             "clock": v.get("clock", "?")}, None
 
 
-def write_servers(tmp):
-    """Each server's program as a file in tmp (a traceback then names it):
-    name -> path."""
-    paths = {}
-    for name, (_, body) in SERVERS.items():
+def write_servers(lua, names, tmp):
+    """The command of each server in names, a Lua program written as a file in
+    tmp (a traceback then names it): name -> argv."""
+    argv = {}
+    for name in names:
         path = os.path.join(tmp, "echo_" + name.replace(" ", "_") + ".lua")
         with open(path, "w") as f:
-            f.write(PRELUDE + body)
-        paths[name] = path
-    return paths
+            f.write(PRELUDE + SERVERS[name][1])
+        argv[name] = [lua.exe, path]
+    return argv
 
 
-def run_echo(lua, load, a):
+def run_echo(lua, load, build, a):
     names = lua.usable(SERVERS)
+    floor = built(build, "io_echo_epoll")
+    if floor is None:
+        print(f"({FLOOR}: left out: no io_echo_epoll in {build}/tests/bench)")
     warm, span = (0.3, 0.7) if a.quick else (0.5, 2.0)
     print(f"== Lua TCP echo, 1 KiB: server CPU per request (us, utime+stime over a {span} s "
           f"window after {warm} s of warm-up from every connection's first echo) and "
@@ -399,13 +409,15 @@ def run_echo(lua, load, a):
           f"copas: {lua.about.get('copas', '-')}; LuaSocket {lua.about.get('socket', '-')}")
     res, clock, limited = {}, set(), set()
     with tempfile.TemporaryDirectory(prefix="io_lua.") as tmp:
-        src = write_servers(tmp)
+        argv = write_servers(lua, names, tmp)
+        if floor:
+            argv[FLOOR] = [floor]
         for run in range(a.runs):
             for n in CONNS:
-                for name in names:
+                for name in argv:
                     if (name, n) in limited:
                         continue
-                    m, why = echo_once(lua, load, src[name], n, warm, span)
+                    m, why = echo_once(lua, load, argv[name], n, warm, span)
                     if why == SELECT_LIMIT and name != PX_ROW:
                         limited.add((name, n))
                     elif m is None:
@@ -430,19 +442,20 @@ def run_echo(lua, load, a):
     print(f"{'connections':<14}{cols}  {cols}  {cols}")
     print(f"{'':14}{'server CPU us/request':>24}  {'thousand requests/s':>24}  "
           f"{'load gen CPU/s':>24}")
-    for name in SERVERS:
+    for name in ROWS:
         line = f"{name:<14}"
         for key, spec in (("us", "8.2f"), ("kreq", "8.1f"), ("load", "8.2f")):
             line += "".join(shown(name, n, x, spec)
                             for n, x in zip(CONNS, row(name, key))) + "  "
         print(line.rstrip())
-    print(f"(server CPU read from {'/'.join(sorted(clock)) or '-'}; load gen 1.00: saturated)")
+    print(f"(server CPU read from {'/'.join(sorted(clock)) or '-'}; load gen 1.00: saturated; "
+          f"{FLOOR}: tests/bench/io_echo_epoll, the floor of this machine's loopback TCP)")
     print("settle: seconds from the last connect to every connection's first echo, "
           "before the warm-up (median)")
-    for name in SERVERS:
+    for name in ROWS:
         print(f"{name:<14}" + "".join(shown(name, n, x, "8.2f")
                                       for n, x in zip(CONNS, row(name, "settle"))))
-    for name, n in sorted(limited, key=lambda k: (list(SERVERS).index(k[0]), k[1])):
+    for name, n in sorted(limited, key=lambda k: (ROWS.index(k[0]), k[1])):
         print(f"* {name} at {n:,} connections: n/a: {SELECT_LIMIT} (socket.select refuses "
               f"a descriptor >= FD_SETSIZE, 1024)")
     print("ratios parataxis / peer (CPU: lower is better; requests/s: higher is better)")
@@ -505,7 +518,7 @@ def main():
               f"-DCMAKE_BUILD_TYPE=Release -DPARATAXIS_BENCH=ON; --target io_echo_load)")
         lua.failures.append("io_echo_load")
     else:
-        run_echo(lua, load, a)
+        run_echo(lua, load, build, a)
     if lua.failures:
         print(f"io_lua: FAILED: {', '.join(dict.fromkeys(lua.failures))}")
         return 1
