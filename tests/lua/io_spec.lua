@@ -62,6 +62,21 @@ local function bytes(n, seed)
   return table.concat(t)
 end
 
+-- A wrapped UDP socket on fd number `fd`, just freed: the kernel gives the
+-- lowest free number, so the sockets taking the lower ones are made, then closed.
+local function udp_on(fd)
+  local extra = {}
+  for _ = 1, 64 do
+    local u = assert(px.socket.udp4())   -- udp() makes its fd only when first used
+    if u:getfd() == fd then
+      for _, x in ipairs(extra) do x:close() end
+      return u
+    end
+    extra[#extra + 1] = u
+  end
+  error("fd " .. fd .. " was not reused")
+end
+
 local function tmpname()
   local p = os.tmpname()
   os.remove(p)
@@ -271,8 +286,7 @@ describe("io", function()
       assert.is_nil(ok)
       assert.equal("ECLOSED", err.code)
       s:unwrap():close()                 -- the number is free: the next socket's
-      local u = assert(px.socket.udp())
-      assert.equal(fd, u:getfd())
+      local u = udp_on(fd)
       assert(u:setsockname("127.0.0.1", 0))
       local g = spawn_waiting(px.wait_readable, u)
       c:send("to the old socket")        -- wakes nobody
@@ -294,10 +308,9 @@ describe("io", function()
       local f = spawn_waiting(function() return s:receive(4) end)
       c:send("wake")                     -- f is woken, not yet run...
       s:close()                          -- ...when its socket is closed
-      local u = assert(px.socket.udp())  -- and its number reused
-      assert.equal(fd, u:getfd())
+      local u = udp_on(fd)               -- and its number reused
       assert(u:setsockname("127.0.0.1", 0))
-      assert.same({ nil, "closed" }, { f:join() })
+      assert.same({ nil, "closed", "" }, { f:join() })
       -- the new owner is untouched: a wait on it works as if nothing happened
       local g = spawn_waiting(function() return u:receive() end)
       local ip, port = u:getsockname()

@@ -288,11 +288,17 @@ function Socket:unwrap()
 end
 
 -- Every other method of LuaSocket's (getfd, listen, shutdown, getpeername,
--- setoption, dirty, ...) never waits: it is called on the object under it.
+-- setoption, dirty, ...) never waits: it is called on the object under it,
+-- looked up there at each call -- TCP and UDP objects (and TCP's master,
+-- client and server classes) have methods of one name that check their own
+-- class (getsockname, setoption, ...), so no one class's function will do.
 for _, proto in ipairs({ socket.tcp(), socket.udp() }) do
   for name, fn in pairs(getmetatable(proto).__index) do
     if Socket[name] == nil and type(fn) == "function" then
-      Socket[name] = function(self, ...) return fn(self.sock, ...) end
+      Socket[name] = function(self, ...)
+        local s = self.sock
+        return s[name](s, ...)
+      end
     end
   end
   proto:close()
