@@ -113,18 +113,42 @@ end
 
 -- -- The methods that wait ----------------------------------------------------------------
 
+-- Waits for `ev` as wait() does; a scope's error is raised again once `partial`
+-- is kept in self.held, so that the next receive starts with it.
+local function wait_holding(self, ev, total, partial)
+  local ok, why = pcall(wait, self, ev, total)
+  if ok then return why end
+  if partial ~= "" then self.held = partial end
+  error(why, 0)
+end
+
 --- As LuaSocket's: the data; or nil, err ("timeout", "closed", ...) and the
--- partial data received.
+-- partial data received.  LuaSocket hands over what it read before it would
+-- block (the partial): when a scope ends the wait that follows, those bytes
+-- are held here and go first into the next receive, as if still unread.  They
+-- count as LuaSocket counts a prefix: in a byte count, and a line ends only
+-- after them (a receive(n) that ended holding a "\n" gives it to a "*l" as data).
 function Socket:receive(pattern, prefix)
   local s = self.sock
+  local caller_prefix_len = prefix and #prefix or 0
+  local held = self.held
+  if held then
+    self.held = nil
+    prefix = prefix and prefix .. held or held
+  end
   local data, err, partial = s:receive(pattern, prefix)
   if data or err ~= "timeout" then return data, err, partial end
   local total = total_deadline(self)
   repeat
-    local why = wait(self, READ, total)
+    local why = wait_holding(self, READ, total, partial)
     if why then return nil, why, partial end
     data, err, partial = s:receive(pattern, partial)
   until data or err ~= "timeout"
+  -- "*a" ends well at the close when it read anything: LuaSocket's rule, but
+  -- its retry here sees only the bytes of its last try (none, at the close).
+  if err == "closed" and pattern == "*a" and #partial > caller_prefix_len then
+    return partial
+  end
   return data, err, partial
 end
 
