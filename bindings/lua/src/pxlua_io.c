@@ -15,7 +15,7 @@
 ** the px.wait_* calls, "closed" / "timeout" for the sockets, io.open's
 ** `nil, message, errno` for the files, `nil, err` for a lookup that failed.
 */
-#define _POSIX_C_SOURCE 200809L     /* getaddrinfo, poll, clock values */
+#define _GNU_SOURCE     /* dladdr, RTLD_NODELETE; with getaddrinfo, poll, clock values */
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -31,6 +31,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <dlfcn.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -567,8 +569,27 @@ static int l_write_file(lua_State *L)
 
 /* -- The table ---------------------------------------------------------------- */
 
+/*
+** The pool's threads run this module's code (the library is linked in) and
+** outlive every job: idle, they wait for the next one.  lua_close unloads a C
+** module (dlclose), and a thread that woke up in unmapped code crashed the
+** process at its exit, now and then.  So the module stays mapped until the
+** process ends: RTLD_NODELETE, given to a new handle on the loaded file (a
+** handle that is never closed: dlclose would drop only its own reference).
+*/
+static const char module_anchor;      /* an address inside the module's mapping */
+
+static void pin_module(void)
+{
+    Dl_info info;
+    if (dladdr(&module_anchor, &info) == 0 || info.dli_fname == NULL)
+        return;
+    (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 int pxlua_io(lua_State *L)
 {
+    pin_module();
     static const luaL_Reg fns[] = {
         { "wait_readable", l_wait_readable }, { "wait_writable", l_wait_writable },
         { "notify_closing", l_notify_closing }, { "sock_wait", l_sock_wait },
