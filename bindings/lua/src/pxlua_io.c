@@ -394,9 +394,10 @@ static int l_getaddrinfo(lua_State *L)
 ** true; nil, "path: message", errno on failure.  The job is C only: its path
 ** and data are copied into it, and the bytes read stay in C until the fiber,
 ** resumed, makes the string.  A scope that fires before the job starts drops
-** it unrun; one that fires while it runs waits for its end (a half-written
-** file is worse than a late wake), then raises.  Off-fiber it runs on the
-** calling thread.
+** it unrun (and raises); one that fires while it runs waits for its end (a
+** half-written file is worse than a late wake): a read stops at its next
+** chunk and raises, a write finishes and returns true, as px_run_blocking
+** delivers a job that completed.  Off-fiber it runs on the calling thread.
 */
 typedef struct file_job {
     int write, append;
@@ -517,6 +518,16 @@ static int file_done(lua_State *L, int rc, const char *name)
         return pxlua_raise(L, rc, name);   /* file_release freed the job */
     file_job *j = lua_type(L, -1) == LUA_TLIGHTUSERDATA ? stacked_job(L) : NULL;
     int err = rc == PX_ENOMEM ? ENOMEM : rc != 0 ? EINVAL : j->err;
+    if (err == ECANCELED) {
+        /* read_all stopped early: a scope of this fiber fired while the job
+        ** ran.  px_run_blocking delivered the (partial) job, the scope stays
+        ** fired, and a wait with a passed deadline answers its code at once. */
+        int code = px_sleep(0);
+        if (code == PX_ETIMEDOUT || code == PX_ECANCELED) {
+            file_job_free(j);
+            return pxlua_raise(L, code, name);
+        }
+    }
     if (err != 0) {
         lua_pushnil(L);
         lua_pushfstring(L, "%s: %s", lua_tostring(L, 1), strerror(err));
