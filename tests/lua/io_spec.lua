@@ -104,17 +104,17 @@ local function pid()
 end
 
 -- Runs the Lua chunk `code` in a child lua5.4 (this run's paths) under a
--- 30 s watchdog, with `limit` open files if given; its output, with a last
--- line "status=N".
-local function child(code, limit)
+-- 30 s watchdog, with `limit` open files and the environment assignments
+-- `env` ("NAME=value ...") if given; its output, with a last line "status=N".
+local function child(code, limit, env)
   local script = tmpname()
   local f = assert(io.open(script, "w"))
   f:write(with_paths(code))
   f:close()
   local ul = limit and string.format(
     "ulimit -n %d 2>/dev/null || ulimit -n $(ulimit -Hn); ", limit) or ""
-  local p = assert(io.popen(string.format("%stimeout -s KILL 30 lua5.4 %s 2>&1; echo \"status=$?\"",
-    ul, script)))
+  local p = assert(io.popen(string.format("%s%s timeout -s KILL 30 lua5.4 %s 2>&1; echo \"status=$?\"",
+    ul, env or "", script)))
   local out = p:read("a")
   p:close()
   os.remove(script)
@@ -134,6 +134,28 @@ describe("io", function()
       end)
       c:send("abc")
       assert.same({ nil, "timeout", "abc" }, { f:join() })
+      c:close(); s:close()
+    end)
+  end)
+
+  it("wait_fd_wakes_a_reader_when_data_comes", function()
+    px.run(function()
+      local c, s = pair()
+      local f = spawn_waiting(px.wait_readable, s:getfd())
+      c:send("!")
+      assert.is_true(f:join())
+      assert.equal("!", s:receive(1))
+      c:close(); s:close()
+    end)
+  end)
+
+  it("wait_fd_wakes_a_writer_when_there_is_room", function()
+    px.run(function()
+      local c, s = pair()
+      local sent = fill(c)
+      local f = spawn_waiting(px.wait_writable, c)
+      assert(s:receive(sent))            -- room again
+      assert.is_true(f:join())
       c:close(); s:close()
     end)
   end)
@@ -635,7 +657,7 @@ describe("io", function()
     end)
   end)
 
-  it("udp_sendto_and_receivefrom", function()
+  it("udp_sendto_and_recvfrom_wait_in_fibers", function()
     px.run(function()
       local u, v = assert(px.socket.udp()), assert(px.socket.udp())
       assert(u:setsockname("127.0.0.1", 0))
@@ -954,18 +976,35 @@ describe("io", function()
   end)
 
   it("pool_cancelled_before_start_never_runs_and_is_released_with_null", function()
-    local path = tmpname()
-    px.run(function()
-      local r, err = px.timeout(0, px.write_file, path, "never")
-      assert.is_nil(r)
-      assert.equal("ETIMEDOUT", err.code)
-      local tok = px.token()
-      tok:cancel()
-      r, err = px.with_cancel(tok, px.write_file, path, "never")
-      assert.is_nil(r)
-      assert.equal("ECANCELED", err.code)
-    end)
-    assert.is_false(exists(path))        -- nothing left behind
+    -- A pool of one thread (PARATAXIS_BLOCKING_THREADS, read at its start: a
+    -- child process), held by a read of a FIFO nobody writes yet: the jobs
+    -- queued behind it cannot start before the spec lets it go.
+    local fifo, path = mkfifo(), tmpname()
+    local out = child(string.format([[
+      local px = require "parataxis"
+      local fifo, path = %q, %q
+      px.run(function()
+        local holder = px.spawn(px.read_file, fifo)
+        px.yield()
+        local r, err = px.timeout(0.05, px.write_file, path, "never")
+        assert(r == nil and err.code == "ETIMEDOUT", tostring(err))
+        local tok = px.token()
+        local f = px.spawn(px.with_cancel, tok, px.write_file, path, "never")
+        px.yield()
+        tok:cancel()
+        r, err = f:join()
+        assert(r == nil and err.code == "ECANCELED", tostring(err))
+        local w = assert(io.open(fifo, "w"))     -- lets the holder go
+        w:write("held")
+        w:close()
+        assert(holder:join() == "held")
+        assert(px.read_file(path) == nil)        -- nothing left behind
+        print("never ran")
+      end)
+    ]], fifo, path), nil, "PARATAXIS_BLOCKING_THREADS=1")
+    assert.equal("never ran\nstatus=0\n", out)
+    assert.is_false(exists(path))
+    os.remove(fifo)
   end)
 
   it("pool_cancelled_while_running_waits_for_the_result_by_default", function()
