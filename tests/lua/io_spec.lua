@@ -328,8 +328,8 @@ describe("io", function()
       local c, s = pair()
       local fd = s:getfd()
       local f = spawn_waiting(function() return s:receive(4) end)
-      c:send("wake")                     -- f is woken, not yet run...
-      s:close()                          -- ...when its socket is closed
+      c:send("wake")                     -- f's wake is on its way (seen or not yet),
+      s:close()                          -- and its socket is closed before f runs again
       local u = udp_on(fd)               -- and its number reused
       assert(u:setsockname("127.0.0.1", 0))
       assert.same({ nil, "closed", "" }, { f:join() })
