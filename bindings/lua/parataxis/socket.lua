@@ -128,32 +128,40 @@ end
 
 -- -- The methods that wait ----------------------------------------------------------------
 
+-- Waits for `ev` as wait() does; a scope's error is raised again once `partial`
+-- is kept in self.held, so that the next receive starts with it.
+local function wait_holding(self, ev, total, partial)
+  local ok, why = pcall(wait, self, ev, total)
+  if ok then return why end
+  if partial ~= "" then self.held = partial end
+  error(why, 0)
+end
+
 --- As LuaSocket's: the data; or nil, err ("timeout", "closed", ...) and the
--- partial data received.
--- A scope that ends the wait raises; the bytes received so far are kept
--- (self.pending) and come first in the next receive, so none is lost.
+-- partial data received.  LuaSocket hands over what it read before it would
+-- block (the partial): when a scope ends the wait that follows, those bytes
+-- are held here and go first into the next receive, as if still unread.  They
+-- count as LuaSocket counts a prefix: in a byte count, and a line ends only
+-- after them (a receive(n) that ended holding a "\n" gives it to a "*l" as data).
 function Socket:receive(pattern, prefix)
   local s = self.sock
-  local pending = self.pending
-  if pending then
-    self.pending = nil
-    prefix = pending .. (prefix or "")
+  local caller_prefix_len = prefix and #tostring(prefix) or 0
+  local held = self.held
+  if held then
+    self.held = nil
+    prefix = prefix and prefix .. held or held
   end
   local data, err, partial = s:receive(pattern, prefix)
   if data or err ~= "timeout" then return data, err, partial end
   local total = total_deadline(self)
   repeat
-    self.pending = partial
-    local why = wait(self, READ, total)
-    self.pending = nil
+    local why = wait_holding(self, READ, total, partial)
     if why then return nil, why, partial end
     data, err, partial = s:receive(pattern, partial)
   until data or err ~= "timeout"
-  -- "*a" reads until the peer closes, and succeeds when it read anything; a
-  -- blocking LuaSocket makes it one call, here the last of several may read
-  -- nothing more: what the earlier ones read counts.
-  if err == "closed" and type(pattern) == "string" and pattern:match("^%*?a") and
-     #partial > (prefix and #tostring(prefix) or 0) then
+  -- "*a" ends well at the close when it read anything: LuaSocket's rule, but
+  -- its retry here sees only the bytes of its last try (none, at the close).
+  if err == "closed" and pattern == "*a" and #partial > caller_prefix_len then
     return partial, nil, nil
   end
   return data, err, partial
@@ -324,11 +332,17 @@ function Socket:unwrap()
 end
 
 -- Every other method of LuaSocket's (getfd, listen, shutdown, getpeername,
--- setoption, dirty, ...) never waits: it is called on the object under it.
+-- setoption, dirty, ...) never waits: it is called on the object under it,
+-- looked up there at each call -- TCP and UDP objects (and TCP's master,
+-- client and server classes) have methods of one name that check their own
+-- class (getsockname, setoption, ...), so no one class's function will do.
 for _, proto in ipairs({ socket.tcp(), socket.udp() }) do
   for name, fn in pairs(getmetatable(proto).__index) do
     if Socket[name] == nil and type(fn) == "function" then
-      Socket[name] = function(self, ...) return fn(self.sock, ...) end
+      Socket[name] = function(self, ...)
+        local s = self.sock
+        return s[name](s, ...)
+      end
     end
   end
   proto:close()

@@ -15,7 +15,7 @@
 ** the px.wait_* calls, "closed" / "timeout" for the sockets, io.open's
 ** `nil, message, errno` for the files, `nil, err` for a lookup that failed.
 */
-#define _POSIX_C_SOURCE 200809L     /* getaddrinfo, poll, clock values */
+#define _GNU_SOURCE     /* dladdr, RTLD_NODELETE; with getaddrinfo, poll, clock values */
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -31,6 +31,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <dlfcn.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -407,8 +409,8 @@ static int l_getaddrinfo(lua_State *L)
 ** it unrun.  One that fires while it runs abandons a read (the call raises at
 ** once; the pool thread frees the job when the read ends: a FIFO with no
 ** writer never holds up its fiber) and waits for a write's end (a
-** half-written file is worse than a late wake: the call returns, and the
-** scope's next wait raises).  Off-fiber it runs on the calling thread.
+** half-written file is worse than a late wake: the call returns true, and
+** the scope's next wait raises).  Off-fiber it runs on the calling thread.
 */
 typedef struct file_job {
     int write, append;
@@ -533,6 +535,17 @@ static int file_done(lua_State *L, int rc, const char *name)
         return pxlua_raise(L, rc, name);   /* file_release freed the job */
     file_job *j = lua_type(L, -1) == LUA_TLIGHTUSERDATA ? stacked_job(L) : NULL;
     int err = rc == PX_ENOMEM ? ENOMEM : rc != 0 ? EINVAL : j->err;
+    if (err == ECANCELED) {
+        /* read_all stopped early: a scope of this fiber fired while the job
+        ** ran, and the job ended before the fiber saw it, so px_run_blocking
+        ** delivered it; the scope stays fired, and px_sleep(0) answers its
+        ** code at once (it never parks once a scope fired). */
+        int code = px_sleep(0);
+        if (code == PX_ETIMEDOUT || code == PX_ECANCELED) {
+            file_job_free(j);
+            return pxlua_raise(L, code, name);
+        }
+    }
     if (err != 0) {
         lua_pushnil(L);
         lua_pushfstring(L, "%s: %s", lua_tostring(L, 1), strerror(err));
@@ -585,8 +598,27 @@ static int l_write_file(lua_State *L)
 
 /* -- The table ---------------------------------------------------------------- */
 
+/*
+** The pool's threads run this module's code (the library is linked in) and
+** outlive every job: idle, they wait for the next one.  lua_close unloads a C
+** module (dlclose), and a thread that woke up in unmapped code crashed the
+** process at its exit, now and then.  So the module stays mapped until the
+** process ends: RTLD_NODELETE, given to a new handle on the loaded file (a
+** handle that is never closed: dlclose would drop only its own reference).
+*/
+static const char module_anchor;      /* an address inside the module's mapping */
+
+static void pin_module(void)
+{
+    Dl_info info;
+    if (dladdr(&module_anchor, &info) == 0 || info.dli_fname == NULL)
+        return;
+    (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 int pxlua_io(lua_State *L)
 {
+    pin_module();
     static const luaL_Reg fns[] = {
         { "wait_readable", l_wait_readable }, { "wait_writable", l_wait_writable },
         { "notify_closing", l_notify_closing }, { "sock_wait", l_sock_wait },
