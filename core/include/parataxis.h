@@ -1762,9 +1762,10 @@ PX_API int px_tcp_listen(const char *host, const char *port, int backlog);
 ** NULL first).  The park is bounded by the fiber's scopes, and what a scope
 ** that fires does depends on where the job is:
 **
-**   - not started (queued behind others: the pool is at its cap): the job is
-**     dequeued, fn never runs, release(arg, NULL) is called (on the calling
-**     fiber, before the return) and the scope's code returned;
+**   - not started (queued behind others: the pool is at its cap), or a scope
+**     that had fired before the call: the job is dequeued (never submitted),
+**     fn never runs, release(arg, NULL) is called (on the calling fiber,
+**     before the return) and the scope's code returned;
 **   - running, by default (trio's abandon_on_cancel=False): the fiber waits
 **     on for fn to end, whatever its scopes say, and the call returns 0 with
 **     the result -- the scope has fired all the same: its next park returns

@@ -1018,6 +1018,21 @@ describe("io", function()
     os.remove(fifo)
   end)
 
+  it("pool_a_scope_fired_before_the_call_runs_no_job", function()
+    local path = tmpname()
+    px.run(function()
+      assert.equal("", px.read_file("/dev/null"))   -- an idle pool thread, ready
+      local tok = px.token()
+      tok:cancel()
+      for _ = 1, 200 do
+        local r, err = px.with_cancel(tok, px.write_file, path, "never")
+        assert.is_nil(r)
+        assert.equal("ECANCELED", err.code)
+      end
+    end)
+    assert.is_false(exists(path))
+  end)
+
   it("pool_cancelled_while_running_waits_for_the_result_by_default", function()
     -- px.write_file waits for a job that runs: a half-written file is worse
     -- than a late wake.  The reader opens the FIFO (so "opened" says the

@@ -1250,6 +1250,22 @@ def test_pool_cancelled_before_start_never_runs_and_is_released_with_null(pool_c
     assert ran == []
 
 
+def test_pool_a_scope_fired_before_the_call_runs_no_job():
+    tok = px.CancellationToken()
+    tok.cancel()
+    ran = []
+
+    def body():
+        px.run_blocking(lambda: None)        # an idle pool thread, ready to take a job
+        with px.cancel_scope(tok):
+            for _ in range(200):
+                for abandon in (False, True):
+                    with pytest.raises(px.Cancelled):
+                        px.run_blocking(ran.append, 1, abandon_on_cancel=abandon)
+    run(body)
+    assert ran == []
+
+
 def test_pool_cancelled_while_running_waits_for_the_result_by_default():
     started = threading.Event()
 

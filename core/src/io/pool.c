@@ -45,6 +45,7 @@
 #include "base/deadline.h"
 #include "base/fork.h"
 #include "base/list.h"
+#include "fiber/fiber.h"
 #include "fiber/waitq.h"
 #include "io/pool.h"
 
@@ -460,6 +461,13 @@ int px_run_blocking(void *(*fn)(void *arg), void *arg,
         if (settle(j, r, result, &out))
             return out;
     } else {
+        /* A scope that fired already: the job is as one dequeued unstarted.
+        ** Submitted, an idle thread could take it before park() looks. */
+        if ((r = px__scope_check(f)) != 0) {
+            if (release != NULL)
+                release(arg, NULL);
+            return r;
+        }
         if ((j = calloc(1, sizeof *j)) == NULL)
             return PX_ENOMEM;
         j->fn = fn;

@@ -184,6 +184,40 @@ SPEC(pool_cancelled_before_start_never_runs_and_is_released_with_null)
     CHECK_EQ(atomic_load(&never_ran), 0);
 }
 
+/* A scope that fired before the call: the job is never submitted, so no idle
+** pool thread can take it before the park looks at the scope.  Many rounds,
+** with idle threads waiting, for the race to show if it is there. */
+static void *noop_job(void *arg) { return arg; }
+
+static void *fired_main(void *arg)
+{
+    (void)arg;
+    void *r;
+    CHECK_EQ(px_run_blocking(noop_job, NULL, NULL, 0, &r), 0);   /* an idle thread */
+    px_token *tok = px_token_new();
+    CHECK(tok != NULL);
+    CHECK_EQ(px_token_cancel(tok), 1);
+    CHECK_EQ(px_scope_push_cancel(tok), 0);
+    for (int i = 0; i < 200; i++) {
+        for (unsigned flags = 0; flags <= PX_BLOCKING_ABANDON; flags++) {
+            queued_call q = { .flags = flags };
+            q.ctx[1] = &q.rel;
+            CHECK_EQ(queued_body(&q), PX_ECANCELED);
+            CHECK_EQ(atomic_load(&q.rel.calls), 1);     /* released, with NULL */
+            CHECK(atomic_load(&q.rel.result) == NULL);
+        }
+    }
+    CHECK_EQ(px_scope_pop(), PX_ECANCELED);
+    px_token_free(tok);
+    return NULL;
+}
+
+SPEC(pool_a_scope_fired_before_the_call_runs_no_job)
+{
+    CHECK_EQ(px_run(fired_main, NULL, NULL), 0);
+    CHECK_EQ(atomic_load(&never_ran), 0);
+}
+
 /* -- cancelled while it runs ---------------------------------------------------- */
 
 typedef struct running_call {
@@ -920,6 +954,7 @@ SPEC(pool_job_that_never_ends_is_abandoned_and_the_process_exits)
 
 SPECS(pool_thousand_jobs_from_a_hundred_fibers_each_get_their_result,
       pool_cancelled_before_start_never_runs_and_is_released_with_null,
+      pool_a_scope_fired_before_the_call_runs_no_job,
       pool_cancelled_while_running_waits_for_the_result_by_default,
       pool_cancelled_while_running_with_abandon_returns_at_once_and_releases_later,
       pool_fn_sees_px_blocking_cancelled_and_may_stop_early,
