@@ -310,10 +310,15 @@ end
 
 -- Every other method of LuaSocket's (getfd, listen, shutdown, getpeername,
 -- setoption, dirty, ...) never waits: it is called on the object under it.
+-- By name, not as the function found here: tcp and udp objects each have a
+-- getsockname, setoption, ... of their own, which refuses the other kind.
 for _, proto in ipairs({ socket.tcp(), socket.udp() }) do
   for name, fn in pairs(getmetatable(proto).__index) do
     if Socket[name] == nil and type(fn) == "function" then
-      Socket[name] = function(self, ...) return fn(self.sock, ...) end
+      Socket[name] = function(self, ...)
+        local s = self.sock
+        return s[name](s, ...)
+      end
     end
   end
   proto:close()
