@@ -113,32 +113,50 @@ end
 
 -- -- The methods that wait ----------------------------------------------------------------
 
+-- A receive (a send) parked in its wait owns the direction: another fiber's
+-- receive would take the bytes it waits to complete from LuaSocket's buffer,
+-- or leave it parked on an fd whose data that buffer now holds; another send
+-- would slip its bytes into the middle of the parked one's.  So such a call
+-- raises EBUSY, as a second waiter on the fd does, even when it need not wait.
+local function busy()
+  error(setmetatable({ code = "EBUSY", message = "px.socket: busy" }, fibers.Error), 3)
+end
+
 --- As LuaSocket's: the data; or nil, err ("timeout", "closed", ...) and the
 -- partial data received.
 -- A scope that ends the wait raises; the bytes received so far are kept
--- (self.pending) and come first in the next receive, so none is lost.
+-- (self.pending) and come first in the next receive, so none is lost.  The
+-- caller's prefix is not kept: the socket never received it.
 function Socket:receive(pattern, prefix)
+  if self.reading then busy() end
   local s = self.sock
+  local own = prefix and #tostring(prefix) or 0     -- the caller's, as LuaSocket reads it
   local pending = self.pending
   if pending then
     self.pending = nil
-    prefix = pending .. (prefix or "")
+    prefix = (prefix or "") .. pending              -- received after the caller's prefix
   end
   local data, err, partial = s:receive(pattern, prefix)
-  if data or err ~= "timeout" then return data, err, partial end
-  local total = total_deadline(self)
-  repeat
-    self.pending = partial
-    local why = wait(self, READ, total)
-    self.pending = nil
-    if why then return nil, why, partial end
-    data, err, partial = s:receive(pattern, partial)
-  until data or err ~= "timeout"
+  if not data and err == "timeout" then
+    local total = total_deadline(self)
+    repeat
+      self.reading = true
+      local ok, why = pcall(wait, self, READ, total)
+      self.reading = nil
+      if not ok then
+        if partial and #partial > own then self.pending = partial:sub(own + 1) end
+        error(why, 0)
+      end
+      if why then return nil, why, partial end
+      data, err, partial = s:receive(pattern, partial)
+    until data or err ~= "timeout"
+  end
   -- "*a" reads until the peer closes, and succeeds when it read anything; a
-  -- blocking LuaSocket makes it one call, here the last of several may read
-  -- nothing more: what the earlier ones read counts.
+  -- blocking LuaSocket makes it one call, here the last of several (or the
+  -- one after a scope ended the last receive) may read nothing more: what the
+  -- earlier ones read counts.
   if err == "closed" and type(pattern) == "string" and pattern:match("^%*?a") and
-     #partial > (prefix and #tostring(prefix) or 0) then
+     #partial > own then
     return partial, nil, nil
   end
   return data, err, partial
@@ -148,12 +166,15 @@ end
 -- and that index.  A scope that ends the wait raises its error with that
 -- index as err.last.
 local function send_stream(self, data, i, j)
+  if self.writing then busy() end
   local s = self.sock
   local last, err, sent = s:send(data, i, j)
   if last or err ~= "timeout" then return last, err, sent end
   local total = total_deadline(self)
   repeat
+    self.writing = true
     local ok, why = pcall(wait, self, WRITE, total)
+    self.writing = nil
     if not ok then
       if fibers.is_error(why) then why.last = sent end
       error(why, 0)
