@@ -100,9 +100,15 @@ local function is_numeric(host)
 end
 
 -- The addresses of host: { host } when it needs no lookup, else the lookup's
--- (on the pool), or nil, message.
-local function addresses(host)
-  if type(host) ~= "string" or is_numeric(host) then return { host } end
+-- (on the pool), or nil, message.  A number is its digits, as LuaSocket takes
+-- it; any other value that is not a string raises, as LuaSocket's calls do
+-- (an empty list would make the caller's loop answer nil, nil).
+local function addresses(host, where, arg)
+  if type(host) == "number" then host = tostring(host) end
+  if type(host) ~= "string" then
+    raise_arg(where, arg or 1, "host", "a string", host)
+  end
+  if is_numeric(host) then return { host } end
   local list, err = getaddrinfo(host)
   if not list then return nil, err.message end
   local out = {}
@@ -216,21 +222,32 @@ end
 
 --- As LuaSocket's: 1, or nil, err.  A host name is looked up on the pool, and
 -- its addresses are tried in turn.
+-- LuaSocket's blocking connect gives a socket with no descriptor yet
+-- (socket.tcp(), unbound) a new one for each family it tries, and leaves it
+-- free of any when every try failed; at timeout 0 the first try fixes the
+-- family, and an address of the other family is refused after it.  So such a
+-- socket is made anew after each failed try, to the same end.
 function Socket:connect(host, port)
-  local list, err = addresses(host)
+  local list, err = addresses(host, "socket:connect")
   if not list then return nil, err end
+  local unset = self.sock:getfd() < 0
   local total = total_deadline(self)
   for _, addr in ipairs(list) do
     local ok
     ok, err = connect_one(self, addr, port, total)
     if ok or err == "timeout" or err == "closed" then return ok, err end
+    if unset then
+      self.sock:close()
+      self.sock = socket.tcp()
+      self.sock:settimeout(0)
+    end
   end
   return nil, err
 end
 
 --- As LuaSocket's; a host name is looked up on the pool.
 function Socket:bind(host, port)
-  local list, err = addresses(host)
+  local list, err = addresses(host, "socket:bind")
   if not list then return nil, err end
   return self.sock:bind(list[1], port)
 end
@@ -265,7 +282,7 @@ end
 
 --- UDP, as LuaSocket's (a host name is looked up on the pool).
 function Socket:sendto(data, ip, port)
-  local list, err = addresses(ip)
+  local list, err = addresses(ip, "socket:sendto", 2)
   if not list then return nil, err end
   return send_datagram(self, self.sock.sendto, data, list[1], port)
 end
@@ -279,13 +296,13 @@ end
 
 --- UDP, as LuaSocket's setpeername and setsockname (names on the pool).
 function Socket:setpeername(host, port)
-  local list, err = addresses(host)
+  local list, err = addresses(host, "socket:setpeername")
   if not list then return nil, err end
   return self.sock:setpeername(list[1], port)
 end
 
 function Socket:setsockname(host, port)
-  local list, err = addresses(host)
+  local list, err = addresses(host, "socket:setsockname")
   if not list then return nil, err end
   return self.sock:setsockname(list[1], port)
 end
@@ -362,14 +379,14 @@ end
 --- A listening TCP socket (LuaSocket's socket.bind, the name looked up on the
 -- pool): the wrapped socket, or nil, err.
 function M.bind(host, port, backlog)
-  local list, err = addresses(host)
+  local list, err = addresses(host, "px.socket.bind")
   if not list then return nil, err end
   return made(socket.bind(list[1], port, backlog))
 end
 
 --- A connected TCP socket (LuaSocket's socket.connect): or nil, err.
 function M.connect(host, port, locaddr, locport)
-  local list, err = addresses(host)
+  local list, err = addresses(host, "px.socket.connect")
   if not list then return nil, err end
   local s
   for _, addr in ipairs(list) do
