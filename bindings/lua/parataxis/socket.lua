@@ -322,6 +322,7 @@ Meta.__close = Socket.close
 --- LuaSocket's settimeout: `t` seconds (nil or negative: none); mode "b"
 -- (the default) bounds each wait, "t" the whole call.  1.
 function Socket:settimeout(t, mode)
+  if type(t) == "string" then t = tonumber(t) or t end   -- LuaSocket takes "0.5"
   if t ~= nil and type(t) ~= "number" then
     raise_arg("socket:settimeout", 1, "timeout", "a number or nil", t)
   end
@@ -417,7 +418,10 @@ local function run_handler(handler, tok, c)
   local ok, err = pcall(fibers.with_cancel, tok, handler, c)
   c:close()
   if not ok and not fibers.is_error(err, "ECANCELED") then
-    warn("parataxis: px.serve: a handler raised: ", tostring(err))
+    -- An error tostring cannot show must not end this fiber instead of warning.
+    local shown, text = pcall(tostring, err)
+    warn("parataxis: px.serve: a handler raised: ",
+         shown and text or "(an error value that tostring cannot show)")
   end
 end
 
