@@ -170,6 +170,21 @@ describe("io", function()
     end)
   end)
 
+  it("wrap_keeps_the_timeouts_the_luasocket_object_had", function()
+    px.run(function()
+      local c, p = tcp_pair()
+      local raw = p:unwrap()
+      raw:settimeout(0.05)
+      raw:settimeout(2, "t")
+      local w = px.socket.wrap(raw)     -- wrap gives back the wrapper of a wrapper only
+      assert.same({ 0.05, 2 }, { w:gettimeout() })
+      local t0 = px.now()
+      assert.same({ nil, "timeout", "" }, { w:receive("*l") })
+      assert.is_true(px.now() - t0 < 1)
+      c:close(); w:close()
+    end)
+  end)
+
   it("a_serve_handler_error_that_tostring_cannot_show_is_still_warned", function()
     local warned = {}
     local real_warn = _G.warn
