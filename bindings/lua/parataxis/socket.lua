@@ -49,17 +49,20 @@ local function kind_of(s)
 end
 
 --- px.socket.wrap(s): s, a LuaSocket tcp (master, client or server) or udp
--- object, as a fiber-aware socket.  s belongs to it from then on: close it
--- through the wrapper (whose close wakes the fibers waiting on it).  A socket
--- already wrapped is returned as it is.
+-- object, as a fiber-aware socket, with the timeouts s had.  s belongs to it
+-- from then on: close it through the wrapper (whose close wakes the fibers
+-- waiting on it).  A socket already wrapped is returned as it is.
 function M.wrap(s)
   if getmetatable(s) == Meta then return s end
   local proto = kind_of(s)
   if proto ~= "tcp" and proto ~= "udp" then
     raise_arg("px.socket.wrap", 1, "socket", "a LuaSocket tcp or udp object", s)
   end
+  local block, total = s:gettimeout()           -- -1: none
   s:settimeout(0)
-  return setmetatable({ sock = s, udp = proto == "udp" }, Meta)
+  return setmetatable({ sock = s, udp = proto == "udp",
+                        block = block >= 0 and block or nil,
+                        total = total >= 0 and total or nil }, Meta)
 end
 local wrap = M.wrap
 
