@@ -79,6 +79,19 @@ describe("io", function()
     end)
   end)
 
+  it("a_receive_with_a_bad_pattern_loses_none_of_the_bytes_a_scope_kept", function()
+    px.run(function()
+      local c, p = tcp_pair()
+      c:send("kept")
+      px.timeout(0.02, function() return p:receive("*l") end)
+      assert.is_false(pcall(p.receive, p, "*x"))          -- LuaSocket's argument error
+      assert.is_false(pcall(p.receive, p, "*l", {}))
+      c:send("\n")
+      assert.equal("kept", p:receive("*l"))
+      c:close(); p:close()
+    end)
+  end)
+
   it("a_receive_while_another_fiber_waits_in_one_raises_ebusy_and_takes_none_of_its_bytes",
      function()
     px.run(function()
