@@ -142,10 +142,10 @@ function Socket:receive(pattern, prefix)
   local own = prefix and #tostring(prefix) or 0     -- the caller's, as LuaSocket reads it
   local pending = self.pending
   if pending then
-    self.pending = nil
     prefix = (prefix or "") .. pending              -- received after the caller's prefix
   end
   local data, err, partial = s:receive(pattern, prefix)
+  self.pending = nil        -- only now: a call LuaSocket refused keeps them
   if not data and err == "timeout" then
     local total = total_deadline(self)
     repeat
