@@ -163,6 +163,35 @@ describe("io", function()
     srv:close()
   end)
 
+  it("a_scope_ending_px_socket_connect_closes_the_socket_it_made", function()
+    -- A listener with a backlog of 1 that never accepts: the kernel drops the
+    -- handshakes after the first few, and those connects wait.
+    local srv = assert(socket.bind("127.0.0.1", 0, 1))
+    local _, port = srv:getsockname()
+    local pid = assert(io.open("/proc/self/stat")):read("n")
+    local function open_sockets()
+      local n = 0
+      for l in io.popen("ls -l /proc/" .. pid .. "/fd"):lines() do
+        if l:find("socket:", 1, true) then n = n + 1 end
+      end
+      return n
+    end
+    collectgarbage("stop")      -- an fd left to the collector stays open
+    local ok, err = pcall(px.run, function()
+      local before, made, ended = open_sockets(), {}, 0
+      for _ = 1, 10 do
+        local c, e = px.timeout(0.05, px.socket.connect, "127.0.0.1", port)
+        if c then made[#made + 1] = c else ended = ended + 1; assert.equal("ETIMEDOUT", e.code) end
+      end
+      assert.is_true(ended > 0)
+      assert.equal(before + #made, open_sockets())
+      for _, c in ipairs(made) do c:close() end
+    end)
+    collectgarbage("restart")
+    srv:close()
+    assert(ok, err)
+  end)
+
   it("getaddrinfo_refuses_a_host_with_a_nul_and_a_port_out_of_range", function()
     px.run(function()
       assert.equal("EINVAL", h.raised(px.getaddrinfo, "localhost\0.invalid").code)
