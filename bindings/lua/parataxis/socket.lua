@@ -389,21 +389,29 @@ function M.bind(host, port, backlog)
 end
 
 --- A connected TCP socket (LuaSocket's socket.connect): or nil, err.
+-- One try of M.connect on its new socket s: 1, or nil, err.
+local function connect_new(s, addr, port, locaddr, locport)
+  if locaddr then
+    local ok, e = s:bind(locaddr, locport or 0)
+    if not ok then return nil, e end
+  end
+  return s:connect(addr, port)
+end
+
 function M.connect(host, port, locaddr, locport)
   local list, err = addresses(host, "px.socket.connect")
   if not list then return nil, err end
-  local s
   for _, addr in ipairs(list) do
     local family = addr:find(":", 1, true) and socket.tcp6 or socket.tcp4 or socket.tcp
+    local s
     s, err = made(family())
     if not s then return nil, err end
-    if locaddr then
-      local ok, e = s:bind(locaddr, locport or 0)
-      if not ok then s:close(); return nil, e end
-    end
-    local ok, e = s:connect(addr, port)
-    if ok then return s end
+    -- A scope that ends the wait raises (so does a bad locaddr): the socket,
+    -- which the caller never saw, is closed first, not left to the collector.
+    local tried, ok, e = pcall(connect_new, s, addr, port, locaddr, locport)
+    if tried and ok then return s end
     s:close()
+    if not tried then error(ok, 0) end
     err = e
     if e == "timeout" then break end
   end
