@@ -449,7 +449,9 @@ function M.serve(host, port, handler, backlog)
   local srv, err = M.bind(host, port, backlog or 128)
   if not srv then return nil, err end
   local tok = fibers.token()
-  fibers.spawn(function()
+  -- Off a fiber the spawn raises: the listener, which the caller never gets,
+  -- is closed first, not left holding the port until the collector runs.
+  local spawned, why = pcall(fibers.spawn, function()
     while true do
       local c, e = srv:accept()
       if c then
@@ -464,6 +466,10 @@ function M.serve(host, port, handler, backlog)
     end
     tok:cancel()
   end)
+  if not spawned then
+    srv:close()
+    error(why, 0)
+  end
   return srv
 end
 
