@@ -49,6 +49,31 @@ describe("io", function()
     end)
   end)
 
+  it("udp_calls_return_as_many_values_as_luasockets_do", function()
+    -- select("#") of each call's results, for a plain and a wrapped pair.
+    local function counts(wrap)
+      local a, b = socket.udp(), socket.udp()
+      a:setsockname("127.0.0.1", 0)
+      b:setsockname("127.0.0.1", 0)
+      local _, port = a:getsockname()
+      if wrap then a, b = px.socket.wrap(a), px.socket.wrap(b) end
+      a:settimeout(0.01)
+      local n = {}
+      local function count(...) n[#n + 1] = select("#", ...) end
+      count(b:sendto("x", "127.0.0.1", port))
+      count(a:receivefrom())
+      count(a:receivefrom())            -- nil, "timeout"
+      b:setpeername("127.0.0.1", port)
+      count(b:send("y"))
+      count(a:receive())
+      count(a:receive())                -- nil, "timeout"
+      a:close(); b:close()
+      return n
+    end
+    local plain = counts(false)
+    px.run(function() assert.same(plain, counts(true)) end)
+  end)
+
   it("a_receive_after_a_scope_fired_does_not_repeat_the_callers_prefix", function()
     px.run(function()
       local c, p = tcp_pair()
