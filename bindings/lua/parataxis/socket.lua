@@ -122,6 +122,26 @@ end
 
 -- -- The methods that wait ----------------------------------------------------------------
 
+-- A datagram receive, LuaSocket's receivefrom (`from`) or receive: waits while
+-- none is queued.  LuaSocket's results, as many as it gives: the datagram,
+-- and its ip and port for receivefrom; or nil, err.
+local function receive_datagram(self, from, size)
+  local s = self.sock
+  local recv = from and s.receivefrom or s.receive
+  local data, ip, port = recv(s, size)
+  if not data and ip == "timeout" then
+    local total = total_deadline(self)
+    repeat
+      local why = wait(self, READ, total)
+      if why then return nil, why end
+      data, ip, port = recv(s, size)
+    until data or ip ~= "timeout"
+  end
+  if not data then return nil, ip end
+  if not from then return data end
+  return data, ip, port
+end
+
 -- A receive (a send) parked in its wait owns the direction: another fiber's
 -- receive would take the bytes it waits to complete from LuaSocket's buffer,
 -- or leave it parked on an fd whose data that buffer now holds; another send
@@ -137,6 +157,7 @@ end
 -- (self.pending) and come first in the next receive, so none is lost.  The
 -- caller's prefix is not kept: the socket never received it.
 function Socket:receive(pattern, prefix)
+  if self.udp then return receive_datagram(self, false, pattern) end
   if self.reading then busy() end
   local s = self.sock
   local own = prefix and #tostring(prefix) or 0     -- the caller's, as LuaSocket reads it
@@ -255,32 +276,25 @@ function Socket:bind(host, port)
   return self.sock:bind(list[1], port)
 end
 
---- UDP, as LuaSocket's: the datagram, or nil, err.
+--- UDP, as LuaSocket's: the datagram, ip and port; or nil, err.
 function Socket:receivefrom(size)
-  local s = self.sock
-  local data, ip, port = s:receivefrom(size)
-  if data or ip ~= "timeout" then return data, ip, port end
-  local total = total_deadline(self)
-  repeat
-    local why = wait(self, READ, total)
-    if why then return nil, why end
-    data, ip, port = s:receivefrom(size)
-  until data or ip ~= "timeout"
-  return data, ip, port
+  return receive_datagram(self, true, size)
 end
 
 -- A datagram send (send or sendto): waits while the socket buffer is full.
 local function send_datagram(self, send, ...)
   local s = self.sock
   local ok, err = send(s, ...)
-  if ok or err ~= "timeout" then return ok, err end
-  local total = total_deadline(self)
-  repeat
-    local why = wait(self, WRITE, total)
-    if why then return nil, why end
-    ok, err = send(s, ...)
-  until ok or err ~= "timeout"
-  return ok, err
+  if not ok and err == "timeout" then
+    local total = total_deadline(self)
+    repeat
+      local why = wait(self, WRITE, total)
+      if why then return nil, why end
+      ok, err = send(s, ...)
+    until ok or err ~= "timeout"
+  end
+  if ok then return ok end          -- one value, as LuaSocket's
+  return nil, err
 end
 
 --- UDP, as LuaSocket's (a host name is looked up on the pool).
