@@ -259,7 +259,8 @@ function Socket:connect(host, port)
   for _, addr in ipairs(list) do
     local ok
     ok, err = connect_one(self, addr, port, total)
-    if ok or err == "timeout" or err == "closed" then return ok, err end
+    if ok then return ok end                  -- one value, as LuaSocket's
+    if err == "timeout" or err == "closed" then return nil, err end
     if unset then
       self.sock:close()
       self.sock = socket.tcp()
