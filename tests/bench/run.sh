@@ -205,6 +205,18 @@ if [ -f "$build/bindings/parataxis_core.so" ] && command -v lua5.4 >/dev/null 2>
     [ "${PXB_QUICK:-0}" = 1 ] && lua_rounds=3
     step env LUA_CPATH="$build/bindings/?.so;;" LUA_PATH="$root/bindings/lua/?.lua;;" \
         lua5.4 "$here/bench_lua_fibers.lua" "$lua_rounds"
+    # Fiber I/O (issue 22): the build tree's module beside copas and a plain
+    # socket.select loop (Debian lua-copas and lua-socket); io_echo_load is
+    # the load generator built above.
+    if command -v python3 >/dev/null 2>&1; then
+        say "== Lua I/O: echo server CPU per request and requests/s beside copas and a"
+        say "   socket.select loop (target: CPU/request <= 0.5x copas)"
+        quick=""
+        [ "${PXB_QUICK:-0}" = 1 ] && quick=--quick
+        step python3 "$here/io_lua.py" --build "$build" $quick
+    else
+        say "(no python3: no Lua I/O figures)"
+    fi
 else
     say "(no Lua module in $build, or no lua5.4: no Lua figures)"
 fi
@@ -218,6 +230,7 @@ grep -E '^io target' "$out" || true
 grep -E '^py target' "$out" || true
 grep -E '^pyio target' "$out" || true
 grep -E '^lua target' "$out" || true
+grep -E '^luaio target' "$out" || true
 grep 'FAILED' "$out" || true
 echo "(full output: $out)"
 exit $status

@@ -98,22 +98,36 @@ end
 
 -- -- Names ------------------------------------------------------------------------
 
-local function is_numeric(host)
-  return host == "*" or host:match("^[%d.]+$") ~= nil or host:find(":", 1, true) ~= nil
-end
+-- LuaSocket's words for a failed lookup (its pierror.h), by EAI_* name.
+local GAI_WORDS = {
+  EAI_AGAIN = "temporary failure in name resolution",
+  EAI_BADFLAGS = "invalid value for ai_flags",
+  EAI_FAIL = "non-recoverable failure in name resolution",
+  EAI_FAMILY = "ai_family not supported",
+  EAI_MEMORY = "memory allocation failure",
+  EAI_NONAME = "host or service not provided, or not known",
+  EAI_SERVICE = "service not supported for socket type",
+  EAI_SOCKTYPE = "ai_socktype not supported",
+}
 
--- The addresses of host: { host } when it needs no lookup, else the lookup's
--- (on the pool), or nil, message.  A number is its digits, as LuaSocket takes
--- it; any other value that is not a string raises, as LuaSocket's calls do
--- (an empty list would make the caller's loop answer nil, nil).
-local function addresses(host, where, arg)
+-- The addresses of host, or nil and LuaSocket's message; a dotted quad and
+-- "*" (any address) as they are, anything else through px.getaddrinfo, which
+-- parses a numeric host at once and looks a name up on the pool.  `plain`:
+-- the C library's message, as LuaSocket's sendto gives it.  A number is its
+-- digits, as LuaSocket takes it; any other value that is not a string raises
+-- (argument `arg` of `where`), as LuaSocket's calls do: an empty list would
+-- make the caller's loop answer nil, nil.
+local function addresses(host, where, arg, plain)
   if type(host) == "number" then host = tostring(host) end
   if type(host) ~= "string" then
     raise_arg(where, arg or 1, "host", "a string", host)
   end
-  if is_numeric(host) then return { host } end
+  if host == "*" or host:match("^%d+%.%d+%.%d+%.%d+$") then return { host } end
   local list, err = getaddrinfo(host)
-  if not list then return nil, err.message end
+  if not list then
+    if plain then return nil, (err.message:gsub("^px%.getaddrinfo: ", "")) end
+    return nil, GAI_WORDS[err.code] or err.message
+  end
   local out = {}
   for i, a in ipairs(list) do out[i] = a.addr end
   if #out == 0 then return nil, "host not found" end
@@ -300,7 +314,7 @@ end
 
 --- UDP, as LuaSocket's (a host name is looked up on the pool).
 function Socket:sendto(data, ip, port)
-  local list, err = addresses(ip, "socket:sendto", 2)
+  local list, err = addresses(ip, "socket:sendto", 2, true)
   if not list then return nil, err end
   return send_datagram(self, self.sock.sendto, data, list[1], port)
 end
