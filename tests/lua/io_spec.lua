@@ -574,7 +574,7 @@ describe("io", function()
       assert.same({ nil, "timeout", "" }, { s:receive(1) })
       s:settimeout(-1)
       assert.same({ -1, -1 }, { s:gettimeout() })
-      assert.equal("EINVAL", raised(s.settimeout, s, "1").code)
+      assert.equal("EINVAL", raised(s.settimeout, s, "soon").code)   -- "1" is taken, as LuaSocket takes it
       assert.equal("EINVAL", raised(s.settimeout, s, 1, "x").code)
       c:close(); s:close()
     end)

@@ -49,17 +49,20 @@ local function kind_of(s)
 end
 
 --- px.socket.wrap(s): s, a LuaSocket tcp (master, client or server) or udp
--- object, as a fiber-aware socket.  s belongs to it from then on: close it
--- through the wrapper (whose close wakes the fibers waiting on it).  A socket
--- already wrapped is returned as it is.
+-- object, as a fiber-aware socket, with the timeouts s had.  s belongs to it
+-- from then on: close it through the wrapper (whose close wakes the fibers
+-- waiting on it).  A socket already wrapped is returned as it is.
 function M.wrap(s)
   if getmetatable(s) == Meta then return s end
   local proto = kind_of(s)
   if proto ~= "tcp" and proto ~= "udp" then
     raise_arg("px.socket.wrap", 1, "socket", "a LuaSocket tcp or udp object", s)
   end
+  local block, total = s:gettimeout()           -- -1: none
   s:settimeout(0)
-  return setmetatable({ sock = s, udp = proto == "udp" }, Meta)
+  return setmetatable({ sock = s, udp = proto == "udp",
+                        block = block >= 0 and block or nil,
+                        total = total >= 0 and total or nil }, Meta)
 end
 local wrap = M.wrap
 
@@ -110,11 +113,16 @@ local GAI_WORDS = {
 -- The addresses of host, or nil and LuaSocket's message; a dotted quad and
 -- "*" (any address) as they are, anything else through px.getaddrinfo, which
 -- parses a numeric host at once and looks a name up on the pool.  `plain`:
--- the C library's message, as LuaSocket's sendto gives it.
-local function addresses(host, plain)
-  if type(host) ~= "string" or host == "*" or host:match("^%d+%.%d+%.%d+%.%d+$") then
-    return { host }
+-- the C library's message, as LuaSocket's sendto gives it.  A number is its
+-- digits, as LuaSocket takes it; any other value that is not a string raises
+-- (argument `arg` of `where`), as LuaSocket's calls do: an empty list would
+-- make the caller's loop answer nil, nil.
+local function addresses(host, where, arg, plain)
+  if type(host) == "number" then host = tostring(host) end
+  if type(host) ~= "string" then
+    raise_arg(where, arg or 1, "host", "a string", host)
   end
+  if host == "*" or host:match("^%d+%.%d+%.%d+%.%d+$") then return { host } end
   local list, err = getaddrinfo(host)
   if not list then
     if plain then return nil, (err.message:gsub("^px%.getaddrinfo: ", "")) end
@@ -128,40 +136,71 @@ end
 
 -- -- The methods that wait ----------------------------------------------------------------
 
--- Waits for `ev` as wait() does; a scope's error is raised again once `partial`
--- is kept in self.held, so that the next receive starts with it.
-local function wait_holding(self, ev, total, partial)
-  local ok, why = pcall(wait, self, ev, total)
-  if ok then return why end
-  if partial ~= "" then self.held = partial end
-  error(why, 0)
+-- A datagram receive, LuaSocket's receivefrom (`from`) or receive: waits while
+-- none is queued.  LuaSocket's results, as many as it gives: the datagram,
+-- and its ip and port for receivefrom; or nil, err.
+local function receive_datagram(self, from, size)
+  local s = self.sock
+  local recv = from and s.receivefrom or s.receive
+  local data, ip, port = recv(s, size)
+  if not data and ip == "timeout" then
+    local total = total_deadline(self)
+    repeat
+      local why = wait(self, READ, total)
+      if why then return nil, why end
+      data, ip, port = recv(s, size)
+    until data or ip ~= "timeout"
+  end
+  if not data then return nil, ip end
+  if not from then return data end
+  return data, ip, port
+end
+
+-- A receive (a send) parked in its wait owns the direction: another fiber's
+-- receive would take the bytes it waits to complete from LuaSocket's buffer,
+-- or leave it parked on an fd whose data that buffer now holds; another send
+-- would slip its bytes into the middle of the parked one's.  So such a call
+-- raises EBUSY, as a second waiter on the fd does, even when it need not wait.
+local function busy()
+  error(setmetatable({ code = "EBUSY", message = "px.socket: busy" }, fibers.Error), 3)
 end
 
 --- As LuaSocket's: the data; or nil, err ("timeout", "closed", ...) and the
--- partial data received.  LuaSocket hands over what it read before it would
--- block (the partial): when a scope ends the wait that follows, those bytes
--- are held here and go first into the next receive, as if still unread.  They
--- count as LuaSocket counts a prefix: in a byte count, and a line ends only
--- after them (a receive(n) that ended holding a "\n" gives it to a "*l" as data).
+-- partial data received.
+-- A scope that ends the wait raises; the bytes received so far are kept
+-- (self.pending) and come first in the next receive, so none is lost.  The
+-- caller's prefix is not kept: the socket never received it.
 function Socket:receive(pattern, prefix)
+  if self.udp then return receive_datagram(self, false, pattern) end
+  if self.reading then busy() end
   local s = self.sock
-  local caller_prefix_len = prefix and #tostring(prefix) or 0
-  local held = self.held
-  if held then
-    self.held = nil
-    prefix = prefix and prefix .. held or held
+  local own = prefix and #tostring(prefix) or 0     -- the caller's, as LuaSocket reads it
+  local pending = self.pending
+  if pending then
+    prefix = (prefix or "") .. pending              -- received after the caller's prefix
   end
   local data, err, partial = s:receive(pattern, prefix)
-  if data or err ~= "timeout" then return data, err, partial end
-  local total = total_deadline(self)
-  repeat
-    local why = wait_holding(self, READ, total, partial)
-    if why then return nil, why, partial end
-    data, err, partial = s:receive(pattern, partial)
-  until data or err ~= "timeout"
-  -- "*a" ends well at the close when it read anything: LuaSocket's rule, but
-  -- its retry here sees only the bytes of its last try (none, at the close).
-  if err == "closed" and pattern == "*a" and #partial > caller_prefix_len then
+  self.pending = nil        -- only now: a call LuaSocket refused keeps them
+  if not data and err == "timeout" then
+    local total = total_deadline(self)
+    repeat
+      self.reading = true
+      local ok, why = pcall(wait, self, READ, total)
+      self.reading = nil
+      if not ok then
+        if partial and #partial > own then self.pending = partial:sub(own + 1) end
+        error(why, 0)
+      end
+      if why then return nil, why, partial end
+      data, err, partial = s:receive(pattern, partial)
+    until data or err ~= "timeout"
+  end
+  -- "*a" reads until the peer closes, and succeeds when it read anything; a
+  -- blocking LuaSocket makes it one call, here the last of several (or the
+  -- one after a scope ended the last receive) may read nothing more: what the
+  -- earlier ones read counts.
+  if err == "closed" and type(pattern) == "string" and pattern:match("^%*?a") and
+     #partial > own then
     return partial, nil, nil
   end
   return data, err, partial
@@ -171,12 +210,15 @@ end
 -- and that index.  A scope that ends the wait raises its error with that
 -- index as err.last.
 local function send_stream(self, data, i, j)
+  if self.writing then busy() end
   local s = self.sock
   local last, err, sent = s:send(data, i, j)
   if last or err ~= "timeout" then return last, err, sent end
   local total = total_deadline(self)
   repeat
+    self.writing = true
     local ok, why = pcall(wait, self, WRITE, total)
+    self.writing = nil
     if not ok then
       if fibers.is_error(why) then why.last = sent end
       error(why, 0)
@@ -218,56 +260,61 @@ end
 
 --- As LuaSocket's: 1, or nil, err.  A host name is looked up on the pool, and
 -- its addresses are tried in turn.
+-- LuaSocket's blocking connect gives a socket with no descriptor yet
+-- (socket.tcp(), unbound) a new one for each family it tries, and leaves it
+-- free of any when every try failed; at timeout 0 the first try fixes the
+-- family, and an address of the other family is refused after it.  So such a
+-- socket is made anew after each failed try, to the same end.
 function Socket:connect(host, port)
-  local list, err = addresses(host)
+  local list, err = addresses(host, "socket:connect")
   if not list then return nil, err end
+  local unset = self.sock:getfd() < 0
   local total = total_deadline(self)
   for _, addr in ipairs(list) do
     local ok
     ok, err = connect_one(self, addr, port, total)
-    if ok or err == "timeout" or err == "closed" then return ok, err end
+    if ok then return ok end                  -- one value, as LuaSocket's
+    if err == "timeout" or err == "closed" then return nil, err end
+    if unset then
+      self.sock:close()
+      self.sock = socket.tcp()
+      self.sock:settimeout(0)
+    end
   end
   return nil, err
 end
 
 --- As LuaSocket's; a host name is looked up on the pool.
 function Socket:bind(host, port)
-  local list, err = addresses(host)
+  local list, err = addresses(host, "socket:bind")
   if not list then return nil, err end
   return self.sock:bind(list[1], port)
 end
 
---- UDP, as LuaSocket's: the datagram, or nil, err.
+--- UDP, as LuaSocket's: the datagram, ip and port; or nil, err.
 function Socket:receivefrom(size)
-  local s = self.sock
-  local data, ip, port = s:receivefrom(size)
-  if data or ip ~= "timeout" then return data, ip, port end
-  local total = total_deadline(self)
-  repeat
-    local why = wait(self, READ, total)
-    if why then return nil, why end
-    data, ip, port = s:receivefrom(size)
-  until data or ip ~= "timeout"
-  return data, ip, port
+  return receive_datagram(self, true, size)
 end
 
 -- A datagram send (send or sendto): waits while the socket buffer is full.
 local function send_datagram(self, send, ...)
   local s = self.sock
   local ok, err = send(s, ...)
-  if ok or err ~= "timeout" then return ok, err end
-  local total = total_deadline(self)
-  repeat
-    local why = wait(self, WRITE, total)
-    if why then return nil, why end
-    ok, err = send(s, ...)
-  until ok or err ~= "timeout"
-  return ok, err
+  if not ok and err == "timeout" then
+    local total = total_deadline(self)
+    repeat
+      local why = wait(self, WRITE, total)
+      if why then return nil, why end
+      ok, err = send(s, ...)
+    until ok or err ~= "timeout"
+  end
+  if ok then return ok end          -- one value, as LuaSocket's
+  return nil, err
 end
 
 --- UDP, as LuaSocket's (a host name is looked up on the pool).
 function Socket:sendto(data, ip, port)
-  local list, err = addresses(ip, true)
+  local list, err = addresses(ip, "socket:sendto", 2, true)
   if not list then return nil, err end
   return send_datagram(self, self.sock.sendto, data, list[1], port)
 end
@@ -281,13 +328,13 @@ end
 
 --- UDP, as LuaSocket's setpeername and setsockname (names on the pool).
 function Socket:setpeername(host, port)
-  local list, err = addresses(host)
+  local list, err = addresses(host, "socket:setpeername")
   if not list then return nil, err end
   return self.sock:setpeername(list[1], port)
 end
 
 function Socket:setsockname(host, port)
-  local list, err = addresses(host)
+  local list, err = addresses(host, "socket:setsockname")
   if not list then return nil, err end
   return self.sock:setsockname(list[1], port)
 end
@@ -307,6 +354,7 @@ Meta.__close = Socket.close
 --- LuaSocket's settimeout: `t` seconds (nil or negative: none); mode "b"
 -- (the default) bounds each wait, "t" the whole call.  1.
 function Socket:settimeout(t, mode)
+  if type(t) == "string" then t = tonumber(t) or t end   -- LuaSocket takes "0.5"
   if t ~= nil and type(t) ~= "number" then
     raise_arg("socket:settimeout", 1, "timeout", "a number or nil", t)
   end
@@ -332,10 +380,9 @@ function Socket:unwrap()
 end
 
 -- Every other method of LuaSocket's (getfd, listen, shutdown, getpeername,
--- setoption, dirty, ...) never waits: it is called on the object under it,
--- looked up there at each call -- TCP and UDP objects (and TCP's master,
--- client and server classes) have methods of one name that check their own
--- class (getsockname, setoption, ...), so no one class's function will do.
+-- setoption, dirty, ...) never waits: it is called on the object under it.
+-- By name, not as the function found here: tcp and udp objects each have a
+-- getsockname, setoption, ... of their own, which refuses the other kind.
 for _, proto in ipairs({ socket.tcp(), socket.udp() }) do
   for name, fn in pairs(getmetatable(proto).__index) do
     if Socket[name] == nil and type(fn) == "function" then
@@ -365,27 +412,35 @@ end
 --- A listening TCP socket (LuaSocket's socket.bind, the name looked up on the
 -- pool): the wrapped socket, or nil, err.
 function M.bind(host, port, backlog)
-  local list, err = addresses(host)
+  local list, err = addresses(host, "px.socket.bind")
   if not list then return nil, err end
   return made(socket.bind(list[1], port, backlog))
 end
 
 --- A connected TCP socket (LuaSocket's socket.connect): or nil, err.
+-- One try of M.connect on its new socket s: 1, or nil, err.
+local function connect_new(s, addr, port, locaddr, locport)
+  if locaddr then
+    local ok, e = s:bind(locaddr, locport or 0)
+    if not ok then return nil, e end
+  end
+  return s:connect(addr, port)
+end
+
 function M.connect(host, port, locaddr, locport)
-  local list, err = addresses(host)
+  local list, err = addresses(host, "px.socket.connect")
   if not list then return nil, err end
-  local s
   for _, addr in ipairs(list) do
     local family = addr:find(":", 1, true) and socket.tcp6 or socket.tcp4 or socket.tcp
+    local s
     s, err = made(family())
     if not s then return nil, err end
-    if locaddr then
-      local ok, e = s:bind(locaddr, locport or 0)
-      if not ok then s:close(); return nil, e end
-    end
-    local ok, e = s:connect(addr, port)
-    if ok then return s end
+    -- A scope that ends the wait raises (so does a bad locaddr): the socket,
+    -- which the caller never saw, is closed first, not left to the collector.
+    local tried, ok, e = pcall(connect_new, s, addr, port, locaddr, locport)
+    if tried and ok then return s end
     s:close()
+    if not tried then error(ok, 0) end
     err = e
     if e == "timeout" then break end
   end
@@ -403,7 +458,10 @@ local function run_handler(handler, tok, c)
   local ok, err = pcall(fibers.with_cancel, tok, handler, c)
   c:close()
   if not ok and not fibers.is_error(err, "ECANCELED") then
-    warn("parataxis: px.serve: a handler raised: ", tostring(err))
+    -- An error tostring cannot show must not end this fiber instead of warning.
+    local shown, text = pcall(tostring, err)
+    warn("parataxis: px.serve: a handler raised: ",
+         shown and text or "(an error value that tostring cannot show)")
   end
 end
 
@@ -420,7 +478,9 @@ function M.serve(host, port, handler, backlog)
   local srv, err = M.bind(host, port, backlog or 128)
   if not srv then return nil, err end
   local tok = fibers.token()
-  fibers.spawn(function()
+  -- Off a fiber the spawn raises: the listener, which the caller never gets,
+  -- is closed first, not left holding the port until the collector runs.
+  local spawned, why = pcall(fibers.spawn, function()
     while true do
       local c, e = srv:accept()
       if c then
@@ -435,6 +495,10 @@ function M.serve(host, port, handler, backlog)
     end
     tok:cancel()
   end)
+  if not spawned then
+    srv:close()
+    error(why, 0)
+  end
   return srv
 end
 

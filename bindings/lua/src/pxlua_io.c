@@ -374,11 +374,19 @@ static const pxlua_wait_op GETADDRINFO = { "px.getaddrinfo", gai_call, gai_again
 static int l_getaddrinfo(lua_State *L)
 {
     const char *where = GETADDRINFO.name;
+    size_t n;
     if (lua_type(L, 1) != LUA_TSTRING)
         return pxlua_arg_error(L, where, 1, "host", "a string");
+    if (strlen(lua_tolstring(L, 1, &n)) != n)   /* C would look up only its head */
+        return pxlua_arg_error(L, where, 1, "host", "a string without \"\\0\"");
     if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TSTRING &&
         !lua_isinteger(L, 2))
         return pxlua_arg_error(L, where, 2, "port", "an integer, a string or nil");
+    /* getaddrinfo takes any number as a service and keeps its low 16 bits. */
+    int isnum = 0;
+    lua_Integer port = lua_isnoneornil(L, 2) ? 0 : lua_tointegerx(L, 2, &isnum);
+    if (isnum && (port < 0 || port > 65535))
+        return pxlua_arg_error(L, where, 2, "port", "an integer from 0 to 65535");
     lua_settop(L, 2);
     if (!lua_isnil(L, 2)) {
         lua_pushvalue(L, 2);
