@@ -490,8 +490,8 @@ function M.serve(host, port, handler, backlog)
       elseif RESOURCE[e] then
         fibers.sleep(0.1)
       elseif e ~= "timeout" then
-        fibers.yield()           -- a connection that failed before accept took it
-      end
+        fibers.sleep(0.01)       -- a connection that failed before accept took it,
+      end                        -- or an error that stays: a pause, never a spin
     end
     tok:cancel()
   end)
