@@ -580,6 +580,32 @@ describe("io", function()
     end)
   end)
 
+  it("a_receive_after_one_that_waited_gets_what_is_already_there", function()
+    -- A receive that follows one that waited waits first (its try would
+    -- fail): it must still return at once what came meanwhile, what
+    -- LuaSocket's buffer holds, and under a timeout of 0 make the try.
+    px.run(function()
+      local c, s = pair()
+      local f = spawn_waiting(function() return s:receive("*l") end)
+      c:send("one\n")
+      assert.equal("one", f:join())     -- it waited
+      c:send("two\nthree\nfour")
+      settle()
+      local t0 = px.now()
+      assert.equal("two", s:receive("*l"))    -- waits first: the fd is ready
+      assert.equal("three", s:receive("*l"))  -- from LuaSocket's buffer
+      assert.is_true(px.now() - t0 < 1)
+      local g = spawn_waiting(function() return s:receive(8) end)
+      c:send("five")
+      assert.equal("fourfive", g:join())
+      c:send("six")
+      settle()
+      s:settimeout(0)                   -- after a wait, a timeout of 0 still tries
+      assert.same({ nil, "timeout", "six" }, { s:receive("*l") })
+      c:close(); s:close()
+    end)
+  end)
+
   it("receive_takes_luasockets_patterns_and_prefix", function()
     px.run(function()
       local c, s = pair()

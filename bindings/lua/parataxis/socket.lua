@@ -165,6 +165,17 @@ local function busy()
   error(setmetatable({ code = "EBUSY", message = "px.socket: busy" }, fibers.Error), 3)
 end
 
+-- Whether a receive of `pattern` with `prefix` must read from the socket
+-- before it can return.  A receive that had to wait usually follows a send
+-- whose answer has not come yet (a request and its reply): its next try,
+-- LuaSocket's buffer empty, fails with EAGAIN, a system call for nothing.
+-- So a receive after one that waited waits first, when it needs data (and
+-- may wait: a timeout of 0 asks for the try alone).
+local function needs_data(pattern, prefix)
+  if pattern == nil or pattern == "*l" or pattern == "*a" then return true end
+  return type(pattern) == "number" and pattern > (prefix and #tostring(prefix) or 0)
+end
+
 --- As LuaSocket's: the data; or nil, err ("timeout", "closed", ...) and the
 -- partial data received.
 -- A scope that ends the wait raises; the bytes received so far are kept
@@ -179,9 +190,16 @@ function Socket:receive(pattern, prefix)
   if pending then
     prefix = (prefix or "") .. pending              -- received after the caller's prefix
   end
-  local data, err, partial = s:receive(pattern, prefix)
+  local data, err, partial
+  if self.waited and needs_data(pattern, prefix) and self.block ~= 0 and self.total ~= 0
+     and not s:dirty() then
+    err, partial = "timeout", prefix and tostring(prefix) or ""   -- see needs_data
+  else
+    data, err, partial = s:receive(pattern, prefix)
+  end
   self.pending = nil        -- only now: a call LuaSocket refused keeps them
-  if not data and err == "timeout" then
+  self.waited = not data and err == "timeout"
+  if self.waited then
     local total = total_deadline(self)
     repeat
       self.reading = true
