@@ -40,6 +40,7 @@ rss       Resident bytes per fiber parked in px_recv at 10,000 TCP connections
 import argparse
 import os
 import shutil
+import select
 import signal
 import statistics
 import subprocess
@@ -148,6 +149,67 @@ def stop(p):
     except subprocess.TimeoutExpired:
         p.kill()
         p.wait()
+
+
+# The helpers of io_python.py and io_lua.py, whose servers are programs of
+# another language that say "port N" on their first line.
+
+def read_line(p, timeout):
+    """p's next stdout line, or "" if it ended or said nothing for timeout s."""
+    ready, _, _ = select.select([p.stdout], [], [], timeout)
+    return p.stdout.readline() if ready else ""
+
+
+def said(err):
+    """All a server wrote to its stderr (the file err)."""
+    err.seek(0)
+    return err.read().decode(errors="replace").strip()
+
+
+def last_words(err):
+    """The last line a server wrote to its stderr (the file err)."""
+    lines = said(err).splitlines()
+    return lines[-1] if lines else "no message"
+
+
+def start_reporting(argv, err, timeout, env=None):
+    """Runs argv pinned to the server CPU, its stderr into the file err:
+    (process, port) once it said its port within timeout s, or (None, why)."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+                         preexec_fn=pinned(CPU_SERVER))
+    f = read_line(p, timeout).split()
+    if len(f) == 2 and f[0] == "port":
+        return p, int(f[1])
+    stop(p)
+    return None, f"did not say its port: {last_words(err)}"
+
+
+def load_window(load, server, port, conns, warm, span):
+    """io_echo_load on the load CPU against server (a process) on port, then
+    stops the server: (the load generator's completed run, None), or (None,
+    why) when it hung."""
+    try:
+        r = subprocess.run([load, str(port), str(conns), "1024", str(warm), str(span),
+                            str(server.pid)], capture_output=True, text=True,
+                           preexec_fn=pinned(CPU_LOAD), timeout=warm + span + 120)
+    except subprocess.TimeoutExpired:
+        return None, "the load generator timed out"
+    finally:
+        stop(server)
+    return r, None
+
+
+def window_figures(stdout):
+    """The figures of io_echo_load's report line (us, kreq, load, settle,
+    clock), or None when no request was answered."""
+    f = stdout.split()
+    v = dict(zip(f[0::2], f[1::2]))
+    req, secs = int(v["requests"]), float(v["seconds"])
+    if req == 0:
+        return None
+    return {"us": float(v["server_cpu_s"]) / req * 1e6, "kreq": req / secs / 1e3,
+            "load": float(v["load_cpu_s"]) / secs, "settle": float(v.get("settle_s", "nan")),
+            "clock": v.get("clock", "?")}
 
 
 def echo_servers(peers):

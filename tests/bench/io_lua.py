@@ -61,7 +61,6 @@ echo      TCP echo of 1 KiB messages on 127.0.0.1 at N = 10 / 100 / 1,000
 
 import argparse
 import os
-import select
 import shutil
 import subprocess
 import sys
@@ -71,8 +70,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from io_bench import (CPU_LOAD, CPU_SERVER, built, fmt, med, pinned,  # noqa: E402
-                      raise_nofile, ratio, stop)
+from io_bench import (CPU_LOAD, CPU_SERVER, built, fmt, last_words,  # noqa: E402
+                      load_window, med, raise_nofile, ratio, said, start_reporting,
+                      window_figures)
 
 REPORT_TIMEOUT = 60    # seconds a server may take to say its port before it is a failure
 CONNS = (10, 100, 1000)
@@ -323,23 +323,6 @@ class Lua:
 
 # ---------------------------------------------------------------- echo
 
-def read_line(p, timeout):
-    """p's next stdout line, or "" if it ended or said nothing for timeout s."""
-    ready, _, _ = select.select([p.stdout], [], [], timeout)
-    return p.stdout.readline() if ready else ""
-
-
-def said(err):
-    """All a server wrote to its stderr (the file err)."""
-    err.seek(0)
-    return err.read().decode(errors="replace").strip()
-
-
-def last_words(err):
-    lines = said(err).splitlines()
-    return lines[-1] if lines else "no message"
-
-
 def at_select_limit(err):
     """Whether the server ended on LuaSocket's select refusing an fd (copas's
     loop: an error with a traceback) or on the select loop's own check."""
@@ -347,44 +330,22 @@ def at_select_limit(err):
     return SELECT_LIMIT in text or "too large for set size" in text
 
 
-def start_server(lua, argv, err):
-    """Runs the server argv pinned to the server CPU; (process, port) or
-    (None, why)."""
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True,
-                         env=lua.env, preexec_fn=pinned(CPU_SERVER))
-    f = read_line(p, REPORT_TIMEOUT).split()
-    if len(f) == 2 and f[0] == "port":
-        return p, int(f[1])
-    stop(p)
-    return None, f"did not say its port: {last_words(err)}"
-
-
 def echo_once(lua, load, argv, conns, warm, span):
     """One window against the server argv: a dict of figures, or (None, why);
     why is SELECT_LIMIT when select refused an fd."""
     with tempfile.TemporaryFile() as err:
-        server, port = start_server(lua, argv, err)
+        server, port = start_reporting(argv, err, REPORT_TIMEOUT, lua.env)
         if server is None:
             return None, port
-        try:
-            r = subprocess.run([load, str(port), str(conns), "1024", str(warm), str(span),
-                                str(server.pid)], capture_output=True, text=True,
-                               preexec_fn=pinned(CPU_LOAD), timeout=warm + span + 120)
-        except subprocess.TimeoutExpired:
-            stop(server)
-            return None, "the load generator timed out"
-        stop(server)
+        r, why = load_window(load, server, port, conns, warm, span)
+        if r is None:
+            return None, why
         if r.returncode != 0:
             if at_select_limit(err):
                 return None, SELECT_LIMIT
             return None, f"{r.stderr.strip()} (server: {last_words(err)})"
-    v = dict(zip(r.stdout.split()[0::2], r.stdout.split()[1::2]))
-    req, secs = int(v["requests"]), float(v["seconds"])
-    if req == 0:
-        return None, "no request answered"
-    return {"us": float(v["server_cpu_s"]) / req * 1e6, "kreq": req / secs / 1e3,
-            "load": float(v["load_cpu_s"]) / secs, "settle": float(v.get("settle_s", "nan")),
-            "clock": v.get("clock", "?")}, None
+    v = window_figures(r.stdout)
+    return (v, None) if v is not None else (None, "no request answered")
 
 
 def write_servers(lua, names, tmp):

@@ -63,7 +63,6 @@ blocking  Round trip of an empty job through a thread pool, one job at a time
 
 import argparse
 import os
-import select
 import subprocess
 import sys
 import tempfile
@@ -72,8 +71,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from io_bench import (CPU_LOAD, CPU_SERVER, built, fmt, med, pinned,  # noqa: E402
-                      raise_nofile, ratio, stop)
+from io_bench import (CPU_LOAD, CPU_SERVER, built, fmt, last_words,  # noqa: E402
+                      load_window, med, pinned, raise_nofile, ratio, read_line,
+                      start_reporting, stop, window_figures)
 
 IDLE_CONNS = 10000
 REPORT_TIMEOUT = 180   # seconds a server may take to print a line before it is a failure
@@ -440,28 +440,10 @@ class Python:
         return out
 
 
-def read_line(p, timeout):
-    """p's next stdout line, or "" if it ended or said nothing for timeout s."""
-    ready, _, _ = select.select([p.stdout], [], [], timeout)
-    return p.stdout.readline() if ready else ""
-
-
-def last_words(err):
-    err.seek(0)
-    lines = err.read().decode(errors="replace").strip().splitlines()
-    return lines[-1] if lines else "no message"
-
-
 def start_server(py, name, mode, n, err):
     """Runs SERVERS[name] pinned to the server CPU; (process, port) or (None, why)."""
-    src = PRELUDE + SERVERS[name][1]
-    p = subprocess.Popen([py.exe, "-c", src, mode, str(n)], stdout=subprocess.PIPE,
-                         stderr=err, text=True, preexec_fn=pinned(CPU_SERVER))
-    f = read_line(p, REPORT_TIMEOUT).split()
-    if len(f) == 2 and f[0] == "port":
-        return p, int(f[1])
-    stop(p)
-    return None, f"did not say its port: {last_words(err)}"
+    return start_reporting([py.exe, "-c", PRELUDE + SERVERS[name][1], mode, str(n)], err,
+                           REPORT_TIMEOUT)
 
 
 # ---------------------------------------------------------------- echo
@@ -471,22 +453,13 @@ def echo_once(py, load, name, conns, warm, span):
         server, port = start_server(py, name, "echo", 0, err)
         if server is None:
             return None, port
-        try:
-            r = subprocess.run([load, str(port), str(conns), "1024", str(warm), str(span),
-                                str(server.pid)], capture_output=True, text=True,
-                               preexec_fn=pinned(CPU_LOAD), timeout=warm + span + 120)
-        except subprocess.TimeoutExpired:
-            stop(server)
-            return None, "the load generator timed out"
-        stop(server)
+        r, why = load_window(load, server, port, conns, warm, span)
+        if r is None:
+            return None, why
         if r.returncode != 0:
             return None, f"{r.stderr.strip()} (server: {last_words(err)})"
-    v = dict(zip(r.stdout.split()[0::2], r.stdout.split()[1::2]))
-    req, secs = int(v["requests"]), float(v["seconds"])
-    if req == 0:
-        return None, "no request answered"
-    return {"us": float(v["server_cpu_s"]) / req * 1e6, "kreq": req / secs / 1e3,
-            "load": float(v["load_cpu_s"]) / secs, "clock": v.get("clock", "?")}, None
+    v = window_figures(r.stdout)
+    return (v, None) if v is not None else (None, "no request answered")
 
 
 def run_echo(py, load, a):
