@@ -388,11 +388,8 @@ static int l_getaddrinfo(lua_State *L)
     if (isnum && (port < 0 || port > 65535))
         return pxlua_arg_error(L, where, 2, "port", "an integer from 0 to 65535");
     lua_settop(L, 2);
-    if (!lua_isnil(L, 2)) {
-        lua_pushvalue(L, 2);
-        lua_replace(L, 2);
-        (void)lua_tostring(L, 2);         /* an integer port as its digits */
-    }
+    if (!lua_isnil(L, 2))
+        (void)lua_tostring(L, 2);         /* in place: an integer port as its digits */
     /* A numeric host needs no lookup, nor the pool. */
     struct addrinfo hints, *res = NULL;
     gai_hints(&hints, AI_NUMERICHOST);
