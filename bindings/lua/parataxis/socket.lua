@@ -136,21 +136,29 @@ end
 
 -- -- The methods that wait ----------------------------------------------------------------
 
+-- call(s, ...) on the LuaSocket object until it stops answering "timeout"
+-- (it would block), waiting for `ev` before each new try: its first three
+-- results, or nil and why a wait ended ("timeout", "closed").  For the calls
+-- that carry nothing from one try to the next.
+local function retrying(self, ev, call, ...)
+  local s = self.sock
+  local a, b, c = call(s, ...)
+  if a or b ~= "timeout" then return a, b, c end
+  local total = total_deadline(self)
+  repeat
+    local why = wait(self, ev, total)
+    if why then return nil, why end
+    a, b, c = call(s, ...)
+  until a or b ~= "timeout"
+  return a, b, c
+end
+
 -- A datagram receive, LuaSocket's receivefrom (`from`) or receive: waits while
 -- none is queued.  LuaSocket's results, as many as it gives: the datagram,
 -- and its ip and port for receivefrom; or nil, err.
 local function receive_datagram(self, from, size)
   local s = self.sock
-  local recv = from and s.receivefrom or s.receive
-  local data, ip, port = recv(s, size)
-  if not data and ip == "timeout" then
-    local total = total_deadline(self)
-    repeat
-      local why = wait(self, READ, total)
-      if why then return nil, why end
-      data, ip, port = recv(s, size)
-    until data or ip ~= "timeout"
-  end
+  local data, ip, port = retrying(self, READ, from and s.receivefrom or s.receive, size)
   if not data then return nil, ip end
   if not from then return data end
   return data, ip, port
@@ -249,16 +257,7 @@ end
 
 --- As LuaSocket's: a client (wrapped); or nil, err.
 function Socket:accept()
-  local s = self.sock
-  local c, err = s:accept()
-  if not c and err == "timeout" then
-    local total = total_deadline(self)
-    repeat
-      local why = wait(self, READ, total)
-      if why then return nil, why end
-      c, err = s:accept()
-    until c or err ~= "timeout"
-  end
+  local c, err = retrying(self, READ, self.sock.accept)
   if not c then return nil, err end
   return wrap(c)
 end
@@ -302,12 +301,20 @@ function Socket:connect(host, port)
   return nil, err
 end
 
---- As LuaSocket's; a host name is looked up on the pool.
-function Socket:bind(host, port)
-  local list, err = addresses(host, "socket:bind")
-  if not list then return nil, err end
-  return self.sock:bind(list[1], port)
+-- LuaSocket's method `name` (host, port), the host looked up on the pool
+-- first (its first address).
+local function at_address(name)
+  local where = "socket:" .. name
+  return function(self, host, port)
+    local list, err = addresses(host, where)
+    if not list then return nil, err end
+    local s = self.sock
+    return s[name](s, list[1], port)
+  end
 end
+
+--- As LuaSocket's; a host name is looked up on the pool.
+Socket.bind = at_address("bind")
 
 --- UDP, as LuaSocket's: the datagram, ip and port; or nil, err.
 function Socket:receivefrom(size)
@@ -316,16 +323,7 @@ end
 
 -- A datagram send (send or sendto): waits while the socket buffer is full.
 local function send_datagram(self, send, ...)
-  local s = self.sock
-  local ok, err = send(s, ...)
-  if not ok and err == "timeout" then
-    local total = total_deadline(self)
-    repeat
-      local why = wait(self, WRITE, total)
-      if why then return nil, why end
-      ok, err = send(s, ...)
-    until ok or err ~= "timeout"
-  end
+  local ok, err = retrying(self, WRITE, send, ...)
   if ok then return ok end          -- one value, as LuaSocket's
   return nil, err
 end
@@ -345,17 +343,8 @@ function Socket:send(data, i, j)
 end
 
 --- UDP, as LuaSocket's setpeername and setsockname (names on the pool).
-function Socket:setpeername(host, port)
-  local list, err = addresses(host, "socket:setpeername")
-  if not list then return nil, err end
-  return self.sock:setpeername(list[1], port)
-end
-
-function Socket:setsockname(host, port)
-  local list, err = addresses(host, "socket:setsockname")
-  if not list then return nil, err end
-  return self.sock:setsockname(list[1], port)
-end
+Socket.setpeername = at_address("setpeername")
+Socket.setsockname = at_address("setsockname")
 
 -- -- The rest ---------------------------------------------------------------------
 
