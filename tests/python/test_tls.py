@@ -223,6 +223,33 @@ def test_tls_settimeout_bounds_each_call_with_timeouterror(server_ctx, client_ct
     bounded(main)
 
 
+def test_tls_sendall_timeout_bounds_the_whole_call(server_ctx, client_ctx):
+    def main():
+        server, client = pair(server_ctx, client_ctx)
+        with server, client:
+            done = []
+
+            def trickle():   # drains a record now and then: no one wait is long
+                server.settimeout(0.05)
+                while not done:
+                    px.sleep(0.02)
+                    try:
+                        server.recv(16384)
+                    except TimeoutError:
+                        pass
+            f = px.spawn(trickle)
+            client.settimeout(0.3)
+            t0 = px.now()
+            with pytest.raises(TimeoutError, match="timed out"):
+                client.sendall(b"x" * (16 << 20))   # ~20 s at the trickle's pace
+            took = px.now() - t0
+            done.append(True)
+            f.join()
+            assert 0.3 <= took < 5, took
+
+    bounded(main)
+
+
 def test_tls_close_wakes_a_fiber_waiting_in_recv_with_closedresourceerror(
         server_ctx, client_ctx):
     def main():

@@ -120,24 +120,13 @@ class SSLSocket:
 
     def _call(self, d: int, op: Callable[..., T], *args: Any) -> T:
         """op(*args) on the standard socket until it stops wanting I/O, with
-        direction `d` (_READ: a receive, _WRITE: a send) claimed meanwhile.
-        The first try is made here: most calls need no wait."""
+        direction `d` (_READ: a receive, _WRITE: a send) claimed meanwhile."""
         busy = self._busy
         if busy[d]:
             raise _busy_error(d)
         busy[d] = True
         try:
-            try:
-                return op(*args)
-            except ssl.SSLWantReadError:
-                if self._ns == 0:
-                    raise
-                want = _READ
-            except ssl.SSLWantWriteError:
-                if self._ns == 0:
-                    raise
-                want = _WRITE
-            return self._retry(want, op, *args)
+            return self._retry(None, op, *args)
         finally:
             busy[d] = False
 
@@ -155,10 +144,13 @@ class SSLSocket:
 
     def _retry(self, want: Optional[int], op: Callable[..., T], *args: Any) -> T:
         """Waits for `want` (None: no wait first), tries op(*args), and so on
-        until op stops wanting I/O; the timeout counts from here."""
-        deadline = _NEVER if self._ns == _NEVER else lib.px_now() + self._ns
+        until op stops wanting I/O.  The timeout counts from the first wait:
+        most calls need none, and pay no clock read."""
+        deadline: Optional[int] = None
         while True:
             if want is not None:
+                if deadline is None:
+                    deadline = _NEVER if self._ns == _NEVER else lib.px_now() + self._ns
                 left = _NEVER if deadline == _NEVER else max(deadline - lib.px_now(), 0)
                 self._wait(want, left)
                 if self._ssl is None:
