@@ -1842,6 +1842,193 @@ struct addrinfo;   /* <netdb.h>'s */
 PX_API int px_getaddrinfo(const char *node, const char *service,
                           const struct addrinfo *hints, struct addrinfo **res);
 
+/* ------------------------------------------------------------------------- */
+/* Structured concurrency: groups, futures, select                           */
+/* ------------------------------------------------------------------------- */
+
+/* -- Group ------------------------------------------------------------------ */
+
+/*
+** A group (a nursery) owns the fibers spawned into it: px_group_wait returns
+** only once every one of them ended, so no member outlives the code that made
+** the group, and a failure goes somewhere.  A member is a function that
+** returns 0, or a non-zero status that says it failed (a PX_E* code or a
+** value of the program's own).  The first failure cancels the group: every
+** member runs inside the group's own cancel scope, so each wait of each
+** member -- a lock, a channel, a sleep, an fd -- ends with PX_ECANCELED, and
+** the members return.  A member that returns PX_ECANCELED once the group is
+** cancelled has not failed: it did what the cancel asked.  Every failure is
+** kept, in the order it came: the first is px_group_wait's return,
+** px_group_failures gives them all.
+**
+** px_group_new makes a group of the calling fiber's scheduler; NULL off-fiber
+** (no scheduler) or out of memory.  Thread: scheduler.  Parks: no.
+**
+** px_group_spawn spawns fn(arg) as a member (a fiber of the default stack
+** size, detached: the group joins it).  Any fiber of the scheduler may spawn
+** into an open group, a member into its own group included, and so may the
+** owner while it waits in px_group_wait.  Returns 0; PX_ECANCELED, spawning
+** nothing, once the group is cancelled (a member that would start cancelled
+** is not started); PX_ECLOSED once px_group_wait returned; PX_EINVAL for
+** NULL g or fn; PX_ENOMEM (fiber, stack, record); PX_ETHREAD from another
+** scheduler's fiber or thread; PX_ENOFIBER off-fiber.  Thread: scheduler.
+** Parks: no.
+**
+** px_group_wait parks until every member ended (wait reason "group wait",
+** held by the members), then closes the group: from then on spawns are
+** refused.  Returns 0 when no member failed; the first failure's status
+** otherwise; PX_ETIMEDOUT or PX_ECANCELED when a scope of the caller fired
+** while it waited and no member failed -- the scope cancels the group and
+** the wait goes on, shielded, until every member ended, so even then no
+** member outlives the call.  PX_EINVAL for NULL g or a group already waited
+** for; PX_ETHREAD from a fiber of another scheduler; PX_ENOFIBER off-fiber;
+** PX_EYIELD in a hosted fiber without suspend: call it again once resumed.
+** Thread: scheduler.  Parks: yes.
+**
+** px_group_cancel cancels the group: its members' waits end with
+** PX_ECANCELED, and spawns are refused.  Returns 1 when this call cancelled
+** it, 0 when it already was; PX_EINVAL for NULL.  Thread: any.  Parks: no.
+**
+** px_group_failures writes up to `max` failure statuses into out[], first
+** first, and returns how many failures there were (out may be NULL with max
+** 0).  px_group_live returns how many members have not ended yet.  Thread:
+** scheduler.  Parks: no.
+**
+** px_group_free frees a group that has no live member (PX_EBUSY: kept); 0;
+** NULL does nothing.  A group may be freed without px_group_wait once its
+** members ended.  Thread: scheduler.  Parks: no.
+*/
+typedef struct px_group px_group;
+typedef int (*px_group_fn)(void *arg);
+
+PX_API px_group *px_group_new(void);
+PX_API int px_group_spawn(px_group *g, px_group_fn fn, void *arg);
+PX_API int px_group_wait(px_group *g);
+PX_API int px_group_cancel(px_group *g);
+PX_API size_t px_group_failures(const px_group *g, int *out, size_t max);
+PX_API size_t px_group_live(const px_group *g);
+PX_API int px_group_free(px_group *g);
+
+/*
+** Runs fn(items[i], &results[i]) for every i < n, at most `concurrency` at
+** once (0: all at once), in a group: results[] keeps the input order
+** whatever order the calls end in.  fn returns 0 or a failure status as a
+** group member does; the first failure cancels the calls still running and
+** starts no more.  Returns 0, or what px_group_wait returns (the first
+** failure); results[i] of a call that did not end with 0 is left alone.
+** PX_EINVAL for NULL fn, or NULL items or results with n > 0; PX_ENOMEM;
+** PX_ENOFIBER off-fiber.  Thread: scheduler.  Parks: yes.
+*/
+typedef int (*px_map_fn)(void *item, void **result);
+
+PX_API int px_map(px_map_fn fn, void *const *items, void **results, size_t n,
+                  size_t concurrency);
+
+/* -- Future ----------------------------------------------------------------- */
+
+/*
+** A value that is set once and that any number of fibers wait for, of any
+** scheduler: px_future_set_result or px_future_set_error settle it, from any
+** thread, and a second settlement is refused.
+**
+** px_future_new returns an unsettled future or NULL (no memory).  Thread:
+** any.  Parks: no.
+** px_future_set_result(fu, value) / px_future_set_error(fu, status) settle
+** it with a value or with a failure status (non-zero; a PX_E* code or the
+** program's own) and wake every waiter.  Return 0; PX_EBUSY when it was
+** settled already (nothing changes); PX_EINVAL for NULL, or status 0.
+** Thread: any.  Parks: no.
+** px_future_wait parks until it is settled (wait reason "future wait"; an
+** outside park: any thread may settle it), then returns 0 with the value in
+** *value (when value is not NULL), or the failure status.  PX_ETIMEDOUT /
+** PX_ECANCELED when a scope ended the wait; PX_EINVAL for NULL fu;
+** PX_ENOFIBER off-fiber while unsettled (a settled future answers anywhere);
+** PX_EYIELD in a hosted fiber without suspend: call it again once resumed.
+** Thread: any fiber.  Parks: yes.
+** px_future_done returns 1 once settled, else 0 (0 for NULL).  Thread: any.
+** px_future_wait_all waits for every one of fus[0..n): 0 once all succeeded,
+** with their values in values[i] (values may be NULL); the status of the
+** first failure to come as soon as one fails; and the wait codes above.
+** px_future_wait_any waits for the first of them to settle and returns its
+** index (>= 0); what it settled with is px_future_wait's on it, at once.
+** PX_EINVAL for a NULL fus or member, or n 0 for wait_any.  Both are bounded
+** by scopes like any wait.  Thread: any fiber.  Parks: yes.
+** px_future_free frees it; no fiber may be waiting (PX_EBUSY: kept) and no
+** settlement may be under way; 0, NULL does nothing.  Thread: any.
+**
+** px_fiber_future(f) returns a future that f's end settles with the value f
+** returned, or NULL (NULL f, no memory); it is f's, freed with f's record
+** (px_fiber_release of an ended fiber, or px_sched_free): do not free it.
+** Thread: scheduler.  Parks: no.
+*/
+typedef struct px_future px_future;
+
+PX_API px_future *px_future_new(void);
+PX_API int px_future_set_result(px_future *fu, void *value);
+PX_API int px_future_set_error(px_future *fu, int status);
+PX_API int px_future_wait(px_future *fu, void **value);
+PX_API int px_future_done(const px_future *fu);
+PX_API int px_future_wait_all(px_future *const *fus, size_t n, void **values);
+PX_API int px_future_wait_any(px_future *const *fus, size_t n);
+PX_API int px_future_free(px_future *fu);
+PX_API px_future *px_fiber_future(px_fiber *f);
+
+/* -- Select ----------------------------------------------------------------- */
+
+/*
+** Waits for the first of several cases to be ready and completes exactly
+** that one, as Go's select does.  A case is one of:
+**
+**   PX_SELECT_SEND      send `value` on the channel `obj`
+**   PX_SELECT_RECV      receive from the channel `obj` into `value`
+**   PX_SELECT_EVENT     the event `obj` is set
+**   PX_SELECT_SEM       acquire one unit of the semaphore `obj`
+**   PX_SELECT_FD        `fd` is ready for `events` (PX_READABLE, PX_WRITABLE)
+**   PX_SELECT_DEADLINE  px_now() reached `deadline`
+**   PX_SELECT_DEFAULT   nothing else is ready now: makes the call never park
+**
+** Returns the index of the case that fired; its `result` says how: 0, or
+** PX_ECLOSED for a send or a receive on a closed channel (a receive gets
+** what is buffered first) and for an fd that px_fd_notify_closing closed.
+** Only that case took effect: a send case that lost never delivered its
+** value, a receive case that lost took nothing, a semaphore case that lost
+** took no unit, and nothing of the call stays queued anywhere.  Among the
+** cases ready when the call looks, each is as likely to fire as another.
+** A case whose `obj` is NULL never fires (Go's nil channel): a case can be
+** switched off in place.  With no case that can fire (none, or all NULL) and
+** no DEFAULT, the fiber waits until a scope ends it.
+**
+** PX_ETIMEDOUT / PX_ECANCELED when a scope ended the wait (nothing taken,
+** nothing sent); PX_EINVAL for NULL cases with n > 0, an unknown kind, two
+** DEFAULT cases, an FD case with a negative fd or bad events -- checked
+** before anything is done; PX_ETHREAD when an object's waiters are another scheduler's fibers;
+** PX_ENOMEM; PX_ENOFIBER off-fiber unless a DEFAULT case makes the call
+** never park; PX_EYIELD in a hosted fiber without suspend: call it again,
+** with the same `cases`, once resumed.  Thread: scheduler.  Parks: yes,
+** wait reason "select".
+*/
+enum {
+    PX_SELECT_SEND = 1,
+    PX_SELECT_RECV,
+    PX_SELECT_EVENT,
+    PX_SELECT_SEM,
+    PX_SELECT_FD,
+    PX_SELECT_DEADLINE,
+    PX_SELECT_DEFAULT
+};
+
+typedef struct px_select_case {
+    int kind;                /* PX_SELECT_* */
+    void *obj;               /* the px_chan, px_event or px_sem */
+    void *value;             /* SEND: the value offered; RECV: the value received */
+    int fd;                  /* FD */
+    unsigned events;         /* FD: PX_READABLE, PX_WRITABLE or both */
+    int64_t deadline;        /* DEADLINE: on px_now()'s clock */
+    int result;              /* set for the case that fired: 0 or PX_ECLOSED */
+} px_select_case;
+
+PX_API int px_select(px_select_case *cases, size_t n);
+
 #ifdef __cplusplus
 }
 #endif
