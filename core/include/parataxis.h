@@ -1996,12 +1996,18 @@ PX_API px_future *px_fiber_future(px_fiber *f);
 ** cases ready when the call looks, each is as likely to fire as another.
 ** A case whose `obj` is NULL never fires (Go's nil channel): a case can be
 ** switched off in place.  With no case that can fire (none, or all NULL) and
-** no DEFAULT, the fiber waits until a scope ends it.
+** no DEFAULT, the fiber waits until a scope ends it.  The cases are tried
+** in a random order first, without waiting, and only when none can fire
+** does the fiber wait on all of them; an FD case's try is a poll(2), so a
+** select with one costs a system call.  Several DEADLINE cases are allowed:
+** the earliest fires.
 **
 ** PX_ETIMEDOUT / PX_ECANCELED when a scope ended the wait (nothing taken,
 ** nothing sent); PX_EINVAL for NULL cases with n > 0, an unknown kind, two
 ** DEFAULT cases, an FD case with a negative fd or bad events -- checked
-** before anything is done; PX_ETHREAD when an object's waiters are another scheduler's fibers;
+** before anything is done -- and an FD case on an fd that is not open;
+** PX_ETHREAD when an object's waiters are another scheduler's fibers;
+** PX_EBUSY and PX_ENOTSUP as px_wait_fd returns them for an FD case;
 ** PX_ENOMEM; PX_ENOFIBER off-fiber unless a DEFAULT case makes the call
 ** never park; PX_EYIELD in a hosted fiber without suspend: call it again,
 ** with the same `cases`, once resumed.  Thread: scheduler.  Parks: yes,

@@ -16,6 +16,7 @@
 #include "base/compiler.h"
 #include "base/deadline.h"
 #include "fiber/fiber.h"
+#include "fiber/waitq.h"
 #include "base/trace.h"
 
 #define FREE_RECS_MAX 4096   /* recycled fiber records kept per scheduler */
@@ -339,6 +340,8 @@ static PX__NOINLINE void join_record(px_fiber *me, px_fiber *f)
 {
     if (me->wait.op == PX__POLL_OP)
         px__poll_fiber_ended(me);   /* an uncollected fd wait: this one replaces it */
+    else if (me->wait.op == PX__WAITQ_CHOICE_OP)
+        px__waitq_abandon(me);      /* an uncollected select, likewise */
     me->wait.obj = NULL;   /* no primitive's wait under way */
     me->wait.op = JOIN_OP;
     me->wait.n = f->id;

@@ -31,6 +31,7 @@ typedef struct px__scope px__scope;
 typedef struct px__waitq px__waitq;
 typedef struct px__waiter px__waiter;
 typedef struct px__hold px__hold;
+typedef struct px__choice px__choice;
 
 /*
 ** A fiber's place in a primitive's queue of waiters (waitq.c).  A fiber waits
@@ -50,6 +51,7 @@ struct px__waiter {
     unsigned char granted;   /* the releasing side handed over */
     void *value;             /* a value handed over with the grant (or offered) */
     uint64_t n;              /* a count the primitive may need */
+    px__choice *choice;      /* a case of this select (waitq.h); NULL: the fiber's own */
 };
 
 /*

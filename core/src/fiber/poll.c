@@ -27,9 +27,10 @@
 #include "fiber/fiber.h"
 #include "fiber/waitq.h"
 
-/* A fiber's fd wait is in its waiter, op PX__POLL_OP: wait.n is the fd and the
-** events (KEY), wait.granted says an event or a notify_closing ended it, with
-** its outcome in wait.result. */
+/* An fd wait is in a waiter, op PX__POLL_OP -- the fiber's own (px_wait_fd)
+** or a case of its select (px__poll_case_arm): n is the fd and the events
+** (KEY), granted says an event or a notify_closing ended it, with its outcome
+** in result. */
 #define KEY(fd, events) ((uint64_t)(events) << 32 | (uint32_t)(fd))
 #define EFD_TAG UINT64_MAX   /* the event data of the scheduler's own eventfd */
 #define EVENTS_MAX 128       /* taken in per epoll_wait */
@@ -137,23 +138,26 @@ static void rearm(px__poll *p, int fd, px__pollfd *e)
     epoll_ctl(p->epfd, EPOLL_CTL_DEL, fd, NULL);   /* ENOENT, EBADF: gone already */
 }
 
-/* Ends f's fd wait with `result`; under the lock.  f is parked in that wait,
-** or runs (a stray wake: it looks again), or is a hosted fiber that has not
-** come back for its outcome yet. */
-static void grant(px_sched *s, px_fiber *f, int result)
+/* Ends fd wait w with `result`; under the lock.  Its fiber is parked in that
+** wait, or runs (a stray wake: it looks again), or is a hosted fiber that has
+** not come back for its outcome yet. */
+static void grant(px_sched *s, px__waiter *w, int result)
 {
-    f->wait.granted = 1;
-    f->wait.result = result;
+    w->granted = 1;
+    w->result = result;
     atomic_fetch_sub_explicit(&s->poll.waiting, 1, memory_order_relaxed);
 }
 
 static void fd_dereg(void *ctx);
 
-/* Makes parked fiber f ready if the park it is in is its fd wait: a hosted
-** fiber that did not come back for a stray wake may park on something else. */
-static void wake_granted(px_sched *s, px_fiber *f)
+/* Makes the fiber of w ready if the park it is in is w's: its fd wait, or
+** the select w is a case of (a hosted fiber that did not come back for a
+** stray wake may park on something else). */
+static void wake_granted(px_sched *s, px__waiter *w)
 {
-    if (f->state == PX__FIBER_PARKED && f->park.dereg == fd_dereg)
+    px_fiber *f = px__waitq_fiber(w);
+    if (f->state == PX__FIBER_PARKED &&
+        (w->choice ? f->park.ctx == w->choice : f->park.dereg == fd_dereg))
         px__fiber_unpark(s, f, 0);
 }
 
@@ -169,7 +173,7 @@ static void take_event(px_sched *s, const struct epoll_event *ev)
         return;   /* stale: armed again since, or its waits ended */
     /* ERR and HUP end both directions: "ready" means "try the call". */
     uint32_t got = ev->events;
-    px_fiber *rd = NULL, *wr = NULL;
+    px__waiter *rd = NULL, *wr = NULL;
     if (e->rd && (got & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLERR | EPOLLHUP))) {
         rd = e->rd;
         e->rd = NULL;
@@ -263,25 +267,33 @@ int px__poll_wait(px_sched *s, const struct timespec *ts)
 
 /* -- a fiber's wait -------------------------------------------------------- */
 
+/* Takes wait w, not granted, out of the table and disarms its fd for its
+** direction; under the lock.  Nothing when w is not in the table (a hosted
+** fiber's wait that an arming refused, or one dropped already). */
+static void withdraw(px__poll *p, px__waiter *w)
+{
+    int fd = (int)(uint32_t)w->n;
+    if (w->granted || (size_t)fd >= p->cap)
+        return;
+    px__pollfd *e = &p->fds[fd];
+    if (e->rd != w && e->wr != w)
+        return;
+    if (e->rd == w)
+        e->rd = NULL;
+    if (e->wr == w)
+        e->wr = NULL;
+    atomic_fetch_sub_explicit(&p->waiting, 1, memory_order_relaxed);
+    rearm(p, fd, e);
+}
+
 /* f's fd wait is over without an event (a scope ended it, or its fiber ended
-** mid-park): out of the table, and its fd disarmed for its direction.  Run by
-** the park (its dereg), on the scheduler's thread. */
+** mid-park).  Run by the park (its dereg), on the scheduler's thread. */
 static void fd_dereg(void *ctx)
 {
     px_fiber *f = ctx;
-    px_sched *s = f->s;
-    px__poll *p = &s->poll;
+    px__poll *p = &f->s->poll;
     pthread_mutex_lock(&p->lock);
-    int fd = (int)(uint32_t)f->wait.n;
-    if (!f->wait.granted && (size_t)fd < p->cap) {
-        px__pollfd *e = &p->fds[fd];
-        if (e->rd == f)
-            e->rd = NULL;
-        if (e->wr == f)
-            e->wr = NULL;
-        atomic_fetch_sub_explicit(&p->waiting, 1, memory_order_relaxed);
-        rearm(p, fd, e);
-    }
+    withdraw(p, &f->wait);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -291,8 +303,8 @@ static const char *reason_of(unsigned events)
          : events == PX_WRITABLE ? "fd writable" : "fd readable or writable";
 }
 
-/* Records f's wait on fd under the lock; 0 or the code that refuses it. */
-static int record(px_sched *s, px_fiber *f, int fd, unsigned events)
+/* Records wait w on fd under the lock; 0 or the code that refuses it. */
+static int record(px_sched *s, px__waiter *w, int fd, unsigned events)
 {
     px__poll *p = &s->poll;
     if (fd == s->efd || fd == p->epfd)
@@ -305,18 +317,18 @@ static int record(px_sched *s, px_fiber *f, int fd, unsigned events)
         return PX_EBUSY;
     px__pollfd was = *e;
     if (events & PX_READABLE)
-        e->rd = f;
+        e->rd = w;
     if (events & PX_WRITABLE)
-        e->wr = f;
+        e->wr = w;
     int r = arm(p, fd, e);
     if (r != 0) {
         *e = was;
         return r;
     }
-    f->wait.op = PX__POLL_OP;
-    f->wait.n = KEY(fd, events);
-    f->wait.granted = 0;
-    f->wait.result = 0;
+    w->op = PX__POLL_OP;
+    w->n = KEY(fd, events);
+    w->granted = 0;
+    w->result = 0;
     atomic_fetch_add_explicit(&p->waiting, 1, memory_order_relaxed);
     return 0;
 }
@@ -324,19 +336,7 @@ static int record(px_sched *s, px_fiber *f, int fd, unsigned events)
 /* Drops a wait a hosted fiber recorded and never came back for. */
 static void forget(px_sched *s, px_fiber *f)
 {
-    px__poll *p = &s->poll;
-    int fd = (int)(uint32_t)f->wait.n;
-    if (!f->wait.granted && (size_t)fd < p->cap) {
-        px__pollfd *e = &p->fds[fd];
-        if (e->rd == f || e->wr == f) {
-            if (e->rd == f)
-                e->rd = NULL;
-            if (e->wr == f)
-                e->wr = NULL;
-            atomic_fetch_sub_explicit(&p->waiting, 1, memory_order_relaxed);
-            rearm(p, fd, e);
-        }
-    }
+    withdraw(&s->poll, &f->wait);
     f->wait.op = 0;
 }
 
@@ -348,7 +348,7 @@ static int outcome(px_sched *s, px_fiber *f, int *r)
         *r = f->wait.result;
     } else {
         px__pollfd *e = &s->poll.fds[(uint32_t)f->wait.n];
-        if (e->rd == f || e->wr == f)
+        if (e->rd == &f->wait || e->wr == &f->wait)
             return 0;
         *r = f->park_result;   /* a scope ended it: its dereg ran */
     }
@@ -381,7 +381,7 @@ int px_wait_fd(int fd, unsigned events)
     } else {
         if (f->wait.op == PX__POLL_OP)
             forget(s, f);
-        r = record(s, f, fd, events);
+        r = record(s, &f->wait, fd, events);
         pthread_mutex_unlock(&s->poll.lock);
         if (r != 0)
             return r;
@@ -421,11 +421,11 @@ static void close_waits(px_sched *s, void *ctx)
         px__pollfd *e = &p->fds[fd];
         if (e->rd) {
             grant(s, e->rd, PX_ECLOSED);
-            ids[n++] = e->rd->id;
+            ids[n++] = px__waitq_fiber(e->rd)->id;
         }
         if (e->wr && e->wr != e->rd) {
             grant(s, e->wr, PX_ECLOSED);
-            ids[n++] = e->wr->id;
+            ids[n++] = px__waitq_fiber(e->wr)->id;
         }
         e->rd = e->wr = NULL;
         e->tag = 0;
@@ -452,5 +452,36 @@ void px__poll_fiber_ended(px_fiber *f)
 {
     pthread_mutex_lock(&f->s->poll.lock);
     forget(f->s, f);
+    pthread_mutex_unlock(&f->s->poll.lock);
+}
+
+/* -- a select's fd cases ---------------------------------------------------- */
+
+int px__poll_case_arm(px_fiber *f, px__waiter *w, int fd, unsigned events)
+{
+    px_sched *s = f->s;
+    if (fd < 0 || events == 0 || (events & ~(PX_READABLE | PX_WRITABLE)) != 0)
+        return PX_EINVAL;
+    if (s->poll.epfd < 0 && open_set(s) != 0)
+        return PX_ENOMEM;
+    pthread_mutex_lock(&s->poll.lock);
+    int r = record(s, w, fd, events);
+    pthread_mutex_unlock(&s->poll.lock);
+    return r;
+}
+
+int px__poll_case_granted(px_fiber *f, px__waiter *w)
+{
+    pthread_mutex_lock(&f->s->poll.lock);
+    int granted = w->granted;
+    pthread_mutex_unlock(&f->s->poll.lock);
+    return granted;
+}
+
+void px__poll_case_end(px_fiber *f, px__waiter *w)
+{
+    pthread_mutex_lock(&f->s->poll.lock);
+    withdraw(&f->s->poll, w);
+    w->op = 0;
     pthread_mutex_unlock(&f->s->poll.lock);
 }

@@ -14,10 +14,12 @@
 
 typedef struct px_sched px_sched;
 typedef struct px_fiber px_fiber;
+typedef struct px__waiter px__waiter;
 
-/* The waits on one fd: at most one reader and one writer. */
+/* The waits on one fd: at most one reader and one writer, each a fiber's own
+** waiter or a case of its select (waitq.h: choices). */
 typedef struct px__pollfd {
-    px_fiber *rd, *wr;
+    px__waiter *rd, *wr;
     uint32_t tag;            /* of its latest arming; an event with another is stale */
 } px__pollfd;
 
@@ -56,5 +58,15 @@ int px__poll_wait(px_sched *s, const struct timespec *ts);
 ** with an fd wait recorded that it never came back for: drops it, so that the
 ** table keeps no fiber that no longer waits there. */
 void px__poll_fiber_ended(px_fiber *f);
+
+/* A select's fd case (waitq.c): arms fd for `events` with case waiter w of
+** fiber f (the caller), without parking: 0, or the code px_wait_fd would
+** return for it (PX_EBUSY, PX_EINVAL, PX_ENOTSUP, PX_ENOMEM).  An event or
+** px_fd_notify_closing grants w (w->granted, w->result) and wakes f. */
+int px__poll_case_arm(px_fiber *f, px__waiter *w, int fd, unsigned events);
+/* 1 when case w was granted (its outcome in w->result), read under the lock. */
+int px__poll_case_granted(px_fiber *f, px__waiter *w);
+/* Case w is over: out of the table and disarmed unless it was granted. */
+void px__poll_case_end(px_fiber *f, px__waiter *w);
 
 #endif /* PX__FIBER_POLL_H */

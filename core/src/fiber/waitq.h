@@ -75,6 +75,14 @@ struct px__waitq {
     size_t len;
 };
 
+/* A select's wait: a waiter per case (see "Choices" below). */
+struct px__choice {
+    px_fiber *f;              /* the fiber that chooses */
+    int winner;               /* the case a queue granted; -1 until one did */
+    size_t n;
+    px__waiter cases[];       /* one per case, in the caller's order */
+};
+
 static inline void px__waitq_init(px__waitq *q)
 {
     px__list_init(&q->list);
@@ -177,7 +185,7 @@ static inline int px__waitq_elsewhere(const px__waitq *q)
     if (PX__LIKELY(q->len == 0))
         return 0;
     const px__waiter *w = PX__CONTAINER_OF(q->list.next, px__waiter, link);
-    const px_fiber *f = PX__CONTAINER_OF(w, px_fiber, wait);
+    const px_fiber *f = w->choice ? w->choice->f : PX__CONTAINER_OF(w, px_fiber, wait);
     return !PX__LIKELY(px__sched_here() == f->s) && px__waitq_elsewhere_slow(q);
 }
 
@@ -209,6 +217,66 @@ static inline px__waiter *px__waitq_first(px__waitq *q)
 }
 size_t px__waitq_waiting(px__waitq *q);
 void px__waitq_remove(px__waitq *q, px__waiter *w);
+
+/*
+** Choices: one fiber waiting on several queues at once (px_select, sync/
+** select.c).  A choice is a record on the heap with one waiter per case;
+** each case waiter goes on its primitive's queue as a waiter of its own
+** would, with the primitive's op and pass_on, and the primitive grants it
+** as any other (px__waitq_first, px__waitq_grant): px__waitq_fiber gives
+** the choosing fiber.  The first grant decides the choice: it records the
+** case as the winner, and from then on px__waitq_first skips the other
+** cases as interrupted waiters (they have withdrawn), so exactly one case
+** is ever granted.  An fd case is armed in the scheduler's epoll set
+** (px__poll_case_arm) instead; an event grants it under the poll lock
+** without deciding the choice, and px__waitq_choose then reads it.  A grant
+** of a queue's case wins over an fd's: it took something.
+**
+** While the choice is under way the fiber's own waiter records it (op
+** PX__WAITQ_CHOICE_OP, obj the caller's cases, value the choice), so a hosted
+** fiber's re-call finds it (px__waitq_choice_recall), and the end of the
+** fiber or another wait of a hosted one gives it up.
+*/
+#define PX__WAITQ_CHOICE_OP (-3)
+
+/* A choice of n cases for fiber f, recorded in its own waiter under `cases`
+** (the caller's array: a hosted re-call names it); NULL when out of memory.
+** Its case waiters are ready for px__waitq_case. */
+px__choice *px__waitq_choice_new(px_fiber *f, const void *cases, size_t n);
+
+/* Case i of c, made a wait for op on obj (the primitive's, as
+** px__waitq_begin does for the fiber's own waiter). */
+px__waiter *px__waitq_case(px__choice *c, size_t i, const void *obj, int op,
+                           void (*pass_on)(px__waiter *w));
+
+/* Puts case waiter w on q: 0, or PX_ETHREAD (not queued) when fibers of
+** another scheduler wait on q. */
+int px__waitq_case_join(px__waitq *q, px__waiter *w);
+
+/* Makes case i of c a wait for fd to be ready for `events`, armed in the
+** scheduler's epoll set: 0, or what px_wait_fd would refuse it with. */
+int px__waitq_case_fd(px__choice *c, size_t i, int fd, unsigned events);
+
+/*
+** Parks until c is decided, with `info` (its dereg and ctx are replaced).
+** Returns the index of the case that won (>= 0): a queue's grant, else an
+** fd case an event or a close granted; PX_ETIMEDOUT / PX_ECANCELED when a
+** scope interrupted the wait (every case is off its queue, a raced grant
+** passed on, but c->winner still says which case was granted, if one was);
+** PX_EYIELD in a hosted fiber that must yield: once resumed, its re-call
+** finds c again (px__waitq_choice_recall) and px__waitq_choice_collect
+** returns the same outcomes.
+*/
+int px__waitq_choose(px__choice *c, const px_park_info *info);
+int px__waitq_choice_collect(px__choice *c);
+
+/* The choice that hosted fiber f recorded for `cases` and has not
+** collected, or NULL. */
+px__choice *px__waitq_choice_recall(px_fiber *f, const void *cases);
+
+/* Takes every case of c that did not win off its queue or out of the epoll
+** set and frees c; the fiber's own waiter records no wait any more. */
+void px__waitq_choice_end(px__choice *c);
 
 /*
 ** Holds: the one record of who holds what.  A hold's owner is the record of

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 
 #include "sync/sync.h"
+#include "sync/select.h"
 
 enum chan_op { CHAN_SEND, CHAN_RECV };
 enum { TAKEN = 1 };              /* w->n of a sender whose value was taken */
@@ -256,6 +257,14 @@ int px_chan_close(px_chan *ch)
     px__sync_grant_all(&ch->receivers, PX_ECLOSED);   /* the ring is empty */
     px__sync_grant_all(&ch->senders, PX_ECLOSED);     /* their values stay theirs */
     return 0;
+}
+
+int px__chan_case(px_chan *ch, int send, void *v, px__choice *c, size_t i)
+{
+    px__waiter *w = send ? px__waitq_case(c, i, ch, CHAN_SEND, send_pass_on)
+                         : px__waitq_case(c, i, ch, CHAN_RECV, recv_pass_on);
+    w->value = v;                                /* a send's, for the receiver */
+    return px__waitq_case_join(send ? &ch->senders : &ch->receivers, w);
 }
 
 size_t px_chan_len(const px_chan *ch)

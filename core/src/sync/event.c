@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "sync/sync.h"
+#include "sync/select.h"
 
 enum event_op { EVENT_WAIT };
 
@@ -56,6 +57,11 @@ int px_event_wait(px_event *e)
         return 0;
     static const px_park_info pi = { .reason = "Event wait", .kind = "event" };
     return px__waitq_wait(&e->waiters, px__waitq_begin(f, e, EVENT_WAIT, NULL), &pi);
+}
+
+int px__event_case(px_event *e, px__choice *c, size_t i)
+{
+    return px__waitq_case_join(&e->waiters, px__waitq_case(c, i, e, EVENT_WAIT, NULL));
 }
 
 int px_event_free(px_event *e)

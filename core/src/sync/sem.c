@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "sync/sync.h"
+#include "sync/select.h"
 
 enum sem_op { SEM_ACQUIRE };
 
@@ -85,6 +86,12 @@ int px_sem_release(px_sem *sem)
     else
         give(sem);
     return 0;
+}
+
+int px__sem_case(px_sem *sem, px__choice *c, size_t i)
+{
+    px__waiter *w = px__waitq_case(c, i, sem, SEM_ACQUIRE, sem_pass_on);
+    return px__waitq_case_join(&sem->waiters, w);
 }
 
 size_t px_sem_value(const px_sem *sem)
