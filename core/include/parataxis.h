@@ -1509,7 +1509,8 @@ PX_API int px_sem_free(px_sem *sem);
 ** (PX_ETHREAD, not set, when the waiters are another scheduler's fibers); a
 ** woken waiter returns 0 even if the event was cleared before it ran.
 ** px_event_clear unsets it (0).  Neither needs a fiber.  px_event_is_set
-** returns 1 or 0.
+** returns 1 or 0, px_event_waiters the fibers parked in px_event_wait (and
+** select cases waiting on it; 0 for NULL).
 */
 typedef struct px_event px_event;
 
@@ -1518,6 +1519,7 @@ PX_API int px_event_set(px_event *e);
 PX_API int px_event_clear(px_event *e);
 PX_API int px_event_is_set(const px_event *e);
 PX_API int px_event_wait(px_event *e);
+PX_API size_t px_event_waiters(const px_event *e);
 PX_API int px_event_free(px_event *e);
 
 /* -- Channel ---------------------------------------------------------------- */
@@ -1547,7 +1549,9 @@ PX_API int px_event_free(px_event *e);
 ** senders get PX_ECLOSED.  Returns 0, PX_ECLOSED when already closed, or
 ** PX_ETHREAD (not closed) when the waiters are another scheduler's fibers.
 ** Needs no fiber.  px_chan_len returns the buffered values, px_chan_cap the
-** capacity; new: EINVAL for a capacity no ring can hold.
+** capacity, px_chan_waiters the fibers parked in send or recv (and select
+** cases waiting on it; all three 0 for NULL); new: EINVAL for a capacity no
+** ring can hold.
 */
 typedef struct px_chan px_chan;
 
@@ -1559,6 +1563,7 @@ PX_API int px_chan_tryrecv(px_chan *ch, void **v);
 PX_API int px_chan_close(px_chan *ch);
 PX_API size_t px_chan_len(const px_chan *ch);
 PX_API size_t px_chan_cap(const px_chan *ch);
+PX_API size_t px_chan_waiters(const px_chan *ch);
 PX_API int px_chan_free(px_chan *ch);
 
 /* ------------------------------------------------------------------------- */

@@ -277,6 +277,11 @@ size_t px_chan_cap(const px_chan *ch)
     return ch ? ch->cap : 0;
 }
 
+size_t px_chan_waiters(const px_chan *ch)
+{
+    return ch ? ch->senders.len + ch->receivers.len : 0;
+}
+
 int px_chan_free(px_chan *ch)
 {
     if (ch == NULL)

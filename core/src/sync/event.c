@@ -59,6 +59,11 @@ int px_event_wait(px_event *e)
     return px__waitq_wait(&e->waiters, px__waitq_begin(f, e, EVENT_WAIT, NULL), &pi);
 }
 
+size_t px_event_waiters(const px_event *e)
+{
+    return e ? e->waiters.len : 0;
+}
+
 int px__event_case(px_event *e, px__choice *c, size_t i)
 {
     return px__waitq_case_join(&e->waiters, px__waitq_case(c, i, e, EVENT_WAIT, NULL));

@@ -128,6 +128,10 @@ static void *release_sem(void *arg)
 {
     (void)arg;
     entered++;
+    CHECK_EQ(px_chan_waiters(A), 1);             /* the select waits on all four */
+    CHECK_EQ(px_chan_waiters(B), 1);
+    CHECK_EQ(px_event_waiters(E), 1);
+    CHECK_EQ(px_sem_waiters(S), 1);
     CHECK_EQ(px_sem_release(S), 0);
     return NULL;
 }
@@ -144,6 +148,7 @@ static void *losers_main(void *arg)
     E = px_event_new();
     entered = 0;
     px_fiber *f = px_spawn(release_sem, NULL);
+    CHECK(f != NULL);
     px_select_case k[] = {
         send_case(A, V(1)), recv_case(B),
         { .kind = PX_SELECT_EVENT, .obj = E }, { .kind = PX_SELECT_SEM, .obj = S },
@@ -153,6 +158,9 @@ static void *losers_main(void *arg)
     join(f);
     CHECK_EQ(px_sem_value(S), 0);                /* the unit is the select's */
     CHECK_EQ(px_sem_waiters(S), 0);
+    CHECK_EQ(px_chan_waiters(A), 0);
+    CHECK_EQ(px_chan_waiters(B), 0);
+    CHECK_EQ(px_event_waiters(E), 0);
     void *v;
     CHECK_EQ(px_chan_tryrecv(A, &v), PX_EBUSY);  /* the send's value never went out */
     CHECK_EQ(px_event_set(E), 0);                /* nobody waits on it */
