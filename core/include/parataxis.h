@@ -1902,6 +1902,16 @@ PX_API int px_getaddrinfo(const char *node, const char *service,
 ** px_group_free frees a group that has no live member (PX_EBUSY: kept); 0;
 ** NULL does nothing.  A group may be freed without px_group_wait once its
 ** members ended.  Thread: scheduler.  Parks: no.
+**
+** For bindings, whose fibers are hosted (px_spawn_hosted):
+** px_group_spawn_hosted spawns a hosted fiber (ops, host_ctx as
+** px_spawn_hosted takes them) as a member into *out, with the refusals of
+** px_group_spawn (*out NULL then).  A hosted body's outcome is its host's, so
+** such a member reports its failure itself: px_group_fail(g, status) records
+** `status` as a member's failure exactly as a C member's non-zero return is
+** recorded (the first cancels the group; PX_ECANCELED after the cancel is
+** none).  Returns 1 when it was recorded as a failure, 0 when not; PX_EINVAL
+** for NULL g or status 0.  Thread: scheduler.  Parks: no.
 */
 typedef struct px_group px_group;
 typedef int (*px_group_fn)(void *arg);
@@ -1913,6 +1923,9 @@ PX_API int px_group_cancel(px_group *g);
 PX_API size_t px_group_failures(const px_group *g, int *out, size_t max);
 PX_API size_t px_group_live(const px_group *g);
 PX_API int px_group_free(px_group *g);
+PX_API int px_group_spawn_hosted(px_group *g, const px_host_ops *ops, void *host_ctx,
+                                  px_fiber **out);
+PX_API int px_group_fail(px_group *g, int status);
 
 /*
 ** Runs fn(items[i], &results[i]) for every i < n, at most `concurrency` at
