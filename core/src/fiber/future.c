@@ -171,8 +171,7 @@ static void unlink_all(wait_rec *w)
 {
     for (size_t i = 0; i < w->n; i++) {
         wait_node *nd = &w->nodes[i];
-        if (!nd->linked)
-            continue;
+        /* `linked` only under the lock: a settlement clears it on any thread. */
         pthread_mutex_lock(&nd->fu->lock);
         if (nd->linked) {
             px__list_unlink(&nd->link);
