@@ -26,7 +26,7 @@ if [ "${2:-}" != "--no-build" ]; then
     fi
     # bench_fiber, bench_sync and bench_switch exist only where Boost has them,
     # the Lua module (for bench_lua_fibers.lua) where SWIG and Lua 5.4 are.
-    targets="bench_timers bench_tset bench_wake bench_faults prof_px io_pool skynet_px"
+    targets="bench_timers bench_tset bench_wake bench_faults prof_px io_pool skynet_px bench_structure"
     for t in bench_fiber bench_sync bench_switch parataxis_core io_echo_load io_echo_epoll \
              io_echo_uv io_latency_uv io_lateness io_echo_px io_latency_px io_rss_px; do
         if cmake --build "$build" --target help 2>/dev/null | grep -q "$t"; then
@@ -140,6 +140,10 @@ if [ -x "$bin/bench_sync" ]; then
     say "   hand-off and channels faster than Boost.Fiber)"
     step env PXB_GO="$gobin" GOMAXPROCS=1 "$bin/bench_sync"
 fi
+
+say "== structured concurrency (targets: group <= 1.2x a spawn loop + joins; select over"
+say "   2 channels <= 1.0x Go's select)"
+step env PXB_GO="$gobin" GOMAXPROCS=1 "$bin/bench_structure"
 
 # Cold fan-outs (issue 25): skynet in C, Python and Lua and a million parked
 # fibers, each case a fresh process, beside Go (tests/bench/go_skynet, built
