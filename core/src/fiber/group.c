@@ -310,6 +310,15 @@ static size_t holders(const void *object, uint64_t *out, size_t max)
     return n;
 }
 
+/* Whether fiber f is a member of g. */
+static int is_member(const px_group *g, const px_fiber *f)
+{
+    for (const px__hold *h = px__waitq_holds(f); h; h = h->next)
+        if (h->ended == member_ended && PX__CONTAINER_OF(h, const member, hold)->g == g)
+            return 1;
+    return 0;
+}
+
 static int park(px_group *g)
 {
     static const px_park_info info = {
@@ -328,6 +337,8 @@ int px_group_wait(px_group *g)
         return PX_ENOFIBER;
     if (me->s != g->s)
         return PX_ETHREAD;
+    if (is_member(g, me))
+        return PX_EDEADLK;   /* it would wait for its own end */
     if (g->closed || (g->waiter != NULL && g->waiter != me))
         return PX_EINVAL;
     /* A hosted fiber's call again after PX_EYIELD: its park's outcome. */
