@@ -188,6 +188,13 @@ if "$py" -c "import parataxis" 2>/dev/null; then
     else
         step "$py" "$here/bench_python_fibers.py"
     fi
+    say "== Python task groups beside asyncio.TaskGroup, uvloop, trio and gevent (target:"
+    say "   a group member <= 0.5x trio's)"
+    if [ "${PXB_QUICK:-0}" = 1 ]; then
+        step "$py" "$here/bench_python_structure.py" --rounds 3 --groups 5
+    else
+        step "$py" "$here/bench_python_structure.py"
+    fi
     # Fiber I/O (issue 21): its servers and pool cases run in $py, beside
     # gevent, asyncio, uvloop and trio where $py has them; io_echo_load is the
     # load generator built above.
