@@ -345,8 +345,8 @@ void px__scope_close_all(px_fiber *f);
 /* Opens sc, the caller's memory, as a scope of fiber f (not the running one:
 ** a group's member before its first turn) that `t` cancels; it closes with
 ** f's other scopes, at the latest when f ends, and is not freed then.  It is
-** not among t's watchers: whoever cancels t interrupts f's park itself
-** (group.c does, for all its members at once). */
+** not among t's watchers, nor counted as a token scope: whoever cancels t
+** interrupts f's park itself (group.c does, for all its members at once). */
 void px__scope_open_on(px_fiber *f, px__scope *sc, px_token *t);
 /* A token of fiber `id` was cancelled: interrupt it if it is parked under it. */
 void px__scope_cancel_parked(px_sched *s, uint64_t id);
