@@ -22,6 +22,7 @@
 #include <structmember.h>
 
 #include <stdint.h>
+#include <string.h>
 
 #include "_host.h"
 #include "pxhost.h"
@@ -286,6 +287,116 @@ static PyTypeObject token_type = {
     .tp_new = token_new,
 };
 
+/*
+** select(cases) -> (index, result, value): px_select over `cases`, a sequence
+** of (kind, obj, a, b) -- kind PX_SELECT_*; obj a live Prim of the case's
+** kind (a Channel for SEND and RECV, an Event, a Semaphore) or None, which
+** switches the case off (it never fires); a: a SEND's key, an FD's fd, a
+** DEADLINE's deadline (ns on px_now()'s clock); b: an FD's events.  While
+** px_select returns PX_EYIELD the fiber waits for its turn and calls it again
+** with the same cases (a hosted fiber collects its outcome so), which live on
+** the heap until then.  Returns the index of the case that fired, its result
+** (0 or PX_ECLOSED) and what a RECV received (a Channel's key, else 0); or
+** (rc, 0, 0) with rc < 0, px_select's error.
+*/
+static int select_case(PyObject *t, px_select_case *k)
+{
+    static const int prim_of[] = {
+        [PX_SELECT_SEND] = PXH_K_CHAN, [PX_SELECT_RECV] = PXH_K_CHAN,
+        [PX_SELECT_EVENT] = PXH_K_EVENT, [PX_SELECT_SEM] = PXH_K_SEM,
+    };
+    PyObject *obj;
+    long long a = 0;
+    unsigned int b = 0;
+    if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "iO|LI", &k->kind, &obj, &a, &b)) {
+        if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "select: a case is (kind, obj, a, b)");
+        }
+        return -1;
+    }
+    switch (k->kind) {
+    case PX_SELECT_SEND: case PX_SELECT_RECV: case PX_SELECT_EVENT: case PX_SELECT_SEM:
+        if (obj == Py_None)
+            break;
+        if (!Py_IS_TYPE(obj, &prim_type) || ((pxh_prim *)obj)->kind != prim_of[k->kind]
+            || ((pxh_prim *)obj)->p == NULL) {
+            PyErr_SetString(PyExc_TypeError, "select: not a live Prim of the case's kind");
+            return -1;
+        }
+        k->obj = ((pxh_prim *)obj)->p;
+        if (k->kind == PX_SELECT_SEND)
+            k->value = (void *)(uintptr_t)a;
+        break;
+    case PX_SELECT_FD:
+        if (a < INT32_MIN || a > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "select: fd out of range");
+            return -1;
+        }
+        k->fd = (int)a;
+        k->events = b;
+        break;
+    case PX_SELECT_DEADLINE:
+        k->deadline = a;
+        break;
+    default:                 /* DEFAULT, or a kind px_select refuses (PX_EINVAL) */
+        break;
+    }
+    return 0;
+}
+
+static PyObject *h_select(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *seq = PySequence_Fast(arg, "select(cases): a sequence of cases");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    px_select_case one[4], *cases = one;
+    if ((size_t)n > sizeof one / sizeof one[0]
+        && (cases = PyMem_Calloc((size_t)n, sizeof *cases)) == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    if (cases == one)
+        memset(one, 0, sizeof one);
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (select_case(PySequence_Fast_GET_ITEM(seq, i), &cases[i]) != 0)
+            goto done;
+    }
+    /* The cases live in this frame (or on the heap) while the fiber waits:
+    ** px_select keeps them by address, and a greenlet's stack comes back to
+    ** the same addresses when it is switched back. */
+    int rc;
+    while ((rc = px_select(cases, (size_t)n)) == PX_EYIELD) {
+        if (!pxh_in_run()) {
+            PyErr_SetString(PyExc_SystemError, "select: PX_EYIELD off a run");
+            goto done;
+        }
+        if (pxh_pass_turn() < 0)
+            goto done;
+    }
+    if (rc < 0)
+        out = Py_BuildValue("(iii)", rc, 0, 0);
+    else
+        out = Py_BuildValue("(iin)", rc, cases[rc].result,
+                            cases[rc].kind == PX_SELECT_RECV && cases[rc].result == 0
+                                ? (Py_ssize_t)(uintptr_t)cases[rc].value : (Py_ssize_t)0);
+done:
+    if (cases != one)
+        PyMem_Free(cases);
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyMethodDef handle_methods[] = {
+    { "select", h_select, METH_O,
+      "select(cases) -> (index, result, value): px_select, waiting for the turn while it "
+      "parks (see _handles.c)." },
+    { NULL, NULL, 0, NULL },
+};
+
 int pxh_add_handles(PyObject *m)
 {
     static const struct { const char *name; int value; } names[] = {
@@ -298,12 +409,17 @@ int pxh_add_handles(PyObject *m)
         { "K_WAITGROUP", PXH_K_WAITGROUP }, { "K_BARRIER", PXH_K_BARRIER },
         { "K_ONCE", PXH_K_ONCE }, { "K_SEM", PXH_K_SEM }, { "K_EVENT", PXH_K_EVENT },
         { "K_CHAN", PXH_K_CHAN },
+        { "SELECT_SEND", PX_SELECT_SEND }, { "SELECT_RECV", PX_SELECT_RECV },
+        { "SELECT_EVENT", PX_SELECT_EVENT }, { "SELECT_SEM", PX_SELECT_SEM },
+        { "SELECT_FD", PX_SELECT_FD }, { "SELECT_DEADLINE", PX_SELECT_DEADLINE },
+        { "SELECT_DEFAULT", PX_SELECT_DEFAULT },
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (PyModule_AddIntConstant(m, names[i].name, names[i].value) != 0)
             return -1;
     }
-    if (PyType_Ready(&prim_type) != 0 || PyType_Ready(&token_type) != 0)
+    if (PyType_Ready(&prim_type) != 0 || PyType_Ready(&token_type) != 0
+        || PyModule_AddFunctions(m, handle_methods) != 0)
         return -1;
     if (PyModule_AddObjectRef(m, "Prim", (PyObject *)&prim_type) != 0)
         return -1;

@@ -100,6 +100,18 @@ K_ONCE: int
 K_SEM: int
 K_EVENT: int
 K_CHAN: int
+SELECT_SEND: int
+SELECT_RECV: int
+SELECT_EVENT: int
+SELECT_SEM: int
+SELECT_FD: int
+SELECT_DEADLINE: int
+SELECT_DEFAULT: int
+def select(cases: Any) -> Tuple[int, int, int]:
+    """px_select over cases, a sequence of (kind, obj[, a[, b]]) (obj a Prim
+    of the case's kind or None; a: a SEND's key, an FD's fd, a DEADLINE's ns;
+    b: an FD's events), waiting for the turn while it parks; returns (index,
+    result, a RECV's key) or (rc < 0, 0, 0)."""
 class Executor:
     """The executor of a run; its buffer is the px_executor a timer queue
     copies."""
