@@ -31,6 +31,7 @@ from ._fibers import (CancellationToken, Fiber, Scheduler, cancel_scope, current
 from ._net import (blocking_cancelled, create_connection, create_server, getaddrinfo,
                    notify_closing, run_blocking, socket, wait_readable, wait_writable)
 from ._streams import SocketStream, open_tcp_stream, serve_tcp
+from ._structured import Future, Group, group, map, wait_all, wait_any
 from ._sync import (Barrier, Channel, Event, Mutex, Once, RwLock, SelectCase, Semaphore,
                     WaitGroup, deadline_case, readable_case, select, writable_case)
 from ._tls import SSLSocket, wrap_socket
@@ -43,6 +44,7 @@ __all__ = [
     "timeout", "move_on_after", "CancellationToken", "cancel_scope",
     "Mutex", "RwLock", "WaitGroup", "Barrier", "Once", "Semaphore", "Event", "Channel",
     "select", "SelectCase", "readable_case", "writable_case", "deadline_case",
+    "Future", "wait_all", "wait_any", "group", "Group", "map",
     "wait_readable", "wait_writable", "notify_closing", "socket", "create_connection",
     "create_server", "SocketStream", "open_tcp_stream", "serve_tcp", "run_blocking",
     "blocking_cancelled",

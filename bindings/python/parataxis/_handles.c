@@ -43,6 +43,7 @@ static const int op_kind[PXH_NOPS] = {
     [PXH_ONCE_BEGIN] = PXH_K_ONCE,    [PXH_SEM_ACQUIRE] = PXH_K_SEM,
     [PXH_EVENT_WAIT] = PXH_K_EVENT,   [PXH_CHAN_SEND] = PXH_K_CHAN,
     [PXH_CHAN_RECV] = PXH_K_CHAN,     [PXH_JOIN] = -1,
+    [PXH_FUTURE_WAIT] = PXH_K_FUTURE, [PXH_GROUP_WAIT] = PXH_K_GROUP,
 };
 
 static void *make(int kind, size_t n)
@@ -56,6 +57,8 @@ static void *make(int kind, size_t n)
     case PXH_K_SEM: return px_sem_new(n);
     case PXH_K_EVENT: return px_event_new();
     case PXH_K_CHAN: return px_chan_new(n);
+    case PXH_K_FUTURE: return px_future_new();
+    case PXH_K_GROUP: return px_group_new();     /* NULL off-fiber: checked before */
     }
     return NULL;
 }
@@ -70,6 +73,8 @@ FREE_AS(once, px_once_free)
 FREE_AS(sem, px_sem_free)
 FREE_AS(event, px_event_free)
 FREE_AS(chan, px_chan_free)
+FREE_AS(future, px_future_free)
+FREE_AS(group, px_group_free)
 #undef FREE_AS
 
 static const pxhost_free_fn free_of[PXH_NKINDS] = {
@@ -77,6 +82,7 @@ static const pxhost_free_fn free_of[PXH_NKINDS] = {
     [PXH_K_WAITGROUP] = free_waitgroup, [PXH_K_BARRIER] = free_barrier,
     [PXH_K_ONCE] = free_once,         [PXH_K_SEM] = free_sem,
     [PXH_K_EVENT] = free_event,       [PXH_K_CHAN] = free_chan,
+    [PXH_K_FUTURE] = free_future,     [PXH_K_GROUP] = free_group,
 };
 
 static PyObject *prim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
@@ -199,6 +205,16 @@ int pxh_op_target(int op, PyObject *obj, PyObject *value, pxh_op *w)
     return 0;
 }
 
+void *pxh_prim_ptr(PyObject *obj, int kind)
+{
+    pxh_prim *o = (pxh_prim *)obj;
+    if (!Py_IS_TYPE(obj, &prim_type) || o->kind != kind || o->p == NULL) {
+        PyErr_SetString(PyExc_TypeError, "not a live Prim of the call's kind");
+        return NULL;
+    }
+    return o->p;
+}
+
 int pxh_op_call(pxh_op *w)
 {
     void *p = w->obj;
@@ -221,6 +237,8 @@ int pxh_op_call(pxh_op *w)
         return rc;
     }
     case PXH_JOIN: return px_join(p, NULL);
+    case PXH_FUTURE_WAIT: return px_future_wait(p, NULL);
+    case PXH_GROUP_WAIT: return px_group_wait(p);
     }
     return PX_EINVAL;
 }
@@ -390,7 +408,58 @@ done:
     return out;
 }
 
+/*
+** wait_futures(futures, any) -> int: px_future_wait_all (any false) or
+** px_future_wait_any (any true) over `futures`, a sequence of Prims of
+** futures, waiting for the turn while it parks and calling again with the
+** same array (on the heap until then).  Returns the call's outcome: wait_all's
+** 0 or the first failure's status, wait_any's index, or a C error code.
+*/
+static PyObject *h_wait_futures(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "wait_futures(futures, any)");
+        return NULL;
+    }
+    int any = PyObject_IsTrue(args[1]);
+    if (any < 0)
+        return NULL;
+    PyObject *seq = PySequence_Fast(args[0], "wait_futures: a sequence of futures");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    px_future **fus = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *fus);
+    PyObject *out = NULL;
+    if (fus == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((fus[i] = pxh_prim_ptr(PySequence_Fast_GET_ITEM(seq, i), PXH_K_FUTURE)) == NULL)
+            goto done;
+    }
+    int rc;
+    while ((rc = any ? px_future_wait_any(fus, (size_t)n)
+                     : px_future_wait_all(fus, (size_t)n, NULL)) == PX_EYIELD) {
+        if (!pxh_in_run()) {
+            PyErr_SetString(PyExc_SystemError, "wait_futures: PX_EYIELD off a run");
+            goto done;
+        }
+        if (pxh_pass_turn() < 0)
+            goto done;
+    }
+    out = PyLong_FromLong(rc);
+done:
+    PyMem_Free(fus);
+    Py_DECREF(seq);
+    return out;
+}
+
 static PyMethodDef handle_methods[] = {
+    { "wait_futures", (PyCFunction)(void (*)(void))h_wait_futures, METH_FASTCALL,
+      "wait_futures(futures, any) -> int: px_future_wait_all or px_future_wait_any, waiting "
+      "for the turn while it parks (see _handles.c)." },
     { "select", h_select, METH_O,
       "select(cases) -> (index, result, value): px_select, waiting for the turn while it "
       "parks (see _handles.c)." },
@@ -405,6 +474,8 @@ int pxh_add_handles(PyObject *m)
         { "ARRIVE", PXH_ARRIVE }, { "ONCE_BEGIN", PXH_ONCE_BEGIN },
         { "SEM_ACQUIRE", PXH_SEM_ACQUIRE }, { "EVENT_WAIT", PXH_EVENT_WAIT },
         { "CHAN_SEND", PXH_CHAN_SEND }, { "CHAN_RECV", PXH_CHAN_RECV }, { "JOIN", PXH_JOIN },
+        { "FUTURE_WAIT", PXH_FUTURE_WAIT }, { "GROUP_WAIT", PXH_GROUP_WAIT },
+        { "K_FUTURE", PXH_K_FUTURE }, { "K_GROUP", PXH_K_GROUP },
         { "K_MUTEX", PXH_K_MUTEX }, { "K_RWLOCK", PXH_K_RWLOCK },
         { "K_WAITGROUP", PXH_K_WAITGROUP }, { "K_BARRIER", PXH_K_BARRIER },
         { "K_ONCE", PXH_K_ONCE }, { "K_SEM", PXH_K_SEM }, { "K_EVENT", PXH_K_EVENT },

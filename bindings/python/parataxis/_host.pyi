@@ -33,6 +33,10 @@ def loop() -> int:
 def spawn(fiber: Any) -> Tuple[object, int]:
     """Makes a fiber of this thread's run that runs fiber._main() on a
     greenlet; returns (a capsule of its px_fiber, its id)."""
+def group_spawn(group: Any, fiber: Any) -> Tuple[int, int]:
+    """Makes a member of group (a Prim of a px_group) that runs
+    fiber._main() on a greenlet; returns (0, its id) or (the C code that
+    refused it, 0)."""
 def release(handle: object) -> None:
     """px_fiber_release of spawn's handle (once: the handle is then spent)."""
 def yield_() -> None:
@@ -92,6 +96,14 @@ EVENT_WAIT: int
 CHAN_SEND: int
 CHAN_RECV: int
 JOIN: int
+FUTURE_WAIT: int
+GROUP_WAIT: int
+K_FUTURE: int
+K_GROUP: int
+def wait_futures(futures: Any, any: bool) -> int:
+    """px_future_wait_all (any false: 0 or the first failure's status) or
+    px_future_wait_any (its index) over a sequence of futures' Prims, waiting
+    for the turn while it parks; or a C error code."""
 K_MUTEX: int
 K_RWLOCK: int
 K_WAITGROUP: int
