@@ -209,6 +209,7 @@ def wait_any(futures: Iterable[FutureLike]) -> int:
 # -- groups -------------------------------------------------------------------
 
 _NEW, _OPEN, _CLOSING, _CLOSED = range(4)
+_PASS_THROUGH = (KeyboardInterrupt, SystemExit)   # raised bare, as asyncio.TaskGroup
 
 
 class Group:
@@ -318,10 +319,11 @@ class Group:
         status = _ECANCELED if isinstance(exc, Cancelled) else _FAILED
         if lib.px_group_fail(self._p, status) != 1:
             return                          # a Cancelled after a cancel of C's
-        if isinstance(exc, Exception):
+        if isinstance(exc, _PASS_THROUGH):
+            if self._base is None:
+                self._base = exc
+        else:
             self._failures.append(exc)
-        elif self._base is None:
-            self._base = exc
         self._token.cancel()
 
     def _cancel_now(self) -> None:
@@ -333,12 +335,11 @@ class Group:
         cancels the group, then the wait goes on); raises as the class says."""
         if self._state != _OPEN:
             raise RuntimeError("a group's with block exited but not open")
-        self._state = _CLOSING
         assert self._scope is not None
-        try:
-            self._scope.__exit__(typ, exc, tb)
-        except RuntimeError as e:           # misnested scopes: the block's fault
-            exc = e
+        # Misnested (another fiber, scopes exited out of order): RuntimeError,
+        # and the group stays open, as its scope does.
+        self._scope.__exit__(typ, exc, tb)
+        self._state = _CLOSING
         mine = False                        # exc is the group's own Cancelled
         outer = False                       # exc is a scope's of the caller: it goes on
         if exc is not None:
@@ -346,7 +347,7 @@ class Group:
                 mine = True
             else:
                 self._cancel_now()
-                if not isinstance(exc, Exception):
+                if isinstance(exc, _PASS_THROUGH):
                     if self._base is None:
                         self._base = exc
                 elif isinstance(exc, (Timeout, Cancelled)):
