@@ -207,7 +207,7 @@ def test_a_scope_of_the_waiter_cancels_the_group_and_waits_for_it():
             try:
                 px.sleep(3600)
             finally:
-                px.sleep(0.001)             # a member cleaning up: still waited for
+                settle()                    # a member cleaning up: still waited for
                 unwound.append(1)
         with px.move_on_after(0.01) as scope:
             with px.group() as g:

@@ -31,7 +31,6 @@ _EYIELD = lib.PX_EYIELD
 _ETIMEDOUT = lib.PX_ETIMEDOUT
 _ECANCELED = lib.PX_ECANCELED
 _JOIN = _host.JOIN
-_FUTURE_WAIT = _host.FUTURE_WAIT
 
 
 _ns = _core._ns           # the one duration rule of the binding
@@ -81,13 +80,7 @@ class Fiber(Generic[T]):
         if not self._done:
             if self._run is not _host.current():
                 raise BusyError("join from outside the fiber's run")
-            if self._f is not None:
-                rc = _host.wait(_JOIN, self._f, 0)
-            elif lib.px_self() == self.id:      # a group's member: joined by its future
-                rc = lib.PX_EDEADLK
-            else:
-                rc = _host.wait(_FUTURE_WAIT, self._future_of()._h)
-                rc = 0 if rc == 1 else rc       # settled with its exception
+            rc = _host.wait(_JOIN, self._f, 0)
             if rc != 0:
                 _raise_wait(rc, "fiber join")
         self._joined = True

@@ -746,10 +746,11 @@ static PyObject *h_spawn(PyObject *self, PyObject *job)
     return Py_BuildValue("(NK)", handle, (unsigned long long)px_fiber_id(f));
 }
 
-PyDoc_STRVAR(group_spawn_doc, "group_spawn(group, fiber) -> (rc, id): makes a fiber of this "
-                              "thread's run, a member of `group` (a Prim of a px_group), that will "
-                              "run fiber._main() on a greenlet; rc 0 and its id, or the C code "
-                              "that refused it (PX_ECANCELED, PX_ECLOSED, ...) and 0.");
+PyDoc_STRVAR(group_spawn_doc, "group_spawn(group, fiber) -> (rc, handle, id): makes a fiber of "
+                              "this thread's run, a member of `group` (a Prim of a px_group), "
+                              "that will run fiber._main() on a greenlet; rc 0 with spawn's "
+                              "handle and id, or the C code that refused it (PX_ECANCELED, "
+                              "PX_ECLOSED, ...) with None and 0.");
 
 static PyObject *h_group_spawn(PyObject *self, PyObject *const *args, Py_ssize_t n)
 {
@@ -773,11 +774,15 @@ static PyObject *h_group_spawn(PyObject *self, PyObject *const *args, Py_ssize_t
     if (rc != 0) {
         Py_DECREF(h->job);
         free(h);
-        return Py_BuildValue("(iK)", rc, 0ULL);
+        return Py_BuildValue("(iOK)", rc, Py_None, 0ULL);
     }
-    /* The member is the group's (px_group_spawn_hosted: detached, the group
-    ** joins it): its id is read now, before it first runs. */
-    return Py_BuildValue("(iK)", 0, (unsigned long long)px_fiber_id(f));
+    /* The handle is spawn's (the Fiber releases it), the group's hold aside. */
+    PyObject *handle = PyCapsule_New(f, PXH_FIBER_CAPSULE, NULL);
+    if (handle == NULL) {
+        px_fiber_release(f);    /* it runs, detached: still the group's */
+        return NULL;
+    }
+    return Py_BuildValue("(iNK)", 0, handle, (unsigned long long)px_fiber_id(f));
 }
 
 PyDoc_STRVAR(release_doc, "release(handle): px_fiber_release of a handle spawn returned; "

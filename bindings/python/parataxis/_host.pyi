@@ -33,10 +33,10 @@ def loop() -> int:
 def spawn(fiber: Any) -> Tuple[object, int]:
     """Makes a fiber of this thread's run that runs fiber._main() on a
     greenlet; returns (a capsule of its px_fiber, its id)."""
-def group_spawn(group: Any, fiber: Any) -> Tuple[int, int]:
+def group_spawn(group: Any, fiber: Any) -> Tuple[int, object, int]:
     """Makes a member of group (a Prim of a px_group) that runs
-    fiber._main() on a greenlet; returns (0, its id) or (the C code that
-    refused it, 0)."""
+    fiber._main() on a greenlet; returns (0, spawn's handle, its id) or (the
+    C code that refused it, None, 0)."""
 def release(handle: object) -> None:
     """px_fiber_release of spawn's handle (once: the handle is then spent)."""
 def yield_() -> None:

@@ -275,7 +275,7 @@ class Group:
             raise Closed("the group is closed: its with block ended")
         fiber: Fiber[R] = Fiber(r, fn, args)
         fiber._group = self
-        rc, fiber.id = _host.group_spawn(self._h, fiber)
+        rc, fiber._f, fiber.id = _host.group_spawn(self._h, fiber)
         if rc != 0:
             fiber._done = True                  # never started: nothing to report
             fiber._fn = fiber._args = None
