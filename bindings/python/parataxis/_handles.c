@@ -256,6 +256,7 @@ int pxh_op_call(pxh_op *w)
 typedef struct {
     PyObject_HEAD
     px_token *t;
+    int unscoped;            /* unscoped(): no scope can use it any more */
 } pxh_token;
 
 static PyObject *token_new(PyTypeObject *type, PyObject *args, PyObject *kw)
@@ -283,9 +284,26 @@ static int free_token(void *p)
 
 static void token_dealloc(pxh_token *o)
 {
-    pxhost_collect(free_token, o->t, pxh_in_run());     /* NULL does nothing */
+    pxhost_collect(free_token, o->t, !o->unscoped && pxh_in_run());   /* NULL does nothing */
     Py_TYPE(o)->tp_free((PyObject *)o);
 }
+
+/* unscoped(): the owner knows that every scope of the token was closed (a
+** px.group's, once its block exited): freed at deallocation, not at the end
+** of the run -- a run making groups by the million keeps none of them. */
+static PyObject *token_unscoped(pxh_token *o, PyObject *unused)
+{
+    (void)unused;
+    o->unscoped = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef token_methods[] = {
+    { "unscoped", (PyCFunction)token_unscoped, METH_NOARGS,
+      "unscoped(): no scope uses the token any more: freed at deallocation, even during a "
+      "run." },
+    { NULL, NULL, 0, NULL },
+};
 
 static int token_getbuffer(pxh_token *o, Py_buffer *view, int flags)
 {
@@ -302,6 +320,7 @@ static PyTypeObject token_type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A px_token, freed at deallocation (see _handles.c).",
     .tp_as_buffer = &token_buffer,
+    .tp_methods = token_methods,
     .tp_new = token_new,
 };
 

@@ -82,7 +82,10 @@ class Prim:
 
 class Token:
     """A px_token, collected when this object is deallocated (freed at the
-    end of the run during one)."""
+    end of the run during one, unless unscoped() was called)."""
+    def unscoped(self) -> None:
+        """No scope uses the token any more: freed at deallocation, even
+        during a run."""
 
 MUTEX_LOCK: int
 MUTEX_UNLOCK: int

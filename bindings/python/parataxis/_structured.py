@@ -131,6 +131,14 @@ class Future(Generic[T]):
             if rc < 0:
                 _raise_wait(rc, what)
 
+    def __del__(self) -> None:
+        # The C future goes when the Prim is deallocated (after the other
+        # finalizers of a cycle this is in): px_future_free, any thread; one a
+        # fiber still waits on (a run torn down mid-wait) is kept for the sweep.
+        h = getattr(self, "_h", None)
+        if h is not None:
+            h.collect()
+
     def __repr__(self) -> str:
         if not self._order:
             state = "pending"
@@ -358,6 +366,7 @@ class Group:
             rc = _wait(_GROUP_WAIT, self._h)
         finally:
             self._state = _CLOSED
+            self._token._own.unscoped()     # its one scope, the block's, is closed
         if self._base is not None:
             if self._base is exc:
                 return False
