@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Tuple, TypeVar,
-                    Union)
+                    overload)
 
 from . import _host
 from ._errors import Closed, ClosedResourceError, InvalidArgument, NoFiberError, NoMemory
@@ -772,7 +772,13 @@ class _NoDefault:
 _NO_DEFAULT: Any = _NoDefault()
 
 
-def select(*cases: Optional[SelectCase], default: Any = _NO_DEFAULT) -> Tuple[Any, Any]:
+@overload
+def select(*cases: Optional[SelectCase]) -> Tuple[int, Any]: ...
+@overload
+def select(*cases: Optional[SelectCase], default: Any) -> Tuple[Optional[int], Any]: ...
+
+
+def select(*cases: Optional[SelectCase], default: Any = _NO_DEFAULT) -> Tuple[Optional[int], Any]:
     """Waits for the first of `cases` that is ready, completes that one only,
     and returns (its index, its value): the value received for a recv_case,
     None for the other kinds.
