@@ -213,7 +213,7 @@ def test_a_scope_of_the_waiter_cancels_the_group_and_waits_for_it():
             with px.group() as g:
                 g.spawn(member)
                 g.spawn(member)
-        assert scope.expired and unwound == [1, 1] and g.live == 0
+        assert scope.expired and unwound == [1, 1] and g.live == 0 and g.cancelled
         tok = px.CancellationToken()
         px.spawn(tok.cancel)
         with pytest.raises(px.Cancelled):

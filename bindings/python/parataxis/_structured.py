@@ -367,6 +367,8 @@ class Group:
         finally:
             self._state = _CLOSED
             self._token._own.unscoped()     # its one scope, the block's, is closed
+        if rc in (_ETIMEDOUT, _ECANCELED):  # a scope of the caller cancelled it (C)
+            self._token.cancel()
         if self._base is not None:
             if self._base is exc:
                 return False
