@@ -21,6 +21,7 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -342,16 +343,24 @@ static int select_case(PyObject *t, px_select_case *k)
         [PX_SELECT_SEND] = PXH_K_CHAN, [PX_SELECT_RECV] = PXH_K_CHAN,
         [PX_SELECT_EVENT] = PXH_K_EVENT, [PX_SELECT_SEM] = PXH_K_SEM,
     };
-    PyObject *obj;
-    long long a = 0;
-    unsigned int b = 0;
-    if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "iO|LI", &k->kind, &obj, &a, &b)) {
-        if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();
-            PyErr_SetString(PyExc_TypeError, "select: a case is (kind, obj, a, b)");
-        }
+    Py_ssize_t n = PyTuple_Check(t) ? PyTuple_GET_SIZE(t) : 0;
+    if (n < 2 || n > 4) {
+        PyErr_SetString(PyExc_TypeError, "select: a case is (kind, obj[, a[, b]])");
         return -1;
     }
+    /* Read directly: PyArg_ParseTuple costs more than the rest of a case. */
+    long kind = PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
+    long long a = n > 2 ? PyLong_AsLongLong(PyTuple_GET_ITEM(t, 2)) : 0;
+    unsigned long b = n > 3 ? PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 3)) : 0;
+    if (PyErr_Occurred())
+        return -1;
+    if (kind < INT_MIN || kind > INT_MAX || b > UINT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "select: a case's kind or events out of range");
+        return -1;
+    }
+    PyObject *obj = PyTuple_GET_ITEM(t, 1);
+    k->kind = (int)kind;
+    k->events = (unsigned)b;
     switch (k->kind) {
     case PX_SELECT_SEND: case PX_SELECT_RECV: case PX_SELECT_EVENT: case PX_SELECT_SEM:
         if (obj == Py_None)
@@ -371,7 +380,6 @@ static int select_case(PyObject *t, px_select_case *k)
             return -1;
         }
         k->fd = (int)a;
-        k->events = b;
         break;
     case PX_SELECT_DEADLINE:
         k->deadline = a;

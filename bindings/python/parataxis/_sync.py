@@ -715,6 +715,12 @@ class SelectCase:
         return f"<parataxis.SelectCase {what} on {self._obj!r}>"
 
 
+def _drop(sends: Optional[List[Tuple[int, "Channel[Any]", int]]]) -> None:
+    # The values of send cases that never went out.
+    for _, ch, key in sends or ():
+        ch._values.pop(key, None)
+
+
 def _fd_of(obj: Any) -> int:
     if isinstance(obj, int) and not isinstance(obj, bool):
         return obj
@@ -805,36 +811,38 @@ def select(*cases: Optional[SelectCase], default: Any = _NO_DEFAULT) -> Tuple[Op
     """
     spec: List[Any] = []
     sends: Optional[List[Tuple[int, Channel[Any], int]]] = None
-    try:
-        for c in cases:
-            if c is None:
-                spec.append(_SEL_OFF_SPEC)
-                continue
-            if type(c) is not SelectCase:
-                raise TypeError(f"select: a case (ch.recv_case(), ...) or None, "
-                                f"not {type(c).__name__}")
-            obj = c._obj
-            if obj is not None:
-                obj._bind_off_fiber()
-            if c._kind == _SEL_SEND:
-                key = obj._next()
-                obj._values[key] = c._value
-                if sends is None:
-                    sends = []
-                sends.append((len(spec), obj, key))
-                spec.append((_SEL_SEND, obj._h, key))
-            else:
-                spec.append(c._spec)
-        if default is not _NO_DEFAULT:
-            spec.append(_SEL_DEFAULT_SPEC)
+    run = _host.current()
+    for c in cases:
+        if c is None:
+            spec.append(_SEL_OFF_SPEC)
+            continue
+        if type(c) is not SelectCase:
+            _drop(sends)
+            raise TypeError(f"select: a case (ch.recv_case(), ...) or None, "
+                            f"not {type(c).__name__}")
+        obj = c._obj
+        if obj is not None and (obj._run is not run or run is None):
+            obj._bind_off_fiber()
+        if c._kind == _SEL_SEND:
+            key = obj._next()
+            obj._values[key] = c._value
+            if sends is None:
+                sends = []
+            sends.append((len(spec), obj, key))
+            spec.append((_SEL_SEND, obj._h, key))
+        else:
+            spec.append(c._spec)
+    if default is not _NO_DEFAULT:
+        spec.append(_SEL_DEFAULT_SPEC)
+    if sends is None:
         i, result, slot = _select(spec)
-    except BaseException:
-        if sends is not None:
-            for _, ch, key in sends:
-                ch._values.pop(key, None)
-        raise
-    if sends is not None:                # the losers' values were never delivered
-        for j, ch, key in sends:
+    else:
+        try:
+            i, result, slot = _select(spec)
+        except BaseException:
+            _drop(sends)
+            raise
+        for j, ch, key in sends:        # the losers' values were never delivered
             if j != i or result != 0:
                 ch._values.pop(key, None)
     if i < 0:
