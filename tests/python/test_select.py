@@ -21,6 +21,9 @@ def test_a_ready_case_fires_without_waiting():
         b.send(7)
         assert px.select(a.recv_case(), b.recv_case()) == (1, 7)
         assert len(b) == 0 and a.waiters == 0 and b.waiters == 0
+        many = [px.Channel(1) for _ in range(100)]        # more cases than fit inline
+        many[77].send("x")
+        assert px.select(*[ch.recv_case() for ch in many]) == (77, "x")
     run(body)
 
 
@@ -31,6 +34,11 @@ def test_waits_for_the_first_ready_case():
         assert px.select(a.recv_case(), b.recv_case()) == (1, 42)
         f.join()
         assert a.waiters == 0 and b.waiters == 0     # the losing case left a
+        many = [px.Channel() for _ in range(100)]
+        f = px.spawn(many[42].send, "y")
+        assert px.select(*[ch.recv_case() for ch in many]) == (42, "y")
+        f.join()
+        assert sum(ch.waiters for ch in many) == 0
     run(body)
 
 
