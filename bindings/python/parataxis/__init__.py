@@ -20,6 +20,10 @@ wait_writable, run_blocking and getaddrinfo on the C blocking pool:
 
     assert px.run(main) == [0, 1, 2]
 
+Structured concurrency: task groups (with px.group() as g: g.spawn(fn, ...)),
+select over channels, events, semaphores, fds and deadlines, Future with
+wait_all and wait_any, and map.
+
 See docs/python.md.
 """
 from ._core import HandlerQueue, Timer, TimerHandle, TimerQueue, now, version
