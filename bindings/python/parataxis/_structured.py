@@ -15,6 +15,8 @@ import threading
 from typing import (Any, Callable, Generic, Iterable, List, Optional, Sequence, Type, TypeVar,
                     Union)
 
+from greenlet import GreenletExit
+
 from . import _host
 from ._errors import (BusyError, Cancelled, Closed, InvalidArgument, NoFiberError, NoMemory,
                       Timeout, raise_for)
@@ -217,7 +219,9 @@ def wait_any(futures: Iterable[FutureLike]) -> int:
 # -- groups -------------------------------------------------------------------
 
 _NEW, _OPEN, _CLOSING, _CLOSED = range(4)
-_PASS_THROUGH = (KeyboardInterrupt, SystemExit)   # raised bare, as asyncio.TaskGroup
+# Raised bare, as asyncio.TaskGroup raises them; GreenletExit too: a run given
+# up unwinds its fibers with it, and a group in one must let it through.
+_PASS_THROUGH = (KeyboardInterrupt, SystemExit, GreenletExit)
 
 
 class Group:
@@ -322,6 +326,8 @@ class Group:
         # to join the member for it).  A Cancelled once the group (or the
         # whole run) was cancelled is no failure.
         fiber._joined = True
+        if not self._run.alive:             # a run given up: it unwinds, nothing to report
+            return
         if isinstance(exc, Cancelled) and (self._token.cancelled or self._run.cancelled):
             return
         status = _ECANCELED if isinstance(exc, Cancelled) else _FAILED
@@ -363,7 +369,9 @@ class Group:
                 else:
                     self._failures.append(exc)
         try:
-            rc = _wait(_GROUP_WAIT, self._h)
+            # A run given up (its fibers unwound by GreenletExit) has no turns
+            # to wait with: its members are being discarded with it.
+            rc = _wait(_GROUP_WAIT, self._h) if self._run.alive else 0
         finally:
             self._state = _CLOSED
             self._token._own.unscoped()     # its one scope, the block's, is closed
