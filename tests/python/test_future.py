@@ -266,6 +266,15 @@ def test_hostile_arguments():
         assert not fu.done()
         fu.set_result(None)
         assert fu.result() is None
+        me = []
+
+        def waits_for_itself():
+            with pytest.raises(px.DeadlockError):
+                px.wait_all([me[0]])
+            with pytest.raises(px.DeadlockError):
+                px.wait_any([fu, me[0]])
+        me.append(px.spawn(waits_for_itself))
+        me[0].join()
     run(body)
     with pytest.raises(px.NoFiberError):
         px.Future().result()                # unsettled, off-fiber

@@ -18,8 +18,8 @@ from typing import (Any, Callable, Generic, Iterable, List, Optional, Sequence, 
 from greenlet import GreenletExit
 
 from . import _host
-from ._errors import (BusyError, Cancelled, Closed, InvalidArgument, NoFiberError, NoMemory,
-                      Timeout, raise_for)
+from ._errors import (BusyError, Cancelled, Closed, DeadlockError, InvalidArgument,
+                      NoFiberError, NoMemory, Timeout, raise_for)
 from ._fibers import CancellationToken, Fiber, _raise_wait, cancel_scope
 from ._parataxis import ffi, lib
 
@@ -162,6 +162,8 @@ def _futures(items: Iterable[FutureLike], what: str) -> List[Future[Any]]:
         elif isinstance(x, Fiber):
             if x._run is not _host.current():
                 raise BusyError(f"{what}: a fiber is waited for from its own run only")
+            if not x._done and x.id == lib.px_self():
+                raise DeadlockError(f"{what}: a fiber waits for its own end")
             out.append(x._future_of())
         else:
             raise TypeError(f"{what}: a px.Future or a px.Fiber, not {type(x).__name__}")
@@ -185,7 +187,8 @@ def wait_all(futures: Iterable[FutureLike]) -> List[Any]:
 
     May wait.  Raises Timeout / Cancelled from the scopes, NoFiberError
     off-fiber while one is unsettled, TypeError for what is neither,
-    BusyError for a Fiber of another run."""
+    BusyError for a Fiber of another run, DeadlockError for the calling
+    fiber's own."""
     items = list(futures)
     fus = _futures(items, "wait_all")
     if fus and not all(f._order for f in fus):
@@ -205,7 +208,8 @@ def wait_any(futures: Iterable[FutureLike]) -> int:
 
     May wait.  Raises InvalidArgument for no futures, Timeout / Cancelled
     from the scopes, NoFiberError off-fiber while none is settled, TypeError
-    for what is neither, BusyError for a Fiber of another run."""
+    for what is neither, BusyError for a Fiber of another run, DeadlockError
+    for the calling fiber's own."""
     items = list(futures)
     fus = _futures(items, "wait_any")
     if not fus:
