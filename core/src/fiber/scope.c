@@ -34,6 +34,7 @@ static void scope_open(px_fiber *f, px__scope *sc, int64_t deadline, px_token *t
     sc->sched = f->s;
     sc->fiber_id = f->id;
     sc->watched = t && watched;
+    sc->group = 0;
     px__list_init(&sc->watch);
     if (t) {
         if (watched)

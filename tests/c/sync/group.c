@@ -497,10 +497,25 @@ static void *hostile_main(void *arg)
     return NULL;
 }
 
+static px_group *kept;
+
+static void *kept_main(void *arg)
+{
+    (void)arg;
+    kept = px_group_new();
+    CHECK_EQ(px_group_spawn(kept, fails_with, (void *)0), 0);
+    YIELD_UNTIL(px_group_live(kept) == 0);
+    return NULL;
+}
+
 SPEC(hostile_arguments)
 {
     CHECK(px_group_new() == NULL);             /* off-fiber */
     run(hostile_main);
+    /* a group that outlives its run: a cancel posts to no scheduler */
+    run(kept_main);
+    CHECK_EQ(px_group_cancel(kept), 1);
+    CHECK_EQ(px_group_free(kept), 0);
 }
 
 static int waits_event(void *arg)
