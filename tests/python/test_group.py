@@ -362,6 +362,11 @@ def test_hostile_arguments():
     run(keep)
     with pytest.raises(px.Closed):
         run(lambda: box[0].spawn(print))
+    assert box[0].cancel() is True          # a group that outlived its run
+    t = threading.Thread(target=box[0].cancel)
+    t.start()
+    t.join(TIMEOUT)
+    assert box[0].cancelled and box[0].live == 0
 
 
 def test_an_exception_in_the_with_body_cancels_the_members():
