@@ -1919,6 +1919,13 @@ PX_API int px_getaddrinfo(const char *node, const char *service,
 ** recorded (the first cancels the group; PX_ECANCELED after the cancel is
 ** none).  Returns 1 when it was recorded as a failure, 0 when not; PX_EINVAL
 ** for NULL g or status 0.  Thread: scheduler.  Parks: no.
+** px_group_scope_push(g) opens the group's cancel scope in the calling fiber,
+** as the push/pop scopes do (px_scope_pop closes it): the code that spawns
+** the members -- a binding's with block or function body -- is cancelled
+** with them, and its scope, like theirs, does not keep px_run from reporting
+** a deadlock.  Returns 0; PX_EINVAL for NULL g; PX_ENOMEM; PX_ENOFIBER
+** off-fiber; PX_ETHREAD from a fiber of another scheduler.  Thread:
+** scheduler.  Parks: no.
 */
 typedef struct px_group px_group;
 typedef int (*px_group_fn)(void *arg);
@@ -1932,6 +1939,7 @@ PX_API size_t px_group_live(const px_group *g);
 PX_API int px_group_free(px_group *g);
 PX_API int px_group_spawn_hosted(px_group *g, const px_host_ops *ops, void *host_ctx,
                                   px_fiber **out);
+PX_API int px_group_scope_push(px_group *g);
 PX_API int px_group_fail(px_group *g, int status);
 
 /*

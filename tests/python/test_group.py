@@ -19,6 +19,19 @@ else:
 pytestmark = pytest.mark.group("group")   # tests/behaviours.txt: group.<name>
 
 
+def test_a_deadlocked_member_is_reported():
+    # Members parked for good, and the with block's wait for them: a deadlock
+    # px.run reports (the group's scopes are no token scopes to wait on).
+    def body():
+        ev = px.Event()
+        with px.group() as g:
+            g.spawn(ev.wait)
+            g.spawn(ev.wait)
+            ev.wait()                       # the block itself, in the group's scope
+    with pytest.raises(px.DeadlockError):
+        px.run(body)
+
+
 def test_waits_for_every_member():
     def body():
         ended = []

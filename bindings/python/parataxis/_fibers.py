@@ -429,15 +429,18 @@ class _Scope:
         Raises NoFiberError off-fiber, RuntimeError when entered twice."""
         if self._open:
             raise RuntimeError("a scope is entered once")
-        if self._token is not None:
-            rc = lib.px_scope_push_cancel(self._token._t)
-        else:
-            rc = lib.px_scope_push_timeout(self._ns)
+        rc = self._push()
         if rc != 0:
             raise_for(rc)
         self._outer = _host.scope_push(self)
         self._open = True
         return self
+
+    def _push(self) -> int:
+        # The C push of the scope, for the calling fiber: 0 or a PX_E* code.
+        if self._token is not None:
+            return int(lib.px_scope_push_cancel(self._token._t))
+        return int(lib.px_scope_push_timeout(self._ns))
 
     def _close(self) -> int:
         if not self._open:

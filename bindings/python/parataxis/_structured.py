@@ -20,7 +20,7 @@ from greenlet import GreenletExit
 from . import _host
 from ._errors import (BusyError, Cancelled, Closed, DeadlockError, InvalidArgument,
                       NoFiberError, NoMemory, Timeout, raise_for)
-from ._fibers import CancellationToken, Fiber, _raise_wait, cancel_scope
+from ._fibers import CancellationToken, Fiber, _raise_wait, _Scope
 from ._parataxis import ffi, lib
 
 if sys.version_info >= (3, 11):
@@ -222,6 +222,26 @@ def wait_any(futures: Iterable[FutureLike]) -> int:
 
 # -- groups -------------------------------------------------------------------
 
+class _group_scope(_Scope):
+    """The with block's scope: the group's own cancel scope in C
+    (px_group_scope_push), so the block is cancelled with the members, and,
+    like theirs, it does not keep px.run from reporting a deadlock as a
+    token's scope would."""
+
+    __slots__ = ("_g",)
+
+    def __init__(self, g: Any) -> None:
+        super().__init__()
+        self._g = g
+
+    def _push(self) -> int:
+        return int(lib.px_group_scope_push(self._g))
+
+    def __exit__(self, *exc: object) -> bool:
+        self._close()
+        return False
+
+
 _NEW, _OPEN, _CLOSING, _CLOSED = range(4)
 # Raised bare, as asyncio.TaskGroup raises them; GreenletExit too: a run given
 # up unwinds its fibers with it, and a group in one must let it through.
@@ -249,7 +269,7 @@ class Group:
         self._p: Any = None
         self._run: Any = None
         self._token = CancellationToken()
-        self._scope: Optional[cancel_scope] = None
+        self._scope: Optional[_group_scope] = None
         self._failures: List[BaseException] = []
         self._base: Optional[BaseException] = None   # a KeyboardInterrupt, a SystemExit
         self._state = _NEW
@@ -265,7 +285,7 @@ class Group:
         self._h = _prim(_host.K_GROUP, "group")
         self._p = ffi.from_buffer("px_group *", self._h)
         self._run = r
-        self._scope = cancel_scope(self._token)
+        self._scope = _group_scope(self._p)
         self._scope.__enter__()
         self._state = _OPEN
         return self

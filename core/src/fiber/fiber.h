@@ -83,6 +83,7 @@ struct px__scope {
     unsigned heap : 1;       /* made by a push: its pop closes it */
     unsigned alloc : 1;      /* on the heap: freed when it closes */
     unsigned watched : 1;    /* in its token's watchers (a group member's is not) */
+    unsigned counted : 1;    /* in sched->token_scopes (no group's scope is) */
     unsigned group : 1;      /* a group's watch (group.c), of no fiber */
     /* While open and watched: in that token's watchers (under its lock). */
     px__list watch;
@@ -348,6 +349,9 @@ void px__scope_close_all(px_fiber *f);
 ** not among t's watchers, nor counted as a token scope: whoever cancels t
 ** interrupts f's park itself (group.c does, for all its members at once). */
 void px__scope_open_on(px_fiber *f, px__scope *sc, px_token *t);
+/* As px_scope_push_cancel for the running fiber f, but not counted as a
+** token scope (px_group_scope_push): 0 or PX_ENOMEM. */
+int px__scope_push_uncounted(px_fiber *f, px_token *t);
 /* A token of fiber `id` was cancelled: interrupt it if it is parked under it. */
 void px__scope_cancel_parked(px_sched *s, uint64_t id);
 

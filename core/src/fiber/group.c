@@ -304,6 +304,20 @@ int px_group_spawn_hosted(px_group *g, const px_host_ops *ops, void *host_ctx, p
     return 0;
 }
 
+int px_group_scope_push(px_group *g)
+{
+    if (g == NULL)
+        return PX_EINVAL;
+    px_fiber *me = px__fiber_here();
+    if (me == NULL)
+        return PX_ENOFIBER;
+    if (me->s != g->s)
+        return PX_ETHREAD;
+    /* A watcher of the token as any scope (one body, one lock): only not
+    ** counted as a token scope. */
+    return px__scope_push_uncounted(me, g->token);
+}
+
 /* -- the wait ----------------------------------------------------------------- */
 
 /* park_info.holders: the members hold the group's waiter. */

@@ -8,8 +8,9 @@
 ** The scheduler counts its open scopes that watch a token.  In px_run, which
 ** gives the user no scheduler to hold for a thread that will cancel, a fiber
 ** parked in one is no deadlock: any thread may cancel a token at any time.
-** A group member's scope watches nothing (its group does) and is not
-** counted: a group's members that wait for each other are a deadlock.
+** A group's scopes are not counted -- its members' (which watch nothing:
+** the group watches for them) and the one px_group_scope_push opens: fibers
+** of a group that wait for each other are a deadlock.
 */
 #include <stdlib.h>
 
@@ -22,8 +23,12 @@ static int64_t scope_deadline(int64_t ns)
     return px__deadline_finite(px__deadline_after(px_now(), ns));
 }
 
+/* Scopes with a token: watched, they are among its watchers (its cancel
+** interrupts their fiber); counted, among the scheduler's token_scopes. */
+enum { WATCHED = 1, COUNTED = 2 };
+
 static void scope_open(px_fiber *f, px__scope *sc, int64_t deadline, px_token *t, int heap,
-                       int watched)
+                       int how)
 {
     int64_t outer = f->scope ? f->scope->eff : INT64_MAX;
     sc->outer = f->scope;
@@ -35,13 +40,14 @@ static void scope_open(px_fiber *f, px__scope *sc, int64_t deadline, px_token *t
     sc->alloc = sc->heap;
     sc->sched = f->s;
     sc->fiber_id = f->id;
-    sc->watched = t && watched;
+    sc->watched = t && (how & WATCHED);
+    sc->counted = t && (how & COUNTED);
     sc->group = 0;
     px__list_init(&sc->watch);
-    if (sc->watched) {
+    if (sc->watched)
         px__token_watch(t, sc);
+    if (sc->counted)
         f->s->token_scopes++;
-    }
     f->scope = sc;
 }
 
@@ -49,10 +55,10 @@ static void scope_open(px_fiber *f, px__scope *sc, int64_t deadline, px_token *t
 static int scope_unlink(px_fiber *f, px__scope *sc)
 {
     f->scope = sc->outer;
-    if (sc->watched) {
+    if (sc->watched)
         px__token_unwatch(sc->token, sc);
+    if (sc->counted)
         sc->sched->token_scopes--;
-    }
     return sc->fired;
 }
 
@@ -109,6 +115,15 @@ void px__scope_open_on(px_fiber *f, px__scope *sc, px_token *t)
     scope_open(f, sc, INT64_MAX, t, 0, 0);
 }
 
+int px__scope_push_uncounted(px_fiber *f, px_token *t)
+{
+    px__scope *sc = malloc(sizeof *sc);
+    if (sc == NULL)
+        return PX_ENOMEM;
+    scope_open(f, sc, INT64_MAX, t, 1, WATCHED);
+    return 0;
+}
+
 /* -- the body forms ------------------------------------------------------- */
 
 /* The scope of a body form lives on the fiber's stack -- unless that stack is
@@ -122,7 +137,7 @@ static int with_scope(int64_t deadline, px_token *t, px_scope_fn body, void *arg
     px__scope local, *sc = &local;
     if (f->sh != NULL && (sc = malloc(sizeof *sc)) == NULL)
         return PX_ENOMEM;
-    scope_open(f, sc, deadline, t, 0, 1);
+    scope_open(f, sc, deadline, t, 0, WATCHED | COUNTED);
     sc->alloc = sc != &local;
     int r = body(arg);
     while (f->scope && f->scope != sc)
@@ -160,7 +175,7 @@ static int push(int64_t deadline, px_token *t)
     px__scope *sc = malloc(sizeof *sc);
     if (sc == NULL)
         return PX_ENOMEM;
-    scope_open(f, sc, deadline, t, 1, 1);
+    scope_open(f, sc, deadline, t, 1, WATCHED | COUNTED);
     return 0;
 }
 

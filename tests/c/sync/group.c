@@ -188,6 +188,14 @@ static void *not_failed_main(void *arg)
     CHECK_EQ(got[1], PX_ECANCELED);
     CHECK_EQ(px_group_failures(g, NULL, 0), 1);
     CHECK_EQ(px_group_free(g), 0);
+    /* the body in the group's scope is cancelled with the members */
+    g = px_group_new();
+    CHECK_EQ(px_group_scope_push(g), 0);
+    CHECK_EQ(px_group_spawn(g, fails_with, (void *)9), 0);
+    CHECK_EQ(px_sleep(HOUR), PX_ECANCELED);
+    CHECK_EQ(px_scope_pop(), PX_ECANCELED);
+    CHECK_EQ(px_group_wait(g), 9);
+    CHECK_EQ(px_group_free(g), 0);
     /* cancelled from outside: every member returns PX_ECANCELED, none failed */
     g = px_group_new();
     CHECK_EQ(px_group_spawn(g, sleeper, (void *)0), 0);
@@ -237,6 +245,16 @@ static void *other_thread_main(void *arg)
     for (int i = 0; i < 3; i++)
         CHECK_EQ(got[i], PX_ECANCELED);
     CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(px_group_free(g), 0);
+    /* a body in the group's scope, and no member: the cancel reaches it too */
+    g = px_group_new();
+    CHECK_EQ(px_group_scope_push(g), 0);
+    atomic_store(&members_waiting, 3);
+    CHECK_EQ(pthread_create(&t, NULL, cancel_thread, g), 0);
+    CHECK_EQ(px_sleep(HOUR), PX_ECANCELED);
+    CHECK_EQ(px_scope_pop(), PX_ECANCELED);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(px_group_wait(g), 0);
     CHECK_EQ(px_group_free(g), 0);
     return NULL;
 }
@@ -459,6 +477,7 @@ static void *other_run_main(void *arg)
     (void)arg;
     CHECK_EQ(px_group_spawn(foreign, fails_with, (void *)1), PX_ETHREAD);
     CHECK_EQ(px_group_wait(foreign), PX_ETHREAD);
+    CHECK_EQ(px_group_scope_push(foreign), PX_ETHREAD);
     return NULL;
 }
 
@@ -486,6 +505,7 @@ static void *hostile_main(void *arg)
     CHECK_EQ(px_group_spawn(foreign, NULL, NULL), PX_EINVAL);
     CHECK_EQ(px_group_fail(foreign, 0), PX_EINVAL);
     CHECK_EQ(px_group_spawn_hosted(foreign, NULL, NULL, &f), PX_EINVAL);
+    CHECK_EQ(px_group_scope_push(NULL), PX_EINVAL);
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, other_run, NULL), 0);
     CHECK_EQ(pthread_join(t, NULL), 0);
@@ -514,6 +534,7 @@ SPEC(hostile_arguments)
     run(hostile_main);
     /* a group that outlives its run: a cancel posts to no scheduler */
     run(kept_main);
+    CHECK_EQ(px_group_scope_push(kept), PX_ENOFIBER);
     CHECK_EQ(px_group_cancel(kept), 1);
     CHECK_EQ(px_group_free(kept), 0);
 }
@@ -556,9 +577,10 @@ static int waits_for_good(void *arg)
 static void *deadlock_main(void *arg)
 {
     G = px_group_new();
+    CHECK_EQ(px_group_scope_push(G), 0);      /* the body's scope is no token scope either */
     CHECK_EQ(px_group_spawn(G, waits_for_good, arg), 0);
     CHECK_EQ(px_group_spawn(G, waits_for_good, arg), 0);
-    px_group_wait(G);                          /* never returns: the run is discarded */
+    px_event_wait(arg);                        /* never returns: the run is discarded */
     return NULL;
 }
 
