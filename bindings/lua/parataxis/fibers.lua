@@ -26,6 +26,9 @@ local M = {
   token = N.token, mutex = N.mutex, rwlock = N.rwlock, waitgroup = N.waitgroup,
   barrier = N.barrier, once = N.once, semaphore = N.semaphore, event = N.event,
   channel = N.channel, Error = Error,
+  -- select: px.select{ ch:recv_case(), ..., default = true } and the cases
+  -- that are not a sync object's method
+  select = N.select, readable = N.readable, writable = N.writable, deadline = N.deadline,
   -- px.scheduler(): the running run's Scheduler, for TimerQueue{ executor = ... }
   scheduler = N.scheduler,
   _set_dispatch = N.set_dispatch,        -- for parataxis.lua, not exported

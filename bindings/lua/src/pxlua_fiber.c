@@ -36,6 +36,7 @@
 #include "pxhost.h"
 #include "pxlua_exec.h"
 #include "pxlua_fiber.h"
+#include "pxlua_io.h"
 #include "pxlua_sigint.h"
 
 #define ERROR_MT "parataxis.Error"
@@ -49,6 +50,7 @@
 #define SEM_MT "parataxis.Semaphore"
 #define EVENT_MT "parataxis.Event"
 #define CHAN_MT "parataxis.Channel"
+#define SELECT_CASE_MT "parataxis.SelectCase"
 
 /* -- Errors --------------------------------------------------------------- */
 
@@ -1295,6 +1297,283 @@ static int chan_cap(lua_State *L)
 
 static int chan_gc(lua_State *L) { return sync_gc(L, CHAN_MT, chan_free); }
 
+static int chan_waiters(lua_State *L)
+{
+    lchan *c = check_ud(L, 1, CHAN_MT, "channel:waiters");
+    lua_pushinteger(L, (lua_Integer)px_chan_waiters(c->ch));
+    return 1;
+}
+
+static int event_waiters(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_event_waiters(SELF(px_event, EVENT_MT, "event:waiters")));
+    return 1;
+}
+
+/* -- Select ------------------------------------------------------------------ */
+
+/*
+** px.select{ case, case, ..., default = true }: px_select over the cases.
+** A case is a small table {kind, what, extra} with the SelectCase metatable,
+** made by ch:recv_case(), ch:send_case(v), ev:wait_case(),
+** sem:acquire_case(), px.readable(fd), px.writable(fd), px.deadline(t);
+** `false` in the list is a case switched off (Go's nil channel).
+**
+** The C cases live in a userdata at stack index 2, which stays where it is
+** while the fiber is parked: a sender writes a received key into it, and
+** the continuation calls px_select again with the same array.  A send case
+** offers the key of its value, stashed in the channel's table as a send
+** stashes it; every send case that did not deliver takes its value out
+** again.  The channel userdata of each channel case sits on the stack above
+** the state (slot[k]), so the cases table may change meanwhile.
+*/
+enum { CASE_KIND = 1, CASE_WHAT, CASE_EXTRA };
+
+typedef struct lselect {
+    size_t n;                /* C cases */
+    int *lidx;               /* the Lua index of each (0: the default) */
+    int *slot;               /* the stack index of a channel case's userdata */
+    px_select_case c[];
+} lselect;
+
+static int new_case(lua_State *L, int kind, int what, int extra)
+{
+    lua_createtable(L, 3, 0);
+    lua_pushinteger(L, kind);
+    lua_rawseti(L, -2, CASE_KIND);
+    lua_pushvalue(L, what);
+    lua_rawseti(L, -2, CASE_WHAT);
+    if (extra != 0) {
+        lua_pushvalue(L, extra);
+        lua_rawseti(L, -2, CASE_EXTRA);
+    }
+    luaL_setmetatable(L, SELECT_CASE_MT);
+    return 1;
+}
+
+static int chan_recv_case(lua_State *L)
+{
+    (void)check_ud(L, 1, CHAN_MT, "channel:recv_case");
+    return new_case(L, PX_SELECT_RECV, 1, 0);
+}
+
+static int chan_send_case(lua_State *L)
+{
+    (void)check_ud(L, 1, CHAN_MT, "channel:send_case");
+    if (lua_isnoneornil(L, 2))
+        return arg_error(L, "channel:send_case", 2, "value", "a value other than nil");
+    return new_case(L, PX_SELECT_SEND, 1, 2);
+}
+
+static int event_wait_case(lua_State *L)
+{
+    (void)SELF(px_event, EVENT_MT, "event:wait_case");
+    return new_case(L, PX_SELECT_EVENT, 1, 0);
+}
+
+static int sem_acquire_case(lua_State *L)
+{
+    (void)SELF(px_sem, SEM_MT, "semaphore:acquire_case");
+    return new_case(L, PX_SELECT_SEM, 1, 0);
+}
+
+static int fd_case(lua_State *L, unsigned events, const char *where)
+{
+    lua_settop(L, 1);
+    lua_pushinteger(L, pxlua_check_fd(L, 1, where));
+    lua_pushinteger(L, events);
+    return new_case(L, PX_SELECT_FD, 2, 3);
+}
+static int l_readable(lua_State *L) { return fd_case(L, PX_READABLE, "px.readable"); }
+static int l_writable(lua_State *L) { return fd_case(L, PX_WRITABLE, "px.writable"); }
+
+/* px.deadline(t): t in seconds on px.now()'s clock; 2^63 ns or more is never. */
+static int l_deadline(lua_State *L)
+{
+    if (lua_type(L, 1) != LUA_TNUMBER || lua_tonumber(L, 1) != lua_tonumber(L, 1))
+        return arg_error(L, "px.deadline", 1, "t", "a number (seconds on px.now()'s clock)");
+    double ns = lua_tonumber(L, 1) * 1e9;
+    int64_t d = ns >= 9223372036854775807.0 ? INT64_MAX
+              : ns <= -9223372036854775807.0 ? -INT64_MAX : (int64_t)ns;
+    lua_settop(L, 1);
+    lua_pushinteger(L, (lua_Integer)d);
+    return new_case(L, PX_SELECT_DEADLINE, 2, 0);
+}
+
+static int bad_case(lua_State *L, lua_Integer i, const char *why)
+{
+    lua_pushfstring(L, "px.select: bad argument #1 (cases): case %I %s", i, why);
+    push_error_msg(L, PX_EINVAL);
+    return lua_error(L);
+}
+
+/* The C object of the case table on top, whose kind is `kind`: checked. */
+static void *case_object(lua_State *L, lua_Integer i, int kind)
+{
+    const char *mt = kind == PX_SELECT_EVENT ? EVENT_MT : kind == PX_SELECT_SEM ? SEM_MT : CHAN_MT;
+    lua_rawgeti(L, -1, CASE_WHAT);
+    void *u = luaL_testudata(L, -1, mt);
+    lua_pop(L, 1);
+    if (u == NULL)
+        bad_case(L, i, "has lost its object");
+    void *p = kind == PX_SELECT_EVENT || kind == PX_SELECT_SEM ? ((lsync *)u)->p
+                                                               : ((lchan *)u)->ch;
+    if (p == NULL)
+        bad_case(L, i, "is on an object already freed");
+    return p;
+}
+
+static lua_Integer case_int(lua_State *L, int field)
+{
+    lua_rawgeti(L, -1, field);
+    lua_Integer v = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+/* Takes a send case's value out of its channel's table again. */
+static void select_unstash(lua_State *L, lselect *s, size_t k)
+{
+    lua_getiuservalue(L, s->slot[k], 1);
+    lua_pushinteger(L, (lua_Integer)(intptr_t)s->c[k].value);
+    lua_pushnil(L);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+static int select_call(lua_State *L)
+{
+    lselect *s = lua_touserdata(L, 2);
+    return px_select(s->c, s->n);
+}
+
+static int select_done(lua_State *L, int rc, const char *name)
+{
+    lselect *s = lua_touserdata(L, 2);
+    for (size_t k = 0; k < s->n; k++)
+        if (s->c[k].kind == PX_SELECT_SEND && ((int)k != rc || s->c[k].result != 0))
+            select_unstash(L, s, k);
+    if (rc < 0)
+        return raise_code(L, rc, name);
+    px_select_case *c = &s->c[rc];
+    if (s->lidx[rc] == 0) {
+        lua_pushliteral(L, "default");
+        return 1;
+    }
+    lua_pushinteger(L, s->lidx[rc]);
+    if (c->result != 0) {                        /* ECLOSED: a channel or an fd */
+        lua_pushnil(L);
+        push_error(L, c->result, name);
+        return 3;
+    }
+    if (c->kind != PX_SELECT_RECV) {
+        lua_pushboolean(L, 1);
+        return 2;
+    }
+    lua_getiuservalue(L, s->slot[rc], 1);        /* take the value under its key */
+    lua_pushinteger(L, (lua_Integer)(intptr_t)c->value);
+    lua_rawget(L, -2);
+    lua_pushinteger(L, (lua_Integer)(intptr_t)c->value);
+    lua_pushnil(L);
+    lua_rawset(L, -4);
+    lua_remove(L, -2);
+    return 2;
+}
+
+static const wait_op SELECT = { "px.select", select_call, select_call, select_done };
+
+static int l_select(lua_State *L)
+{
+    if (lua_type(L, 1) != LUA_TTABLE)
+        return arg_error(L, "px.select", 1, "cases", "a table of cases");
+    lua_settop(L, 1);
+    lua_Integer len = (lua_Integer)lua_rawlen(L, 1);
+    lua_getfield(L, 1, "default");
+    int dflt = lua_toboolean(L, -1);
+    if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+        return bad_case(L, 0, "`default` is neither true nor false");
+    lua_pop(L, 1);
+    size_t n = dflt ? 1 : 0;
+    for (lua_Integer i = 1; i <= len; i++) {
+        int t = lua_rawgeti(L, 1, i);
+        if (t == LUA_TBOOLEAN && !lua_toboolean(L, -1)) {
+            lua_pop(L, 1);                       /* switched off */
+            continue;
+        }
+        if (t != LUA_TTABLE || !lua_getmetatable(L, -1))
+            return bad_case(L, i, "is not a select case (ch:recv_case(), px.readable(fd), ...)");
+        luaL_getmetatable(L, SELECT_CASE_MT);
+        if (!lua_rawequal(L, -1, -2))
+            return bad_case(L, i, "is not a select case (ch:recv_case(), px.readable(fd), ...)");
+        lua_pop(L, 3);
+        n++;
+    }
+    if (n > (size_t)INT32_MAX || !lua_checkstack(L, (int)n + LUA_MINSTACK))
+        return raise_code(L, PX_ENOMEM, "px.select");
+    if (!dflt)
+        check_waitable(L, "px.select");
+    size_t size = sizeof(lselect) + n * sizeof(px_select_case) + 2 * n * sizeof(int);
+    lselect *s = lua_newuserdatauv(L, size, 0);  /* at 2 */
+    memset(s, 0, size);
+    s->lidx = (int *)(void *)&s->c[n];
+    s->slot = s->lidx + n;
+    /* every case is checked before a value is stashed */
+    size_t k = 0;
+    for (lua_Integer i = 1; i <= len; i++) {
+        if (lua_rawgeti(L, 1, i) != LUA_TTABLE) {
+            lua_pop(L, 1);
+            continue;
+        }
+        px_select_case *c = &s->c[k];
+        s->lidx[k] = (int)i;
+        c->kind = (int)case_int(L, CASE_KIND);
+        switch (c->kind) {
+        case PX_SELECT_SEND:
+        case PX_SELECT_RECV:
+        case PX_SELECT_EVENT:
+        case PX_SELECT_SEM:
+            c->obj = case_object(L, i, c->kind);
+            break;
+        case PX_SELECT_FD:
+            c->fd = (int)case_int(L, CASE_WHAT);
+            c->events = (unsigned)case_int(L, CASE_EXTRA);
+            break;
+        case PX_SELECT_DEADLINE:
+            c->deadline = (int64_t)case_int(L, CASE_WHAT);
+            break;
+        default:
+            return bad_case(L, i, "has an unknown kind");
+        }
+        lua_pop(L, 1);
+        k++;
+    }
+    if (dflt)
+        s->c[k].kind = PX_SELECT_DEFAULT;        /* lidx 0 */
+    s->n = n;
+    for (k = 0; k < n; k++) {
+        px_select_case *c = &s->c[k];
+        if (c->kind != PX_SELECT_SEND && c->kind != PX_SELECT_RECV)
+            continue;
+        lua_rawgeti(L, 1, s->lidx[k]);
+        lua_rawgeti(L, -1, CASE_WHAT);
+        lua_remove(L, -2);
+        s->slot[k] = lua_gettop(L);              /* the channel, kept on the stack */
+        if (c->kind == PX_SELECT_SEND) {
+            lchan *ch = lua_touserdata(L, -1);
+            lua_Integer key = ch->next++;
+            lua_getiuservalue(L, -1, 1);
+            lua_pushinteger(L, key);
+            lua_rawgeti(L, 1, s->lidx[k]);
+            lua_rawgeti(L, -1, CASE_EXTRA);
+            lua_remove(L, -2);
+            lua_rawset(L, -3);
+            lua_pop(L, 1);
+            c->value = (void *)(intptr_t)key;
+        }
+    }
+    return wait_run(L, &SELECT);
+}
+
 /* -- The module table ------------------------------------------------------ */
 
 static int any_tostring(lua_State *L)
@@ -1335,6 +1614,8 @@ int pxlua_fibers(lua_State *L)
         { "mutex", l_mutex }, { "rwlock", l_rwlock }, { "waitgroup", l_waitgroup },
         { "barrier", l_barrier }, { "once", l_once }, { "semaphore", l_semaphore },
         { "event", l_event }, { "channel", l_channel },
+        { "select", l_select }, { "readable", l_readable }, { "writable", l_writable },
+        { "deadline", l_deadline },
         { NULL, NULL }
     };
     static const luaL_Reg fiber_m[] = {
@@ -1362,14 +1643,17 @@ int pxlua_fibers(lua_State *L)
     static const luaL_Reg sem_m[] = {
         { "acquire", sem_acquire }, { "tryacquire", sem_tryacquire },
         { "release", sem_release }, { "value", sem_value }, { "waiters", sem_waiters },
+        { "acquire_case", sem_acquire_case },
         { NULL, NULL } };
     static const luaL_Reg event_m[] = {
         { "set", event_set }, { "clear", event_clear }, { "is_set", event_is_set },
-        { "wait", event_wait }, { NULL, NULL } };
+        { "wait", event_wait }, { "waiters", event_waiters },
+        { "wait_case", event_wait_case }, { NULL, NULL } };
     static const luaL_Reg chan_m[] = {
         { "send", chan_send }, { "recv", chan_recv }, { "trysend", chan_trysend },
         { "tryrecv", chan_tryrecv }, { "close", chan_close }, { "len", chan_len },
-        { "cap", chan_cap }, { NULL, NULL } };
+        { "cap", chan_cap }, { "waiters", chan_waiters },
+        { "recv_case", chan_recv_case }, { "send_case", chan_send_case }, { NULL, NULL } };
 
     luaL_newlib(L, fns);
     if (luaL_newmetatable(L, ERROR_MT)) {
@@ -1391,6 +1675,8 @@ int pxlua_fibers(lua_State *L)
     new_class(L, SEM_MT, "Semaphore", sem_m, sem_gc);
     new_class(L, EVENT_MT, "Event", event_m, event_gc);
     new_class(L, CHAN_MT, "Channel", chan_m, chan_gc);
+    luaL_newmetatable(L, SELECT_CASE_MT);       /* a select case: a plain table */
+    lua_pop(L, 1);
     pxlua_exec_open(L);             /* px.scheduler() (pxlua_exec.c) */
     return 1;
 }
