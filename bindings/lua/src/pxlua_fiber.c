@@ -1511,7 +1511,7 @@ static int l_select(lua_State *L)
     if (n > (size_t)INT32_MAX || !lua_checkstack(L, (int)n + LUA_MINSTACK))
         return raise_code(L, PX_ENOMEM, "px.select");
     if (!dflt)
-        check_waitable(L, "px.select");
+        check_waitable(L, "px.select");          /* before a value is stashed */
     size_t size = sizeof(lselect) + n * sizeof(px_select_case) + 2 * n * sizeof(int);
     lselect *s = lua_newuserdatauv(L, size, 0);  /* at 2 */
     memset(s, 0, size);
@@ -1571,6 +1571,8 @@ static int l_select(lua_State *L)
             c->value = (void *)(intptr_t)key;
         }
     }
+    if (dflt)                                    /* never parks: any coroutine may */
+        return select_done(L, select_call(L), SELECT.name);
     return wait_run(L, &SELECT);
 }
 
