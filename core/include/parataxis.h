@@ -1935,7 +1935,9 @@ PX_API int px_group_fail(px_group *g, int status);
 ** starts no more.  Returns 0, or what px_group_wait returns (the first
 ** failure); results[i] of a call that did not end with 0 is left alone.
 ** PX_EINVAL for NULL fn, or NULL items or results with n > 0; PX_ENOMEM;
-** PX_ENOFIBER off-fiber.  Thread: scheduler.  Parks: yes.
+** PX_ENOFIBER off-fiber (n 0 returns 0 anywhere); PX_ENOTSUP in a hosted
+** fiber without suspend, whose C frame cannot wait (a binding maps on a
+** group of its own).  Thread: scheduler.  Parks: yes.
 */
 typedef int (*px_map_fn)(void *item, void **result);
 
@@ -1968,7 +1970,9 @@ PX_API int px_map(px_map_fn fn, void *const *items, void **results, size_t n,
 ** with their values in values[i] (values may be NULL); the status of the
 ** first failure to come as soon as one fails; and the wait codes above.
 ** px_future_wait_any waits for the first of them to settle and returns its
-** index (>= 0); what it settled with is px_future_wait's on it, at once.
+** index (>= 0): of several settled already, the one settled first, so the
+** answer does not depend on the order of fus.  What it settled with is
+** px_future_wait's on it, at once.
 ** PX_EINVAL for a NULL fus or member, or n 0 for wait_any.  Both are bounded
 ** by scopes like any wait.  Thread: any fiber.  Parks: yes.
 ** px_future_free frees it; no fiber may be waiting (PX_EBUSY: kept) and no

@@ -112,6 +112,7 @@ void px__fiber_first_turn(px_sched *s, px_fiber *f)
 
 void px__fiber_free(px_sched *s, px_fiber *f)
 {
+    px__future_fiber_freed(f);
     px__list_unlink(&f->all_link);
     rec_recycle(s, f);
 }
@@ -236,6 +237,7 @@ void px__fiber_discard(px_sched *s, px_fiber *f)
             px__sched_unstarted(s, f->fn, f->arg);
         release_running(s, f);
     }
+    px__future_fiber_freed(f);
     px__list_unlink(&f->all_link);
     free(f);
 }

@@ -46,9 +46,11 @@ struct px__waiter {
     px__waitq *q;             /* the queue it is on; NULL once off it */
     const void *obj;         /* the object of the wait under way or uncollected */
     void (*pass_on)(px__waiter *w);  /* interrupted after a grant: hand it on */
-    int op;                  /* the primitive's: what the fiber waits for */
-    int result;              /* set by the grant: what the operation returns */
+    /* A short: op and granted share a word, which keeps the record (a parked
+    ** fiber's whole cost on a shared stack) within its malloc size class. */
+    short op;                /* the primitive's: what the fiber waits for */
     unsigned char granted;   /* the releasing side handed over */
+    int result;              /* set by the grant: what the operation returns */
     void *value;             /* a value handed over with the grant (or offered) */
     uint64_t n;              /* a count the primitive may need */
     px__choice *choice;      /* a case of this select (waitq.h); NULL: the fiber's own */
@@ -337,6 +339,10 @@ void px__shared_free(px_sched *s);
 ** returns the code of the innermost scope that fired, or 0. */
 int px__scope_check(px_fiber *f);
 void px__scope_close_all(px_fiber *f);
+/* Opens sc, the caller's memory, as a scope of fiber f (not the running one:
+** a group's member before its first turn) that `t` cancels; it closes with
+** f's other scopes, at the latest when f ends, and is not freed then. */
+void px__scope_open_on(px_fiber *f, px__scope *sc, px_token *t);
 /* A token of fiber `id` was cancelled: interrupt it if it is parked under it. */
 void px__scope_cancel_parked(px_sched *s, uint64_t id);
 
@@ -348,6 +354,14 @@ void px__token_unwatch(px_token *t, px__scope *sc);
 
 /* waitq.c: a fiber that ends or is discarded lets go of its waits and holds. */
 void px__waitq_fiber_ended(px_fiber *f, int discarding);
+
+/* future.c: f's record is freed (px_fiber_release, px_sched_free): its
+** future (px_fiber_future) goes with it. */
+void px__future_fiber_freed(px_fiber *f);
+
+/* group.c: 1 once g was cancelled (a failure, px_group_cancel, its waiter's
+** scope), else 0. */
+int px__group_cancelled(const px_group *g);
 
 /* deadlock.c: writes the report; returns PX_EDEADLK. */
 int px__deadlock_report(px_sched *s);

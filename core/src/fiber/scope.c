@@ -99,6 +99,11 @@ void px__scope_cancel_parked(px_sched *s, uint64_t id)
         px__fiber_unpark(s, f, r);
 }
 
+void px__scope_open_on(px_fiber *f, px__scope *sc, px_token *t)
+{
+    scope_open(f, sc, INT64_MAX, t, 0);
+}
+
 /* -- the body forms ------------------------------------------------------- */
 
 /* The scope of a body form lives on the fiber's stack -- unless that stack is

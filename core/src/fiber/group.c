@@ -1,0 +1,270 @@
+/*
+** group.c -- task groups (nurseries): fibers that a group owns, waited for
+** together, the first failure cancelling the rest (see parataxis.h, "Group").
+**
+** A member is a record on the heap beside its fiber: the group's cancel
+** scope, opened as the member's outermost before its first turn, and a hold
+** of the fiber, whose ended() -- run when the fiber ends, however it ends --
+** counts the member out and wakes the waiter when the last one is gone.  So
+** a C member, a hosted one and one discarded with its scheduler leave the
+** group the same way, and nothing of a member outlives its fiber.
+**
+** The group's cancel is its token's: any thread may cancel it, and every
+** park of every member ends with PX_ECANCELED.  The waiter's own scopes
+** bound its wait only until they fire: then the group is cancelled and the
+** wait goes on, shielded, until the last member ended.
+*/
+#include <stdlib.h>
+
+#include "base/compiler.h"
+#include "fiber/fiber.h"
+#include "fiber/waitq.h"
+
+typedef struct member {
+    px__hold hold;            /* on its fiber: ended() counts it out */
+    px__scope scope;          /* the group's cancel scope, its outermost */
+    px__list link;            /* in g->members */
+    px_group *g;
+    px_fiber *f;
+    px_group_fn fn;           /* a C member's body; NULL for a hosted one */
+    void *arg;
+} member;
+
+struct px_group {
+    px_sched *s;
+    px_token *token;          /* cancels every member's scope */
+    px__list members;         /* the live ones, by their link */
+    size_t live;
+    px_fiber *waiter;         /* the fiber in px_group_wait, while it is */
+    int closed;               /* px_group_wait returned: spawns are refused */
+    int interrupted;          /* the code of the waiter's scope that fired, or 0 */
+    int first;                /* the first failure (kept without memory) */
+    int *failures;            /* the failures, first first */
+    size_t nfail, cap;
+};
+
+px_group *px_group_new(void)
+{
+    px_fiber *me = px__fiber_here();
+    if (me == NULL)
+        return NULL;
+    px_group *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return NULL;
+    if ((g->token = px_token_new()) == NULL) {
+        free(g);
+        return NULL;
+    }
+    g->s = me->s;
+    px__list_init(&g->members);
+    return g;
+}
+
+int px_group_cancel(px_group *g)
+{
+    return g == NULL ? PX_EINVAL : px_token_cancel(g->token);
+}
+
+int px__group_cancelled(const px_group *g)
+{
+    return px_token_cancelled(g->token);
+}
+
+int px_group_fail(px_group *g, int status)
+{
+    if (g == NULL || status == 0)
+        return PX_EINVAL;
+    if (status == PX_ECANCELED && px_token_cancelled(g->token))
+        return 0;   /* it did what the cancel asked */
+    if (g->nfail == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 4;
+        int *more = realloc(g->failures, cap * sizeof *more);
+        if (more != NULL) {
+            g->failures = more;
+            g->cap = cap;
+        }
+    }
+    if (g->nfail < g->cap)   /* out of memory: counted, not kept */
+        g->failures[g->nfail] = status;
+    if (g->nfail++ == 0) {
+        g->first = status;
+        px_token_cancel(g->token);
+    }
+    return 1;
+}
+
+size_t px_group_failures(const px_group *g, int *out, size_t max)
+{
+    if (g == NULL)
+        return 0;
+    size_t kept = g->nfail < g->cap ? g->nfail : g->cap;
+    for (size_t i = 0; out != NULL && i < max && i < kept; i++)
+        out[i] = g->failures[i];
+    return g->nfail;
+}
+
+size_t px_group_live(const px_group *g)
+{
+    return g ? g->live : 0;
+}
+
+/* -- members ---------------------------------------------------------------- */
+
+/* The member's fiber ended (or was discarded): it leaves the group. */
+static void member_ended(px__hold *h, uint64_t id, int discarding)
+{
+    (void)id;
+    member *m = PX__CONTAINER_OF(h, member, hold);
+    px_group *g = m->g;
+    px__list_unlink(&m->link);
+    free(m);
+    if (--g->live == 0 && g->waiter != NULL && !discarding)
+        px_wake(g->waiter->id);
+}
+
+static void *member_main(void *arg)
+{
+    member *m = arg;
+    int status = m->fn(m->arg);
+    if (status != 0)
+        px_group_fail(m->g, status);
+    return NULL;
+}
+
+/* Whether the caller may spawn into g now: 0, or why not. */
+static int admit(const px_group *g)
+{
+    px_fiber *me = px__fiber_here();
+    if (me == NULL) {
+        px_sched *s = px__sched_here();
+        return s != NULL && s != g->s ? PX_ETHREAD : PX_ENOFIBER;
+    }
+    if (me->s != g->s)
+        return PX_ETHREAD;
+    if (g->closed)
+        return PX_ECLOSED;
+    return px_token_cancelled(g->token) ? PX_ECANCELED : 0;
+}
+
+/* Makes new fiber f, not started, member m of g. */
+static void join(px_group *g, member *m, px_fiber *f)
+{
+    m->g = g;
+    m->f = f;
+    px__scope_open_on(f, &m->scope, g->token);
+    px__waitq_hold_take(&m->hold, f, member_ended);
+    px__list_push(&g->members, &m->link);
+    g->live++;
+}
+
+int px_group_spawn(px_group *g, px_group_fn fn, void *arg)
+{
+    if (g == NULL || fn == NULL)
+        return PX_EINVAL;
+    int r = admit(g);
+    if (r != 0)
+        return r;
+    member *m = malloc(sizeof *m);
+    if (m == NULL)
+        return PX_ENOMEM;
+    m->fn = fn;
+    m->arg = arg;
+    px_fiber *f = px__fiber_new(g->s, member_main, m, 0);
+    if (f == NULL) {
+        free(m);
+        return PX_ENOMEM;
+    }
+    join(g, m, f);
+    px_fiber_release(f);   /* detached: the group joins it */
+    return 0;
+}
+
+int px_group_spawn_hosted(px_group *g, const px_host_ops *ops, void *host_ctx, px_fiber **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (g == NULL || ops == NULL || out == NULL)
+        return PX_EINVAL;
+    int r = admit(g);
+    if (r != 0)
+        return r;
+    member *m = malloc(sizeof *m);
+    if (m == NULL)
+        return PX_ENOMEM;
+    m->fn = NULL;
+    m->arg = NULL;
+    px_fiber *f = px_spawn_hosted(g->s, ops, host_ctx);
+    if (f == NULL) {
+        free(m);
+        return PX_ENOMEM;
+    }
+    join(g, m, f);
+    *out = f;
+    return 0;
+}
+
+/* -- the wait ----------------------------------------------------------------- */
+
+/* park_info.holders: the members hold the group's waiter. */
+static size_t holders(const void *object, uint64_t *out, size_t max)
+{
+    const px_group *g = object;
+    size_t n = 0;
+    for (const px__list *l = g->members.next; l != &g->members && n < max; l = l->next)
+        out[n++] = PX__CONTAINER_OF(l, member, link)->f->id;
+    return n;
+}
+
+static int park(px_group *g)
+{
+    static const px_park_info info = {
+        .reason = "group wait", .kind = "group", .holders = holders };
+    px_park_info pi = info;
+    pi.object = g;
+    return g->interrupted ? px__fiber_park_shielded(&pi) : px_park_with(&pi);
+}
+
+int px_group_wait(px_group *g)
+{
+    if (g == NULL)
+        return PX_EINVAL;
+    px_fiber *me = px__fiber_here();
+    if (me == NULL)
+        return PX_ENOFIBER;
+    if (me->s != g->s)
+        return PX_ETHREAD;
+    if (g->closed || (g->waiter != NULL && g->waiter != me))
+        return PX_EINVAL;
+    /* A hosted fiber's call again after PX_EYIELD: its park's outcome. */
+    int r = g->waiter == me ? px_park_result() : 0;
+    g->waiter = me;
+    for (;;) {
+        if (r == PX_ETIMEDOUT || r == PX_ECANCELED) {
+            if (g->interrupted == 0)
+                g->interrupted = r;
+            px_token_cancel(g->token);
+        } else if (r == PX_ENOMEM) {
+            px_yield();   /* no memory to park on a shared stack: look again later */
+        }
+        if (g->live == 0)
+            break;
+        r = park(g);
+        if (r == PX_EYIELD)
+            return r;
+    }
+    g->waiter = NULL;
+    g->closed = 1;
+    return g->nfail ? g->first : g->interrupted;
+}
+
+int px_group_free(px_group *g)
+{
+    if (g == NULL)
+        return 0;
+    if (g->live != 0)
+        return PX_EBUSY;
+    px_token_free(g->token);
+    free(g->failures);
+    free(g);
+    return 0;
+}
