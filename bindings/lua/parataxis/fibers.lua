@@ -202,7 +202,7 @@ local function group_end(g, ok, ...)
     if werr ~= nil then error(werr, 0) end    -- a scope of the caller fired meanwhile
     return ...
   end
-  if fired ~= nil and getmetatable(err) == Error and err.code == fired then
+  if getmetatable(err) == Error and err.code == "ECANCELED" and (fired ~= nil or g:cancelled()) then
     return nil, err                           -- g:cancel() interrupted the block
   end
   error(err, 0)

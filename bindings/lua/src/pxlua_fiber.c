@@ -147,9 +147,12 @@ typedef struct lrun lrun;
 /* A px.group(): the C group, and the token of the scope the body of
 ** px.group(fn) runs in, cancelled with the group by this binding. */
 typedef struct lgroup {
-    px_group *g;             /* NULL once waited for and freed */
+    px_group *g;             /* freed by the collector: another thread may cancel
+                                it until then */
     px_token *tok;
     int cancelled;           /* this binding cancelled it (or saw it refuse a spawn) */
+    int waited;              /* px_group_wait returned */
+    uint64_t run;            /* the serial of its run */
 } lgroup;
 
 typedef struct lfiber {
@@ -171,6 +174,7 @@ typedef struct lfiber {
 
 struct lrun {
     lua_State *L;            /* the thread that called px.run */
+    uint64_t serial;         /* which run of this thread (a group's run) */
     px_sched *s;
     lfiber *current;         /* the fiber host_resume is running */
     lfiber *mainf;           /* px.run's main */
@@ -196,6 +200,7 @@ static const char fiber_mt = 0;
 
 /* The run under way on this thread: px.run does not nest. */
 static _Thread_local lrun *cur_run;
+static _Thread_local uint64_t runs;      /* the serial of the last run begun */
 
 static void link_fiber(lrun *r, lfiber *f)
 {
@@ -309,7 +314,7 @@ static void member_failed(lrun *r, lfiber *f)
 {
     lua_State *L = r->L;
     int status = is_error_code(f->co, -1, "ECANCELED") ? PX_ECANCELED : PXLUA_FAILED;
-    if (f->group->g == NULL || px_group_fail(f->group->g, status) != 1)
+    if (px_group_fail(f->group->g, status) != 1)
         return;
     lua_rawgeti(L, LUA_REGISTRYINDEX, r->keep);
     lua_rawgeti(L, -1, f->ref);
@@ -545,6 +550,7 @@ static int l_run(lua_State *L)
     lrun r;
     memset(&r, 0, sizeof r);
     r.L = L;
+    r.serial = ++runs;
     r.fibers.next = r.fibers.prev = &r.fibers;
     px_sched_opts o;
     memset(&o, 0, sizeof o);
@@ -1986,6 +1992,7 @@ static int l_group(lua_State *L)
     luaL_setmetatable(L, GROUP_MT);
     lua_newtable(L);
     lua_setiuservalue(L, -2, 1);
+    g->run = cur_run->serial;
     if ((g->tok = px_token_new()) == NULL || (g->g = px_group_new()) == NULL)
         return raise_code(L, PX_ENOMEM, "px.group");
     return 1;
@@ -1994,7 +2001,7 @@ static int l_group(lua_State *L)
 static lgroup *check_group(lua_State *L, const char *where)
 {
     lgroup *g = check_ud(L, 1, GROUP_MT, where);
-    if (g->tok == NULL)                          /* its __gc was called by hand */
+    if (g->g == NULL)                            /* its __gc was called by hand */
         raise_code(L, PX_EINVAL, where);
     return g;
 }
@@ -2006,8 +2013,8 @@ static int group_spawn(lua_State *L)
     lgroup *g = check_group(L, "group:spawn");
     check_callable(L, 2, "group:spawn");
     lrun *r = need_run(L, "group:spawn");
-    if (g->g == NULL)
-        return raise_code(L, PX_ECLOSED, "group:spawn");
+    if (g->run != r->serial)
+        return raise_code(L, PX_EINVAL, "group:spawn: the group's run is over");
     int rc;
     if (spawn_at(L, r, 2, 1, &rc) == NULL) {
         if (rc == PX_ECANCELED)
@@ -2024,7 +2031,7 @@ static int group_cancel(lua_State *L)
     int first = !g->cancelled;
     g->cancelled = 1;
     (void)px_token_cancel(g->tok);
-    if (g->g != NULL && px_group_cancel(g->g) == 0)
+    if (px_group_cancel(g->g) == 0)
         first = 0;
     lua_pushboolean(L, first);
     return 1;
@@ -2039,7 +2046,7 @@ static int group_cancelled(lua_State *L)
 static int group_live(lua_State *L)
 {
     lgroup *g = check_group(L, "group:live");
-    lua_pushinteger(L, g->g != NULL ? (lua_Integer)px_group_live(g->g) : 0);
+    lua_pushinteger(L, (lua_Integer)px_group_live(g->g));
     return 1;
 }
 
@@ -2050,7 +2057,7 @@ static int group_fail(lua_State *L)
     lgroup *g = check_group(L, "group:_fail");
     lua_settop(L, 2);
     int status = is_error_code(L, 2, "ECANCELED") ? PX_ECANCELED : PXLUA_FAILED;
-    int yes = g->g != NULL && px_group_fail(g->g, status) == 1;
+    int yes = px_group_fail(g->g, status) == 1;
     if (yes)
         group_failed(L, g, 1);
     lua_pushboolean(L, yes);
@@ -2082,8 +2089,7 @@ static int gwait_done(lua_State *L, int rc, const char *name)
     lgroup *g = lua_touserdata(L, 1);
     if (rc == PX_EINVAL || rc == PX_ETHREAD || rc == PX_ENOFIBER)
         return raise_code(L, rc, name);
-    if (px_group_free(g->g) == 0)                /* every member ended */
-        g->g = NULL;
+    g->waited = 1;
     if (rc == 0)
         return 0;
     if (rc > 0)
@@ -2100,7 +2106,9 @@ static int group_wait(lua_State *L)
 {
     lgroup *g = check_group(L, "group:_wait");
     lua_settop(L, 1);
-    if (g->g == NULL)
+    if (!g->waited && (cur_run == NULL || g->run != cur_run->serial))
+        g->waited = 1;                           /* its run is over: so are its members */
+    if (g->waited)
         return 0;
     return wait_run(L, &GROUP_WAIT);
 }
@@ -2110,11 +2118,12 @@ static int free_group(void *p) { return px_group_free(p); }
 static int group_gc(lua_State *L)
 {
     lgroup *g = luaL_testudata(L, 1, GROUP_MT);   /* see sync_gc */
-    if (g == NULL || g->tok == NULL)
+    if (g == NULL)
         return 0;
     if (g->g != NULL)
         pxhost_collect(free_group, g->g, 0);
-    pxhost_collect(free_token, g->tok, cur_run != NULL);
+    if (g->tok != NULL)                           /* a scope of the run may still use it */
+        pxhost_collect(free_token, g->tok, cur_run != NULL);
     g->g = NULL;
     g->tok = NULL;
     return 0;
