@@ -36,6 +36,17 @@ describe("future", function()
     local fu = px.future()                           -- a settled future answers off-fiber
     fu:set("off")
     assert.equal("off", fu:wait())
+    assert.equal("off", px.wait_all{ fu }[1])
+    assert.same({ 1, "off" }, { px.wait_any{ fu, px.future() } })
+    run(function()                                   -- and in a coroutine inside a fiber
+      local co = coroutine.wrap(function()
+        local pending_fu = px.future()
+        assert.equal("ENOFIBER", raised(pending_fu.wait, pending_fu).code)
+        assert.equal("ENOFIBER", raised(px.wait_any, { pending_fu }).code)
+        return fu:wait(), px.wait_all{ fu }[1], select(2, px.wait_any{ pending_fu, fu })
+      end)
+      assert.same({ "off", "off", "off" }, { co() })
+    end)
   end)
 
   it("an_error_fails_every_wait", function()

@@ -100,13 +100,15 @@ describe("group", function()
         g:spawn(function() px.yield(); px.yield(); error("seven", 0) end)
         g:spawn(function() error("five", 0) end)
         g:spawn(function() px.yield(); error({ six = 6 }, 0) end)   -- any value
+        g:spawn(function() px.yield(); px.yield(); px.yield(); error(nil) end)
       end)
       assert.equal("EGROUP", err.code)
-      assert.equal(3, #err.errors)
+      assert.equal(4, #err.errors)
+      assert.equal("nil", err.errors[4])            -- a list keeps no nil: its name
       assert.equal("five", err.errors[1])
       assert.same({ six = 6 }, err.errors[2])
       assert.equal("seven", err.errors[3])
-      assert.truthy(err.message:find("3 failures, the first: five", 1, true), err.message)
+      assert.truthy(err.message:find("4 failures, the first: five", 1, true), err.message)
       assert.truthy(tostring(err):find("(EGROUP)", 1, true))
       assert.is_true(px.is_error(err, "EGROUP"))
     end)
@@ -326,6 +328,10 @@ describe("group", function()
     run(function()
       assert.equal("EINVAL", c(px.group, "not a function"))
       assert.equal("EINVAL", c(px.group, nil, "an argument"))
+      local co = coroutine.wrap(function()            -- its end would wait: refused up front
+        return c(px.group, function(g) g:spawn(px.yield) end)
+      end)
+      assert.equal("ENOFIBER", co())
       local kept
       px.group(function(g)
         kept = g

@@ -173,13 +173,13 @@ local function scope_interrupt(err)
   return getmetatable(err) == Error and (err.code == "ECANCELED" or err.code == "ETIMEDOUT")
 end
 
--- Ends g's block: `err`, the error that ends the block (if any), cancels the
+-- Ends g's block: `err`, the error that ends the block (when failed), cancels the
 -- group when it is a scope's interrupt and fails it otherwise; then waits for
 -- every member.  Raises the EGROUP error when anything failed; else returns
 -- the error of the caller's scope that fired during the wait, or nil.
-local function finish_group(g, err)
+local function finish_group(g, failed, err)
   if finished[g] then return nil end
-  if err ~= nil then
+  if failed then
     if scope_interrupt(err) then g:cancel() else gfail(g, err) end
   end
   local werr = gwait(g)
@@ -197,7 +197,7 @@ end
 local function group_end(g, ok, ...)
   local fired = pop()
   local err = not ok and (...) or nil
-  local werr = finish_group(g, err)
+  local werr = finish_group(g, not ok, err)
   if ok then
     if werr ~= nil then error(werr, 0) end    -- a scope of the caller fired meanwhile
     return ...
@@ -227,7 +227,7 @@ local function close_group(g, err)
   if getmetatable(g) ~= GroupMeta then
     raise_arg("group:close", 1, "self", "a group", g)
   end
-  local werr = finish_group(g, err)
+  local werr = finish_group(g, err ~= nil, err)
   if werr ~= nil and err == nil then error(werr, 0) end
 end
 GroupMeta.__close = close_group

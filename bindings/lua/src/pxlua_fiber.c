@@ -297,6 +297,10 @@ static void group_failed(lua_State *L, lgroup *g, int gidx)
 {
     g->cancelled = 1;
     (void)px_token_cancel(g->tok);
+    if (lua_isnil(L, -1)) {                      /* error(nil): a list keeps no nil */
+        lua_pop(L, 1);
+        lua_pushliteral(L, "nil");
+    }
     gidx = lua_absindex(L, gidx);
     lua_getiuservalue(L, gidx, 1);
     lua_rotate(L, -2, 1);
@@ -1866,8 +1870,10 @@ static const wait_op FUTURE_WAIT = { "future:wait", fwait_call, fwait_call, fwai
 /* fu:wait(): its value, or raises its error. */
 static int future_wait(lua_State *L)
 {
-    (void)check_future(L, 1, "future:wait");
+    lfuture *u = check_future(L, 1, "future:wait");
     lua_settop(L, 1);
+    if (px_future_done(u->fu))                   /* never parks: any coroutine may */
+        return push_outcome(L, 1, "future:wait");
     return wait_run(L, &FUTURE_WAIT);
 }
 
@@ -1962,6 +1968,12 @@ static const wait_op WAIT_ANY = { "px.wait_any", wany_call, wany_call, wany_done
 static int l_wait_all(lua_State *L)
 {
     futures_args(L, "px.wait_all");
+    lfutures *s = lua_touserdata(L, 2);
+    size_t done = 0;
+    while (done < s->n && px_future_done(s->fus[done]))
+        done++;
+    if (done == s->n)                            /* never parks: any coroutine may */
+        return wall_done(L, wall_call(L), WAIT_ALL.name);
     return wait_run(L, &WAIT_ALL);
 }
 
@@ -1970,8 +1982,12 @@ static int l_wait_all(lua_State *L)
 static int l_wait_any(lua_State *L)
 {
     futures_args(L, "px.wait_any");
-    if (((lfutures *)lua_touserdata(L, 2))->n == 0)
+    lfutures *s = lua_touserdata(L, 2);
+    if (s->n == 0)
         return arg_error(L, "px.wait_any", 1, "futures", "a non-empty list");
+    for (size_t i = 0; i < s->n; i++)
+        if (px_future_done(s->fus[i]))          /* never parks: any coroutine may */
+            return wany_done(L, wany_call(L), WAIT_ANY.name);
     return wait_run(L, &WAIT_ANY);
 }
 
@@ -1987,6 +2003,7 @@ static int l_group(lua_State *L)
 {
     if (cur_run == NULL || cur_run->current == NULL)
         return raise_code(L, PX_ENOFIBER, "px.group");
+    check_waitable(L, "px.group");               /* its end waits */
     lgroup *g = lua_newuserdatauv(L, sizeof *g, 1);
     memset(g, 0, sizeof *g);
     luaL_setmetatable(L, GROUP_MT);
