@@ -1885,8 +1885,10 @@ PX_API int px_getaddrinfo(const char *node, const char *service,
 ** otherwise; PX_ETIMEDOUT or PX_ECANCELED when a scope of the caller fired
 ** while it waited and no member failed -- the scope cancels the group and
 ** the wait goes on, shielded, until every member ended, so even then no
-** member outlives the call.  PX_EINVAL for NULL g or a group already waited
-** for; PX_ETHREAD from a fiber of another scheduler; PX_ENOFIBER off-fiber;
+** member outlives the call.  PX_EINVAL for NULL g, a group already waited
+** for or one another fiber waits for; PX_EDEADLK from a member of g (it would
+** wait for its own end); PX_ETHREAD from a fiber of another scheduler;
+** PX_ENOFIBER off-fiber;
 ** PX_EYIELD in a hosted fiber without suspend: call it again once resumed.
 ** Thread: scheduler.  Parks: yes.
 **

@@ -26,7 +26,7 @@ if [ "${2:-}" != "--no-build" ]; then
     fi
     # bench_fiber, bench_sync and bench_switch exist only where Boost has them,
     # the Lua module (for bench_lua_fibers.lua) where SWIG and Lua 5.4 are.
-    targets="bench_timers bench_tset bench_wake bench_faults prof_px io_pool skynet_px"
+    targets="bench_timers bench_tset bench_wake bench_faults prof_px io_pool skynet_px bench_structure"
     for t in bench_fiber bench_sync bench_switch parataxis_core io_echo_load io_echo_epoll \
              io_echo_uv io_latency_uv io_lateness io_echo_px io_latency_px io_rss_px; do
         if cmake --build "$build" --target help 2>/dev/null | grep -q "$t"; then
@@ -141,6 +141,10 @@ if [ -x "$bin/bench_sync" ]; then
     step env PXB_GO="$gobin" GOMAXPROCS=1 "$bin/bench_sync"
 fi
 
+say "== structured concurrency (targets: group <= 1.2x a spawn loop + joins; select over"
+say "   2 channels <= 1.0x Go's select)"
+step env PXB_GO="$gobin" GOMAXPROCS=1 "$bin/bench_structure"
+
 # Cold fan-outs (issue 25): skynet in C, Python and Lua and a million parked
 # fibers, each case a fresh process, beside Go (tests/bench/go_skynet, built
 # into $build/go as above), gevent, asyncio, trio and a plain Lua coroutine
@@ -183,6 +187,13 @@ if "$py" -c "import parataxis" 2>/dev/null; then
         step "$py" "$here/bench_python_fibers.py" --rounds 5 --n 5000 --mem-rounds 1
     else
         step "$py" "$here/bench_python_fibers.py"
+    fi
+    say "== Python task groups beside asyncio.TaskGroup, uvloop, trio and gevent (target:"
+    say "   a group member <= 0.5x trio's)"
+    if [ "${PXB_QUICK:-0}" = 1 ]; then
+        step "$py" "$here/bench_python_structure.py" --rounds 3 --groups 5
+    else
+        step "$py" "$here/bench_python_structure.py"
     fi
     # Fiber I/O (issue 21): its servers and pool cases run in $py, beside
     # gevent, asyncio, uvloop and trio where $py has them; io_echo_load is the

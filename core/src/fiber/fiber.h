@@ -82,7 +82,8 @@ struct px__scope {
     int fired;               /* 0, PX_ETIMEDOUT or PX_ECANCELED */
     unsigned heap : 1;       /* made by a push: its pop closes it */
     unsigned alloc : 1;      /* on the heap: freed when it closes */
-    /* While open with a token: in that token's watchers (under its lock). */
+    unsigned watched : 1;    /* in its token's watchers (a group member's is not) */
+    /* While open and watched: in that token's watchers (under its lock). */
     px__list watch;
     px_sched *sched;
     uint64_t fiber_id;
@@ -160,7 +161,8 @@ enum px__item_kind {
     PX__FIBER_ITEM_SPAWN,
     PX__FIBER_ITEM_HANDLER,
     PX__FIBER_ITEM_WAKE,
-    PX__FIBER_ITEM_CANCEL
+    PX__FIBER_ITEM_CANCEL,
+    PX__FIBER_ITEM_CALL      /* hfn(arg, 0) on the scheduler thread, outside fibers */
 };
 
 typedef struct px__item {
@@ -341,7 +343,9 @@ int px__scope_check(px_fiber *f);
 void px__scope_close_all(px_fiber *f);
 /* Opens sc, the caller's memory, as a scope of fiber f (not the running one:
 ** a group's member before its first turn) that `t` cancels; it closes with
-** f's other scopes, at the latest when f ends, and is not freed then. */
+** f's other scopes, at the latest when f ends, and is not freed then.  It is
+** not among t's watchers: whoever cancels t interrupts f's park itself
+** (group.c does, for all its members at once). */
 void px__scope_open_on(px_fiber *f, px__scope *sc, px_token *t);
 /* A token of fiber `id` was cancelled: interrupt it if it is parked under it. */
 void px__scope_cancel_parked(px_sched *s, uint64_t id);

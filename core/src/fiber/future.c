@@ -33,8 +33,8 @@ struct px_future {
     int status;               /* 0, or the failure it was settled with */
     void *value;
     uint64_t order;           /* when it was settled, among all futures */
-    px__list waiters;         /* nodes of waits on it, under the lock */
-    size_t nwaiting;
+    px__list waiters;         /* nodes of waits on it to wake, under the lock */
+    size_t nwaiting;          /* waits on it not over (woken ones included) */
     px_future *self;          /* itself: the array of one px_future_wait waits on */
     px_fiber *fiber;          /* px_fiber_future's: whose end settles it */
     px__hold hold;            /* on that fiber until it ends */
@@ -49,7 +49,8 @@ typedef struct wait_node {
     px__list link;            /* in fu->waiters while `linked` */
     px_future *fu;
     uint64_t fiber;           /* whom a settlement wakes */
-    int linked;
+    int counted;              /* in fu->nwaiting: the wait began before it settled */
+    int linked;               /* in fu->waiters: not woken yet */
 } wait_node;
 
 typedef struct wait_rec {
@@ -96,7 +97,6 @@ static int settle(px_future *fu, void *value, int status)
         ** of a future, so no order of locks can deadlock. */
         px_wake(nd->fiber);
     }
-    fu->nwaiting = 0;
     pthread_mutex_unlock(&fu->lock);
     return 0;
 }
@@ -166,19 +166,23 @@ static int wait_over(px_future *const *fus, size_t n, enum wait_kind kind, int *
     return 0;
 }
 
-/* Takes the nodes of w that are still on their futures' lists off them. */
+/* Ends w's wait on every future: its nodes leave the lists they are still
+** on, and no future counts it any more (px_future_free may free them). */
 static void unlink_all(wait_rec *w)
 {
     for (size_t i = 0; i < w->n; i++) {
         wait_node *nd = &w->nodes[i];
+        if (!nd->counted)
+            continue;   /* settled before the wait began: never touched */
         /* `linked` only under the lock: a settlement clears it on any thread. */
         pthread_mutex_lock(&nd->fu->lock);
         if (nd->linked) {
             px__list_unlink(&nd->link);
             nd->linked = 0;
-            nd->fu->nwaiting--;
         }
+        nd->fu->nwaiting--;
         pthread_mutex_unlock(&nd->fu->lock);
+        nd->counted = 0;
     }
 }
 
@@ -228,7 +232,7 @@ static void link_all(wait_rec *w, uint64_t fiber)
         pthread_mutex_lock(&nd->fu->lock);
         if (!atomic_load_explicit(&nd->fu->done, memory_order_relaxed)) {
             px__list_push(&nd->fu->waiters, &nd->link);
-            nd->linked = 1;
+            nd->linked = nd->counted = 1;
             nd->fu->nwaiting++;
         }
         pthread_mutex_unlock(&nd->fu->lock);

@@ -9,11 +9,15 @@
 ** a C member, a hosted one and one discarded with its scheduler leave the
 ** group the same way, and nothing of a member outlives its fiber.
 **
-** The group's cancel is its token's: any thread may cancel it, and every
-** park of every member ends with PX_ECANCELED.  The waiter's own scopes
-** bound its wait only until they fire: then the group is cancelled and the
-** wait goes on, shielded, until the last member ended.
+** The group's cancel is its token's flag, which every park of a member
+** reads.  The members' scopes are not among the token's watchers (a watch
+** costs a lock at each spawn and each end): a cancel interrupts the parked
+** members itself, walking the group's list on the scheduler's thread --
+** directly there, through the scheduler's inbox from any other thread.  The
+** waiter's own scopes bound its wait only until they fire: then the group is
+** cancelled and the wait goes on, shielded, until the last member ended.
 */
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "base/compiler.h"
@@ -25,10 +29,20 @@ typedef struct member {
     px__scope scope;          /* the group's cancel scope, its outermost */
     px__list link;            /* in g->members */
     px_group *g;
-    px_fiber *f;
+    px_fiber *f;              /* its fiber; the next spare while it is one */
     px_group_fn fn;           /* a C member's body; NULL for a hosted one */
     void *arg;
 } member;
+
+/* Members come from blocks of the group's, each twice the last up to
+** BLOCK_MAX, and go back to its spares when they end: a spawn costs no
+** malloc once the group has room, and a group of one costs one small block. */
+enum { BLOCK_FIRST = 4, BLOCK_MAX = 256 };
+
+typedef struct block {
+    struct block *next;
+    member members[];
+} block;
 
 struct px_group {
     px_sched *s;
@@ -41,6 +55,11 @@ struct px_group {
     int first;                /* the first failure (kept without memory) */
     int *failures;            /* the failures, first first */
     size_t nfail, cap;
+    member *spare;            /* ended members' records, through their f */
+    block *blocks;
+    size_t block_size;        /* members in the newest block */
+    atomic_int posts;         /* interrupts posted from other threads, not run yet */
+    int free_pending;         /* freed while posts were pending: the last one frees */
 };
 
 px_group *px_group_new(void)
@@ -57,12 +76,60 @@ px_group *px_group_new(void)
     }
     g->s = me->s;
     px__list_init(&g->members);
+    atomic_init(&g->posts, 0);
     return g;
+}
+
+static void destroy(px_group *g)
+{
+    for (block *b = g->blocks, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    px_token_free(g->token);
+    free(g->failures);
+    free(g);
+}
+
+/* Interrupts every member parked now (the others see the flag at their next
+** park); on the scheduler's thread. */
+static void interrupt_members(px_group *g)
+{
+    for (px__list *l = g->members.next; l != &g->members; l = l->next)
+        px__scope_cancel_parked(g->s, PX__CONTAINER_OF(l, member, link)->f->id);
+}
+
+/* The interrupt a cancel from another thread posted; `status` is
+** PX_ECANCELED when px_sched_free drops it, with the members. */
+static void posted_interrupt(void *arg, int status)
+{
+    px_group *g = arg;
+    if (status == 0)
+        interrupt_members(g);
+    if (atomic_fetch_sub(&g->posts, 1) == 1 && g->free_pending)
+        destroy(g);
+}
+
+/* The cancel: 1 when this call cancelled g, 0 when it already was. */
+static int cancel(px_group *g)
+{
+    int r = px_token_cancel(g->token);
+    if (r != 1)
+        return r;
+    if (px__sched_here() == g->s) {
+        interrupt_members(g);
+        return 1;
+    }
+    atomic_fetch_add(&g->posts, 1);
+    px__item it = { .kind = PX__FIBER_ITEM_CALL, .hfn = posted_interrupt, .arg = g };
+    if (px__sched_inbox_post(g->s, &it) != 0)
+        atomic_fetch_sub(&g->posts, 1);   /* no memory: parked members see it later */
+    return 1;
 }
 
 int px_group_cancel(px_group *g)
 {
-    return g == NULL ? PX_EINVAL : px_token_cancel(g->token);
+    return g == NULL ? PX_EINVAL : cancel(g);
 }
 
 int px__group_cancelled(const px_group *g)
@@ -88,7 +155,7 @@ int px_group_fail(px_group *g, int status)
         g->failures[g->nfail] = status;
     if (g->nfail++ == 0) {
         g->first = status;
-        px_token_cancel(g->token);
+        cancel(g);
     }
     return 1;
 }
@@ -110,6 +177,34 @@ size_t px_group_live(const px_group *g)
 
 /* -- members ---------------------------------------------------------------- */
 
+/* A member record of g's, or NULL (no memory for another block). */
+static member *member_new(px_group *g)
+{
+    if (g->spare == NULL) {
+        size_t n = g->blocks == NULL ? BLOCK_FIRST
+                 : g->block_size < BLOCK_MAX ? 2 * g->block_size : BLOCK_MAX;
+        block *b = malloc(sizeof *b + n * sizeof b->members[0]);
+        if (b == NULL)
+            return NULL;
+        b->next = g->blocks;
+        g->blocks = b;
+        g->block_size = n;
+        for (size_t i = 0; i < n; i++) {
+            b->members[i].f = (px_fiber *)g->spare;
+            g->spare = &b->members[i];
+        }
+    }
+    member *m = g->spare;
+    g->spare = (member *)m->f;
+    return m;
+}
+
+static void member_free(px_group *g, member *m)
+{
+    m->f = (px_fiber *)g->spare;
+    g->spare = m;
+}
+
 /* The member's fiber ended (or was discarded): it leaves the group. */
 static void member_ended(px__hold *h, uint64_t id, int discarding)
 {
@@ -117,7 +212,7 @@ static void member_ended(px__hold *h, uint64_t id, int discarding)
     member *m = PX__CONTAINER_OF(h, member, hold);
     px_group *g = m->g;
     px__list_unlink(&m->link);
-    free(m);
+    member_free(g, m);
     if (--g->live == 0 && g->waiter != NULL && !discarding)
         px_wake(g->waiter->id);
 }
@@ -164,14 +259,14 @@ int px_group_spawn(px_group *g, px_group_fn fn, void *arg)
     int r = admit(g);
     if (r != 0)
         return r;
-    member *m = malloc(sizeof *m);
+    member *m = member_new(g);
     if (m == NULL)
         return PX_ENOMEM;
     m->fn = fn;
     m->arg = arg;
     px_fiber *f = px__fiber_new(g->s, member_main, m, 0);
     if (f == NULL) {
-        free(m);
+        member_free(g, m);
         return PX_ENOMEM;
     }
     join(g, m, f);
@@ -188,14 +283,14 @@ int px_group_spawn_hosted(px_group *g, const px_host_ops *ops, void *host_ctx, p
     int r = admit(g);
     if (r != 0)
         return r;
-    member *m = malloc(sizeof *m);
+    member *m = member_new(g);
     if (m == NULL)
         return PX_ENOMEM;
     m->fn = NULL;
     m->arg = NULL;
     px_fiber *f = px_spawn_hosted(g->s, ops, host_ctx);
     if (f == NULL) {
-        free(m);
+        member_free(g, m);
         return PX_ENOMEM;
     }
     join(g, m, f);
@@ -213,6 +308,15 @@ static size_t holders(const void *object, uint64_t *out, size_t max)
     for (const px__list *l = g->members.next; l != &g->members && n < max; l = l->next)
         out[n++] = PX__CONTAINER_OF(l, member, link)->f->id;
     return n;
+}
+
+/* Whether fiber f is a member of g. */
+static int is_member(const px_group *g, const px_fiber *f)
+{
+    for (const px__hold *h = px__waitq_holds(f); h; h = h->next)
+        if (h->ended == member_ended && PX__CONTAINER_OF(h, const member, hold)->g == g)
+            return 1;
+    return 0;
 }
 
 static int park(px_group *g)
@@ -233,6 +337,8 @@ int px_group_wait(px_group *g)
         return PX_ENOFIBER;
     if (me->s != g->s)
         return PX_ETHREAD;
+    if (is_member(g, me))
+        return PX_EDEADLK;   /* it would wait for its own end */
     if (g->closed || (g->waiter != NULL && g->waiter != me))
         return PX_EINVAL;
     /* A hosted fiber's call again after PX_EYIELD: its park's outcome. */
@@ -242,7 +348,7 @@ int px_group_wait(px_group *g)
         if (r == PX_ETIMEDOUT || r == PX_ECANCELED) {
             if (g->interrupted == 0)
                 g->interrupted = r;
-            px_token_cancel(g->token);
+            cancel(g);
         } else if (r == PX_ENOMEM) {
             px_yield();   /* no memory to park on a shared stack: look again later */
         }
@@ -263,8 +369,9 @@ int px_group_free(px_group *g)
         return 0;
     if (g->live != 0)
         return PX_EBUSY;
-    px_token_free(g->token);
-    free(g->failures);
-    free(g);
+    if (atomic_load(&g->posts) != 0)
+        g->free_pending = 1;   /* the last posted interrupt frees it */
+    else
+        destroy(g);
     return 0;
 }

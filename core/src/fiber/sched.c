@@ -469,6 +469,9 @@ static void take_item(px_sched *s, px__item *it)
     case PX__FIBER_ITEM_CANCEL:
         px__scope_cancel_parked(s, it->id);
         break;
+    case PX__FIBER_ITEM_CALL:
+        it->hfn(it->arg, 0);
+        break;
     }
     free(it);
 }
@@ -875,10 +878,13 @@ void px_sched_free(px_sched *s)
         s->inbox = s->inbox_tail = NULL;
         for (px__item *next; it; it = next) {
             next = it->next;
-            if (it->kind == PX__FIBER_ITEM_HANDLER)
+            if (it->kind == PX__FIBER_ITEM_HANDLER) {
                 abort_call(s, it);   /* a handler is owed its one call */
-            else
-                free(it);
+                continue;
+            }
+            if (it->kind == PX__FIBER_ITEM_CALL)
+                it->hfn(it->arg, PX_ECANCELED);   /* so is a call: it lets go */
+            free(it);
         }
     }
     px__tset_destroy(&s->tset);

@@ -20,7 +20,8 @@ static int64_t scope_deadline(int64_t ns)
     return px__deadline_finite(px__deadline_after(px_now(), ns));
 }
 
-static void scope_open(px_fiber *f, px__scope *sc, int64_t deadline, px_token *t, int heap)
+static void scope_open(px_fiber *f, px__scope *sc, int64_t deadline, px_token *t, int heap,
+                       int watched)
 {
     int64_t outer = f->scope ? f->scope->eff : INT64_MAX;
     sc->outer = f->scope;
@@ -32,9 +33,11 @@ static void scope_open(px_fiber *f, px__scope *sc, int64_t deadline, px_token *t
     sc->alloc = sc->heap;
     sc->sched = f->s;
     sc->fiber_id = f->id;
+    sc->watched = t && watched;
     px__list_init(&sc->watch);
     if (t) {
-        px__token_watch(t, sc);
+        if (watched)
+            px__token_watch(t, sc);
         f->s->token_scopes++;
     }
     f->scope = sc;
@@ -45,7 +48,8 @@ static int scope_unlink(px_fiber *f, px__scope *sc)
 {
     f->scope = sc->outer;
     if (sc->token) {
-        px__token_unwatch(sc->token, sc);
+        if (sc->watched)
+            px__token_unwatch(sc->token, sc);
         sc->sched->token_scopes--;
     }
     return sc->fired;
@@ -101,7 +105,7 @@ void px__scope_cancel_parked(px_sched *s, uint64_t id)
 
 void px__scope_open_on(px_fiber *f, px__scope *sc, px_token *t)
 {
-    scope_open(f, sc, INT64_MAX, t, 0);
+    scope_open(f, sc, INT64_MAX, t, 0, 0);
 }
 
 /* -- the body forms ------------------------------------------------------- */
@@ -117,7 +121,7 @@ static int with_scope(int64_t deadline, px_token *t, px_scope_fn body, void *arg
     px__scope local, *sc = &local;
     if (f->sh != NULL && (sc = malloc(sizeof *sc)) == NULL)
         return PX_ENOMEM;
-    scope_open(f, sc, deadline, t, 0);
+    scope_open(f, sc, deadline, t, 0, 1);
     sc->alloc = sc != &local;
     int r = body(arg);
     while (f->scope && f->scope != sc)
@@ -155,7 +159,7 @@ static int push(int64_t deadline, px_token *t)
     px__scope *sc = malloc(sizeof *sc);
     if (sc == NULL)
         return PX_ENOMEM;
-    scope_open(f, sc, deadline, t, 1);
+    scope_open(f, sc, deadline, t, 1, 1);
     return 0;
 }
 

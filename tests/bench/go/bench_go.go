@@ -52,6 +52,10 @@ const (
 	nLock    = 5000000
 	nHandoff = 500000
 	nChan    = 1000000
+	// bench_structure's
+	nMembers  = 1000
+	groupReps = 200
+	nSelect   = 1000000
 )
 
 func perOp(t0 time.Time, n int) float64 {
@@ -156,6 +160,50 @@ func chanRound(capacity int) float64 {
 	return perOp(t0, nChan)
 }
 
+// errgroup's pattern without its module: a WaitGroup that 1,000 goroutines
+// leave, per goroutine (bench_structure's group row).
+func groupRound() float64 {
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for r := 0; r < groupReps; r++ {
+		wg.Add(nMembers)
+		for i := 0; i < nMembers; i++ {
+			go spawnedFrom(&wg)
+		}
+		wg.Wait()
+	}
+	return perOp(t0, groupReps*nMembers)
+}
+
+func spawnedFrom(wg *sync.WaitGroup) { wg.Done() }
+
+// A select over two channels of capacity 64 that two goroutines fill, per
+// value received (bench_structure's select row).
+func select2Round() float64 {
+	a, b := make(chan int, 64), make(chan int, 64)
+	produce := func(ch chan int) {
+		for i := 0; i < nSelect/2; i++ {
+			ch <- i + 1
+		}
+	}
+	t0 := time.Now()
+	go produce(a)
+	go produce(b)
+	sum := 0
+	for i := 0; i < nSelect; i++ {
+		select {
+		case v := <-a:
+			sum += v
+		case v := <-b:
+			sum += v
+		}
+	}
+	if sum != 2*((nSelect/2)*(nSelect/2+1)/2) {
+		panic("select lost a value")
+	}
+	return perOp(t0, nSelect)
+}
+
 func rssKiB() int64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
@@ -224,6 +272,8 @@ var rows = []row{
 	{"handoff", "mutex hand-off (+Cond)", handoffRound},
 	{"chan64", "channel cap 64", func() float64 { return chanRound(64) }},
 	{"chan0", "channel unbuffered", func() float64 { return chanRound(0) }},
+	{"group", "1000 goroutines + WaitGroup", groupRound},
+	{"select2", "select over 2 channels", select2Round},
 }
 
 // serve answers one request a line on stdin, "ROW" (a key of rows) or

@@ -434,6 +434,8 @@ static void *free_main(void *arg)
     CHECK_EQ(px_yield(), 0);
     CHECK_EQ(px_future_free(fu), PX_EBUSY);
     CHECK_EQ(px_future_set_result(fu, NULL), 0);
+    /* woken, but it has not run yet: its wait is not over */
+    CHECK_EQ(px_future_free(fu), PX_EBUSY);
     join(f);
     return NULL;
 }

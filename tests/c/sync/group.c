@@ -365,6 +365,12 @@ SPEC(spawn_after_the_wait_is_refused)
     run(closed_spawn_main);
 }
 
+static int waits_own_group(void *arg)
+{
+    (void)arg;
+    return px_group_wait(G) == PX_EDEADLK ? 0 : 1;
+}
+
 static int spawns_children(void *arg)
 {
     uintptr_t depth = (uintptr_t)arg;
@@ -385,6 +391,12 @@ static void *own_group_main(void *arg)
     CHECK_EQ(px_group_spawn(G, spawns_children, (void *)3), 0);
     CHECK_EQ(px_group_wait(G), 0);
     CHECK_EQ(ended, 15);                       /* 1 + 2 + 4 + 8, each waited for */
+    CHECK_EQ(px_group_failures(G, NULL, 0), 0);
+    CHECK_EQ(px_group_free(G), 0);
+    /* a member may not wait for its own group: it would wait for itself */
+    G = px_group_new();
+    CHECK_EQ(px_group_spawn(G, waits_own_group, NULL), 0);
+    CHECK_EQ(px_group_wait(G), 0);
     CHECK_EQ(px_group_free(G), 0);
     return NULL;
 }
