@@ -344,6 +344,13 @@ describe("group", function()
         assert.is_nil(g._wait)                       -- the C half's own
         assert.is_nil(g._fail)
       end)
+      -- a member that would wait for its own group: EDEADLK, a failure of the group
+      local e = raised(function()
+        local g <close> = px.group()
+        g:spawn(function() g:close() end)
+      end)
+      assert.equal("EGROUP", e.code)
+      assert.equal("EDEADLK", e.errors[1].code)
       local mt = getmetatable(kept)
       mt.__gc(kept)                                  -- a finalizer called by hand
       mt.__gc(kept)

@@ -2104,7 +2104,9 @@ static int gwait_call(lua_State *L) { return px_group_wait(((lgroup *)lua_touser
 static int gwait_done(lua_State *L, int rc, const char *name)
 {
     lgroup *g = lua_touserdata(L, 1);
-    if (rc == PX_EINVAL || rc == PX_ETHREAD || rc == PX_ENOFIBER)
+    /* a member's failure is PXLUA_FAILED or ECANCELED, a scope's ETIMEDOUT or
+    ** ECANCELED: the rest is misuse (EDEADLK: a member waits for its group) */
+    if (rc != 0 && rc != PXLUA_FAILED && rc != PX_ECANCELED && rc != PX_ETIMEDOUT)
         return raise_code(L, rc, name);
     g->waited = 1;
     if (rc == 0)
