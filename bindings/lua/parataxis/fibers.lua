@@ -4,8 +4,8 @@
 -- The native half is bindings/lua/src/pxlua_fiber.c (parataxis_core.fibers()): every
 -- call that may wait is a C function that yields the fiber's coroutine to the
 -- C scheduler and collects its outcome once resumed.  This file adds what is
--- plain Lua: the scopes (px.timeout, px.with_cancel), the guards, Once:call and
--- Channel:values.
+-- plain Lua: the scopes (px.timeout, px.with_cancel), the guards, Once:call,
+-- Channel:values, what a group's end returns or raises (px.group) and px.map.
 --
 -- One rule for errors: every error the API raises is an error object, a table
 -- { code = "ETIMEDOUT", message = "..." } whose tostring is "message (code)".

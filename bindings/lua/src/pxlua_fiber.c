@@ -20,6 +20,13 @@
 ** a later fiber starts (Lua can start a function on a coroutine that returned);
 ** other results stay on the ended coroutine's stack, for every join.
 **
+** Structured concurrency is bound here too, for it needs the fibers: px.select
+** (px_select over an array that stays put while the fiber is parked), futures
+** (the C future carries the settlement, the Lua value stays in the Future),
+** a Fiber as a future (its end settles one), and groups, whose members are
+** hosted fibers spawned with px_group_spawn_hosted that report their own
+** failures (px_group_fail) as host_resume sees them end.
+**
 ** Errors are tables {code = "ETIMEDOUT", message = "..."} with a __tostring.
 ** Waits interrupted by a scope and misuse raise them; outcomes a caller handles
 ** (EOWNERDEAD, EBUSY of a try form, ECLOSED of a channel) are returned.
