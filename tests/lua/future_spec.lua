@@ -307,4 +307,28 @@ describe("future", function()
     assert.equal("kept", tostring(px.wait_all{ kept }[1]))
     assert.truthy(tostring(px.future()):find("pending", 1, true))
   end)
+
+  -- The binding's own: a wake nobody granted (px._wake) leaves each wait of a
+  -- future parked until the settlement.
+  it("a_stray_wake_keeps_the_waits_waiting", function()
+    run(function()
+      local fu, other = px.future(), px.future()
+      local w = spawn_waiting(function() return fu:wait() end)
+      local all = spawn_waiting(function() return px.wait_all{ fu, other } end)
+      local any = spawn_waiting(function() return px.wait_any{ other, fu } end)
+      for _ = 1, 3 do
+        for _, f in ipairs({ w, all, any }) do assert.is_true(px._wake(f:id())) end
+        px.yield(); px.yield()
+        for _, f in ipairs({ w, all, any }) do assert.is_false(f:done()) end
+      end
+      fu:set("fu")
+      assert.equal("fu", w:join())
+      assert.same({ 2, "fu" }, { any:join() })
+      px._wake(all:id())                             -- still one to come
+      px.yield()
+      assert.is_false(all:done())
+      other:set("other")
+      assert.same({ "fu", "other", n = 2 }, all:join())
+    end)
+  end)
 end)

@@ -354,4 +354,27 @@ describe("select", function()
       assert.equal("default", co())
     end)
   end)
+
+  -- The binding's own: a wake nobody granted (px._wake) finds the select's
+  -- re-call unanswered, and it parks again, its cases still queued.
+  it("a_stray_wake_keeps_the_select_waiting", function()
+    run(function()
+      local ch, ev = px.channel(), px.event()
+      local f = spawn_waiting(function()
+        return px.select{ ch:recv_case(), ev:wait_case() }
+      end)
+      for _ = 1, 3 do
+        assert.is_true(px._wake(f:id()))
+        px.yield(); px.yield()
+        assert.is_false(f:done())
+        assert.equal(1, ch:waiters())
+        assert.equal(1, ev:waiters())
+      end
+      ch:send("v")
+      local i, v = f:join()
+      assert.equal(1, i)
+      assert.equal("v", v)
+      assert.equal(0, ev:waiters())
+    end)
+  end)
 end)
