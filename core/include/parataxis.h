@@ -1895,6 +1895,11 @@ PX_API int px_getaddrinfo(const char *node, const char *service,
 ** px_group_cancel cancels the group: its members' waits end with
 ** PX_ECANCELED, and spawns are refused.  Returns 1 when this call cancelled
 ** it, 0 when it already was; PX_EINVAL for NULL.  Thread: any.  Parks: no.
+** Unlike a token's scope, a member's does not keep px_run from reporting a
+** deadlock: members parked for good are one (PX_EDEADLK), even if a thread
+** would cancel the group later.  A program that parks every fiber until
+** another thread cancels a group opens a cancel scope of its own, or runs
+** px_sched_run with a hold.
 **
 ** px_group_failures writes up to `max` failure statuses into out[], first
 ** first, and returns how many failures there were (out may be NULL with max

@@ -15,7 +15,7 @@ DOC = ROOT / "docs" / "python.md"
 # What a user's code sees: run and join give the function's result type,
 # spawn a Fiber of it, a Channel its items, a scope its own class.
 USER = '''
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 from typing_extensions import assert_type
 
 import parataxis as px
@@ -53,6 +53,17 @@ def main(n: int) -> str:
     assert_type(px.Once().do(work, 1), Optional[int])
     assert_type(px.Barrier(1).arrive_and_wait(), bool)
     px.scheduler().post(work, 3)
+    fu: px.Future[int] = px.Future()
+    fu.set_result(1)
+    assert_type(fu.result(), int)
+    assert_type(px.wait_all([fu, f]), List[Any])
+    assert_type(px.wait_any([fu, f]), int)
+    with px.group() as g:
+        assert_type(g, px.Group)
+        assert_type(g.spawn(work, 2), px.Fiber[int])
+    assert_type(px.map(work, [1, 2], concurrency=2), List[int])
+    assert_type(px.select(ch.recv_case(), px.deadline_case(px.now() + 1)), Tuple[int, Any])
+    assert_type(px.select(ch.recv_case(), default=None), Tuple[Optional[int], Any])
     return str(f.join()) + "".join(items)
 
 

@@ -20,6 +20,10 @@ wait_writable, run_blocking and getaddrinfo on the C blocking pool:
 
     assert px.run(main) == [0, 1, 2]
 
+Structured concurrency: task groups (with px.group() as g: g.spawn(fn, ...)),
+select over channels, events, semaphores, fds and deadlines, Future with
+wait_all and wait_any, and map.
+
 See docs/python.md.
 """
 from ._core import HandlerQueue, Timer, TimerHandle, TimerQueue, now, version
@@ -31,7 +35,9 @@ from ._fibers import (CancellationToken, Fiber, Scheduler, cancel_scope, current
 from ._net import (blocking_cancelled, create_connection, create_server, getaddrinfo,
                    notify_closing, run_blocking, socket, wait_readable, wait_writable)
 from ._streams import SocketStream, open_tcp_stream, serve_tcp
-from ._sync import Barrier, Channel, Event, Mutex, Once, RwLock, Semaphore, WaitGroup
+from ._structured import Future, Group, group, map, wait_all, wait_any
+from ._sync import (Barrier, Channel, Event, Mutex, Once, RwLock, SelectCase, Semaphore,
+                    WaitGroup, deadline_case, readable_case, select, writable_case)
 from ._tls import SSLSocket, wrap_socket
 
 __version__ = "0.1.0"
@@ -41,6 +47,8 @@ __all__ = [
     "run", "spawn", "Fiber", "sleep", "yield_", "current_id", "scheduler", "Scheduler",
     "timeout", "move_on_after", "CancellationToken", "cancel_scope",
     "Mutex", "RwLock", "WaitGroup", "Barrier", "Once", "Semaphore", "Event", "Channel",
+    "select", "SelectCase", "readable_case", "writable_case", "deadline_case",
+    "Future", "wait_all", "wait_any", "group", "Group", "map",
     "wait_readable", "wait_writable", "notify_closing", "socket", "create_connection",
     "create_server", "SocketStream", "open_tcp_stream", "serve_tcp", "run_blocking",
     "blocking_cancelled",

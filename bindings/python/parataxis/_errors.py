@@ -4,7 +4,7 @@ with px_strerror's text."""
 from __future__ import annotations
 
 import errno
-from typing import Dict, NoReturn, Type
+from typing import Dict, NoReturn, Optional, Type
 
 from ._parataxis import ffi, lib
 
@@ -33,9 +33,11 @@ class NoMemory(Error, MemoryError):
 
 
 class Closed(Error, RuntimeError):
-    """The object was closed (or is shutting down)."""
+    """The object was closed (or is shutting down).  Raised by px.select,
+    `index` is the case that fired on the closed channel (or fd); else None."""
 
     code = lib.PX_ECLOSED
+    index: Optional[int] = None
 
 
 class ClosedResourceError(Closed, OSError):

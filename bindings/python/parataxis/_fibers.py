@@ -47,7 +47,7 @@ class Fiber(Generic[T]):
     """
 
     __slots__ = ("_f", "_run", "id", "_fn", "_args", "_ctx", "_done", "_result", "_exc",
-                 "_joined", "__weakref__")
+                 "_joined", "_group", "_future", "__weakref__")
 
     def __init__(self, run: "_Run", fn: Callable[..., T], args: Tuple[Any, ...] = (),
                  ctx: Optional[contextvars.Context] = None) -> None:
@@ -62,6 +62,8 @@ class Fiber(Generic[T]):
         self._result: Any = None
         self._exc: Optional[BaseException] = None
         self._joined = False
+        self._group: Any = None                 # the px.group it is a member of
+        self._future: Any = None                # its px.Future, once one was asked for
 
     @property
     def done(self) -> bool:
@@ -95,6 +97,8 @@ class Fiber(Generic[T]):
         # unjoined exception) would be released only by the garbage collector.
         # It runs in self._ctx, which the worker entered (see run_job in
         # _host.c) and leaves after it.
+        # A group's member reports its exception to the group instead; a
+        # future asked for it is settled as it ends.
         fn, args = self._fn, self._args
         assert callable(fn) and args is not None
         self._ctx = None
@@ -102,12 +106,28 @@ class Fiber(Generic[T]):
             self._result = fn(*args)
         except BaseException as e:              # kept for join, or for run()
             self._exc = e
-            self._run.fiber_failed(self, e)
+            if self._group is not None:
+                self._group._member_failed(self, e)
+            else:
+                self._run.fiber_failed(self, e)
         finally:
             self._done = True
             self._fn = getattr(fn, "__qualname__", None)   # for repr, not fn
             self._args = None
+            if self._future is not None:
+                self._future._settle(self._result, self._exc)
             del self, fn, args
+
+    def _future_of(self) -> Any:
+        # Its px.Future (made at the first call: settled now if it ended);
+        # from the fiber's run only, as join.
+        fu = self._future
+        if fu is None:
+            from ._structured import Future
+            fu = self._future = Future()
+            if self._done:
+                fu._settle(self._result, self._exc)
+        return fu
 
     def __del__(self) -> None:
         try:

@@ -21,7 +21,9 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include <limits.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "_host.h"
 #include "pxhost.h"
@@ -42,6 +44,7 @@ static const int op_kind[PXH_NOPS] = {
     [PXH_ONCE_BEGIN] = PXH_K_ONCE,    [PXH_SEM_ACQUIRE] = PXH_K_SEM,
     [PXH_EVENT_WAIT] = PXH_K_EVENT,   [PXH_CHAN_SEND] = PXH_K_CHAN,
     [PXH_CHAN_RECV] = PXH_K_CHAN,     [PXH_JOIN] = -1,
+    [PXH_FUTURE_WAIT] = PXH_K_FUTURE, [PXH_GROUP_WAIT] = PXH_K_GROUP,
 };
 
 static void *make(int kind, size_t n)
@@ -55,6 +58,8 @@ static void *make(int kind, size_t n)
     case PXH_K_SEM: return px_sem_new(n);
     case PXH_K_EVENT: return px_event_new();
     case PXH_K_CHAN: return px_chan_new(n);
+    case PXH_K_FUTURE: return px_future_new();
+    case PXH_K_GROUP: return px_group_new();     /* NULL off-fiber: checked before */
     }
     return NULL;
 }
@@ -69,6 +74,8 @@ FREE_AS(once, px_once_free)
 FREE_AS(sem, px_sem_free)
 FREE_AS(event, px_event_free)
 FREE_AS(chan, px_chan_free)
+FREE_AS(future, px_future_free)
+FREE_AS(group, px_group_free)
 #undef FREE_AS
 
 static const pxhost_free_fn free_of[PXH_NKINDS] = {
@@ -76,6 +83,7 @@ static const pxhost_free_fn free_of[PXH_NKINDS] = {
     [PXH_K_WAITGROUP] = free_waitgroup, [PXH_K_BARRIER] = free_barrier,
     [PXH_K_ONCE] = free_once,         [PXH_K_SEM] = free_sem,
     [PXH_K_EVENT] = free_event,       [PXH_K_CHAN] = free_chan,
+    [PXH_K_FUTURE] = free_future,     [PXH_K_GROUP] = free_group,
 };
 
 static PyObject *prim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
@@ -198,6 +206,16 @@ int pxh_op_target(int op, PyObject *obj, PyObject *value, pxh_op *w)
     return 0;
 }
 
+void *pxh_prim_ptr(PyObject *obj, int kind)
+{
+    pxh_prim *o = (pxh_prim *)obj;
+    if (!Py_IS_TYPE(obj, &prim_type) || o->kind != kind || o->p == NULL) {
+        PyErr_SetString(PyExc_TypeError, "not a live Prim of the call's kind");
+        return NULL;
+    }
+    return o->p;
+}
+
 int pxh_op_call(pxh_op *w)
 {
     void *p = w->obj;
@@ -220,6 +238,8 @@ int pxh_op_call(pxh_op *w)
         return rc;
     }
     case PXH_JOIN: return px_join(p, NULL);
+    case PXH_FUTURE_WAIT: return px_future_wait(p, NULL);
+    case PXH_GROUP_WAIT: return px_group_wait(p);
     }
     return PX_EINVAL;
 }
@@ -237,6 +257,7 @@ int pxh_op_call(pxh_op *w)
 typedef struct {
     PyObject_HEAD
     px_token *t;
+    int unscoped;            /* unscoped(): no scope can use it any more */
 } pxh_token;
 
 static PyObject *token_new(PyTypeObject *type, PyObject *args, PyObject *kw)
@@ -264,9 +285,26 @@ static int free_token(void *p)
 
 static void token_dealloc(pxh_token *o)
 {
-    pxhost_collect(free_token, o->t, pxh_in_run());     /* NULL does nothing */
+    pxhost_collect(free_token, o->t, !o->unscoped && pxh_in_run());   /* NULL does nothing */
     Py_TYPE(o)->tp_free((PyObject *)o);
 }
+
+/* unscoped(): the owner knows that every scope of the token was closed (a
+** px.group's, once its block exited): freed at deallocation, not at the end
+** of the run -- a run making groups by the million keeps none of them. */
+static PyObject *token_unscoped(pxh_token *o, PyObject *unused)
+{
+    (void)unused;
+    o->unscoped = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef token_methods[] = {
+    { "unscoped", (PyCFunction)token_unscoped, METH_NOARGS,
+      "unscoped(): no scope uses the token any more: freed at deallocation, even during a "
+      "run." },
+    { NULL, NULL, 0, NULL },
+};
 
 static int token_getbuffer(pxh_token *o, Py_buffer *view, int flags)
 {
@@ -283,7 +321,176 @@ static PyTypeObject token_type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A px_token, freed at deallocation (see _handles.c).",
     .tp_as_buffer = &token_buffer,
+    .tp_methods = token_methods,
     .tp_new = token_new,
+};
+
+/*
+** select(cases) -> (index, result, value): px_select over `cases`, a sequence
+** of (kind, obj, a, b) -- kind PX_SELECT_*; obj a live Prim of the case's
+** kind (a Channel for SEND and RECV, an Event, a Semaphore) or None, which
+** switches the case off (it never fires); a: a SEND's key, an FD's fd, a
+** DEADLINE's deadline (ns on px_now()'s clock); b: an FD's events.  While
+** px_select returns PX_EYIELD the fiber waits for its turn and calls it again
+** with the same cases (a hosted fiber collects its outcome so), which live on
+** the heap until then.  Returns the index of the case that fired, its result
+** (0 or PX_ECLOSED) and what a RECV received (a Channel's key, else 0); or
+** (rc, 0, 0) with rc < 0, px_select's error.
+*/
+static int select_case(PyObject *t, px_select_case *k)
+{
+    static const int prim_of[] = {
+        [PX_SELECT_SEND] = PXH_K_CHAN, [PX_SELECT_RECV] = PXH_K_CHAN,
+        [PX_SELECT_EVENT] = PXH_K_EVENT, [PX_SELECT_SEM] = PXH_K_SEM,
+    };
+    Py_ssize_t n = PyTuple_Check(t) ? PyTuple_GET_SIZE(t) : 0;
+    if (n < 2 || n > 4) {
+        PyErr_SetString(PyExc_TypeError, "select: a case is (kind, obj[, a[, b]])");
+        return -1;
+    }
+    /* Read directly: PyArg_ParseTuple costs more than the rest of a case. */
+    long kind = PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
+    long long a = n > 2 ? PyLong_AsLongLong(PyTuple_GET_ITEM(t, 2)) : 0;
+    unsigned long b = n > 3 ? PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 3)) : 0;
+    if (PyErr_Occurred())
+        return -1;
+    if (kind < INT_MIN || kind > INT_MAX || b > UINT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "select: a case's kind or events out of range");
+        return -1;
+    }
+    PyObject *obj = PyTuple_GET_ITEM(t, 1);
+    k->kind = (int)kind;
+    k->events = (unsigned)b;
+    switch (k->kind) {
+    case PX_SELECT_SEND: case PX_SELECT_RECV: case PX_SELECT_EVENT: case PX_SELECT_SEM:
+        if (obj == Py_None)
+            break;
+        if (!Py_IS_TYPE(obj, &prim_type) || ((pxh_prim *)obj)->kind != prim_of[k->kind]
+            || ((pxh_prim *)obj)->p == NULL) {
+            PyErr_SetString(PyExc_TypeError, "select: not a live Prim of the case's kind");
+            return -1;
+        }
+        k->obj = ((pxh_prim *)obj)->p;
+        if (k->kind == PX_SELECT_SEND)
+            k->value = (void *)(uintptr_t)a;
+        break;
+    case PX_SELECT_FD:
+        if (a < INT32_MIN || a > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "select: fd out of range");
+            return -1;
+        }
+        k->fd = (int)a;
+        break;
+    case PX_SELECT_DEADLINE:
+        k->deadline = a;
+        break;
+    default:                 /* DEFAULT, or a kind px_select refuses (PX_EINVAL) */
+        break;
+    }
+    return 0;
+}
+
+static PyObject *h_select(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *seq = PySequence_Fast(arg, "select(cases): a sequence of cases");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    px_select_case one[4], *cases = one;
+    if ((size_t)n > sizeof one / sizeof one[0]
+        && (cases = PyMem_Calloc((size_t)n, sizeof *cases)) == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    if (cases == one)
+        memset(one, 0, sizeof one);
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (select_case(PySequence_Fast_GET_ITEM(seq, i), &cases[i]) != 0)
+            goto done;
+    }
+    /* The cases live in this frame (or on the heap) while the fiber waits:
+    ** px_select keeps them by address, and a greenlet's stack comes back to
+    ** the same addresses when it is switched back. */
+    int rc;
+    while ((rc = px_select(cases, (size_t)n)) == PX_EYIELD) {
+        if (!pxh_in_run()) {
+            PyErr_SetString(PyExc_SystemError, "select: PX_EYIELD off a run");
+            goto done;
+        }
+        if (pxh_pass_turn() < 0)
+            goto done;
+    }
+    if (rc < 0)
+        out = Py_BuildValue("(iii)", rc, 0, 0);
+    else
+        out = Py_BuildValue("(iin)", rc, cases[rc].result,
+                            cases[rc].kind == PX_SELECT_RECV && cases[rc].result == 0
+                                ? (Py_ssize_t)(uintptr_t)cases[rc].value : (Py_ssize_t)0);
+done:
+    if (cases != one)
+        PyMem_Free(cases);
+    Py_DECREF(seq);
+    return out;
+}
+
+/*
+** wait_futures(futures, any) -> int: px_future_wait_all (any false) or
+** px_future_wait_any (any true) over `futures`, a sequence of Prims of
+** futures, waiting for the turn while it parks and calling again with the
+** same array (on the heap until then).  Returns the call's outcome: wait_all's
+** 0 or the first failure's status, wait_any's index, or a C error code.
+*/
+static PyObject *h_wait_futures(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "wait_futures(futures, any)");
+        return NULL;
+    }
+    int any = PyObject_IsTrue(args[1]);
+    if (any < 0)
+        return NULL;
+    PyObject *seq = PySequence_Fast(args[0], "wait_futures: a sequence of futures");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    px_future **fus = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *fus);
+    PyObject *out = NULL;
+    if (fus == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((fus[i] = pxh_prim_ptr(PySequence_Fast_GET_ITEM(seq, i), PXH_K_FUTURE)) == NULL)
+            goto done;
+    }
+    int rc;
+    while ((rc = any ? px_future_wait_any(fus, (size_t)n)
+                     : px_future_wait_all(fus, (size_t)n, NULL)) == PX_EYIELD) {
+        if (!pxh_in_run()) {
+            PyErr_SetString(PyExc_SystemError, "wait_futures: PX_EYIELD off a run");
+            goto done;
+        }
+        if (pxh_pass_turn() < 0)
+            goto done;
+    }
+    out = PyLong_FromLong(rc);
+done:
+    PyMem_Free(fus);
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyMethodDef handle_methods[] = {
+    { "wait_futures", (PyCFunction)(void (*)(void))h_wait_futures, METH_FASTCALL,
+      "wait_futures(futures, any) -> int: px_future_wait_all or px_future_wait_any, waiting "
+      "for the turn while it parks (see _handles.c)." },
+    { "select", h_select, METH_O,
+      "select(cases) -> (index, result, value): px_select, waiting for the turn while it "
+      "parks (see _handles.c)." },
+    { NULL, NULL, 0, NULL },
 };
 
 int pxh_add_handles(PyObject *m)
@@ -294,16 +501,23 @@ int pxh_add_handles(PyObject *m)
         { "ARRIVE", PXH_ARRIVE }, { "ONCE_BEGIN", PXH_ONCE_BEGIN },
         { "SEM_ACQUIRE", PXH_SEM_ACQUIRE }, { "EVENT_WAIT", PXH_EVENT_WAIT },
         { "CHAN_SEND", PXH_CHAN_SEND }, { "CHAN_RECV", PXH_CHAN_RECV }, { "JOIN", PXH_JOIN },
+        { "FUTURE_WAIT", PXH_FUTURE_WAIT }, { "GROUP_WAIT", PXH_GROUP_WAIT },
+        { "K_FUTURE", PXH_K_FUTURE }, { "K_GROUP", PXH_K_GROUP },
         { "K_MUTEX", PXH_K_MUTEX }, { "K_RWLOCK", PXH_K_RWLOCK },
         { "K_WAITGROUP", PXH_K_WAITGROUP }, { "K_BARRIER", PXH_K_BARRIER },
         { "K_ONCE", PXH_K_ONCE }, { "K_SEM", PXH_K_SEM }, { "K_EVENT", PXH_K_EVENT },
         { "K_CHAN", PXH_K_CHAN },
+        { "SELECT_SEND", PX_SELECT_SEND }, { "SELECT_RECV", PX_SELECT_RECV },
+        { "SELECT_EVENT", PX_SELECT_EVENT }, { "SELECT_SEM", PX_SELECT_SEM },
+        { "SELECT_FD", PX_SELECT_FD }, { "SELECT_DEADLINE", PX_SELECT_DEADLINE },
+        { "SELECT_DEFAULT", PX_SELECT_DEFAULT },
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (PyModule_AddIntConstant(m, names[i].name, names[i].value) != 0)
             return -1;
     }
-    if (PyType_Ready(&prim_type) != 0 || PyType_Ready(&token_type) != 0)
+    if (PyType_Ready(&prim_type) != 0 || PyType_Ready(&token_type) != 0
+        || PyModule_AddFunctions(m, handle_methods) != 0)
         return -1;
     if (PyModule_AddObjectRef(m, "Prim", (PyObject *)&prim_type) != 0)
         return -1;

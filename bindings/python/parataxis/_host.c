@@ -746,6 +746,45 @@ static PyObject *h_spawn(PyObject *self, PyObject *job)
     return Py_BuildValue("(NK)", handle, (unsigned long long)px_fiber_id(f));
 }
 
+PyDoc_STRVAR(group_spawn_doc, "group_spawn(group, fiber) -> (rc, handle, id): makes a fiber of "
+                              "this thread's run, a member of `group` (a Prim of a px_group), "
+                              "that will run fiber._main() on a greenlet; rc 0 with spawn's "
+                              "handle and id, or the C code that refused it (PX_ECANCELED, "
+                              "PX_ECLOSED, ...) with None and 0.");
+
+static PyObject *h_group_spawn(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+    (void)self;
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "group_spawn(group, fiber)");
+        return NULL;
+    }
+    hrun *r = need_run();
+    if (r == NULL)
+        return NULL;
+    px_group *g = pxh_prim_ptr(args[0], PXH_K_GROUP);
+    if (g == NULL)
+        return NULL;
+    hfiber *h = calloc(1, sizeof *h);
+    if (h == NULL)
+        return PyErr_NoMemory();
+    h->job = Py_NewRef(args[1]);
+    px_fiber *f = NULL;
+    int rc = px_group_spawn_hosted(g, &pulled, h, &f);
+    if (rc != 0) {
+        Py_DECREF(h->job);
+        free(h);
+        return Py_BuildValue("(iOK)", rc, Py_None, 0ULL);
+    }
+    /* The handle is spawn's (the Fiber releases it), the group's hold aside. */
+    PyObject *handle = PyCapsule_New(f, PXH_FIBER_CAPSULE, NULL);
+    if (handle == NULL) {
+        px_fiber_release(f);    /* it runs, detached: still the group's */
+        return NULL;
+    }
+    return Py_BuildValue("(iNK)", 0, handle, (unsigned long long)px_fiber_id(f));
+}
+
 PyDoc_STRVAR(release_doc, "release(handle): px_fiber_release of a handle spawn returned; "
                           "the handle is spent (a second release does nothing).");
 
@@ -1124,6 +1163,7 @@ static PyMethodDef methods[] = {
     { "loop", h_loop, METH_NOARGS, loop_doc },
     { "spawn", h_spawn, METH_O, spawn_doc },
     { "release", h_release, METH_O, release_doc },
+    { "group_spawn", (PyCFunction)(void (*)(void))h_group_spawn, METH_FASTCALL, group_spawn_doc },
     { "yield_", h_yield, METH_NOARGS, yield_doc },
     { "park", h_park, METH_O, park_doc },
     { "sleep", h_sleep, METH_O, sleep_doc },

@@ -13,14 +13,14 @@
 
 #include "parataxis.h"
 
-/* The kinds of Prim: the sync family's objects. */
+/* The kinds of Prim: the sync family's objects, futures and groups. */
 enum { PXH_K_MUTEX, PXH_K_RWLOCK, PXH_K_WAITGROUP, PXH_K_BARRIER, PXH_K_ONCE,
-       PXH_K_SEM, PXH_K_EVENT, PXH_K_CHAN, PXH_NKINDS };
+       PXH_K_SEM, PXH_K_EVENT, PXH_K_CHAN, PXH_K_FUTURE, PXH_K_GROUP, PXH_NKINDS };
 
 /* The calls that may park, by name (wait(op, obj[, value]) in _host.c). */
 enum { PXH_MUTEX_LOCK, PXH_MUTEX_UNLOCK, PXH_RDLOCK, PXH_WRLOCK, PXH_WG_WAIT,
        PXH_ARRIVE, PXH_ONCE_BEGIN, PXH_SEM_ACQUIRE, PXH_EVENT_WAIT, PXH_CHAN_SEND,
-       PXH_CHAN_RECV, PXH_JOIN, PXH_NOPS };
+       PXH_CHAN_RECV, PXH_JOIN, PXH_FUTURE_WAIT, PXH_GROUP_WAIT, PXH_NOPS };
 
 /* The name of the capsules that carry a px_fiber (spawn's, for join and release). */
 #define PXH_FIBER_CAPSULE "parataxis.px_fiber"
@@ -36,6 +36,10 @@ typedef struct pxh_op {
 ** for PXH_JOIN) with `value` (a Channel send's key, else NULL); 0, or -1 with
 ** TypeError or ValueError set. */
 int pxh_op_target(int op, PyObject *obj, PyObject *value, pxh_op *w);
+
+/* The C object of `obj` when it is a live Prim of `kind`, else NULL with
+** TypeError set. */
+void *pxh_prim_ptr(PyObject *obj, int kind);
 
 /* Makes the call once: its outcome (PX_EYIELD: park, then call again). */
 int pxh_op_call(pxh_op *w);

@@ -33,6 +33,10 @@ def loop() -> int:
 def spawn(fiber: Any) -> Tuple[object, int]:
     """Makes a fiber of this thread's run that runs fiber._main() on a
     greenlet; returns (a capsule of its px_fiber, its id)."""
+def group_spawn(group: Any, fiber: Any) -> Tuple[int, object, int]:
+    """Makes a member of group (a Prim of a px_group) that runs
+    fiber._main() on a greenlet; returns (0, spawn's handle, its id) or (the
+    C code that refused it, None, 0)."""
 def release(handle: object) -> None:
     """px_fiber_release of spawn's handle (once: the handle is then spent)."""
 def yield_() -> None:
@@ -78,7 +82,10 @@ class Prim:
 
 class Token:
     """A px_token, collected when this object is deallocated (freed at the
-    end of the run during one)."""
+    end of the run during one, unless unscoped() was called)."""
+    def unscoped(self) -> None:
+        """No scope uses the token any more: freed at deallocation, even
+        during a run."""
 
 MUTEX_LOCK: int
 MUTEX_UNLOCK: int
@@ -92,6 +99,14 @@ EVENT_WAIT: int
 CHAN_SEND: int
 CHAN_RECV: int
 JOIN: int
+FUTURE_WAIT: int
+GROUP_WAIT: int
+K_FUTURE: int
+K_GROUP: int
+def wait_futures(futures: Any, any: bool) -> int:
+    """px_future_wait_all (any false: 0 or the first failure's status) or
+    px_future_wait_any (its index) over a sequence of futures' Prims, waiting
+    for the turn while it parks; or a C error code."""
 K_MUTEX: int
 K_RWLOCK: int
 K_WAITGROUP: int
@@ -100,6 +115,18 @@ K_ONCE: int
 K_SEM: int
 K_EVENT: int
 K_CHAN: int
+SELECT_SEND: int
+SELECT_RECV: int
+SELECT_EVENT: int
+SELECT_SEM: int
+SELECT_FD: int
+SELECT_DEADLINE: int
+SELECT_DEFAULT: int
+def select(cases: Any) -> Tuple[int, int, int]:
+    """px_select over cases, a sequence of (kind, obj[, a[, b]]) (obj a Prim
+    of the case's kind or None; a: a SEND's key, an FD's fd, a DEADLINE's ns;
+    b: an FD's events), waiting for the turn while it parks; returns (index,
+    result, a RECV's key) or (rc < 0, 0, 0)."""
 class Executor:
     """The executor of a run; its buffer is the px_executor a timer queue
     copies."""

@@ -22,10 +22,12 @@ The rules common to all of them are the C ones:
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Dict, Generic, Iterator, Optional, Tuple, TypeVar
+import math
+from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Tuple, TypeVar,
+                    overload)
 
 from . import _host
-from ._errors import Closed, NoFiberError, NoMemory
+from ._errors import Closed, ClosedResourceError, InvalidArgument, NoFiberError, NoMemory
 from ._fibers import _raise_wait
 from ._parataxis import ffi, lib
 
@@ -449,6 +451,10 @@ class Semaphore(_Primitive):
         if rc:
             self._check(rc)
 
+    def acquire_case(self) -> "SelectCase":
+        """A case of px.select that takes one unit (its value: None)."""
+        return SelectCase(_SEL_SEM, self, (_SEL_SEM, self._h))
+
     def try_acquire(self) -> bool:
         """Takes one unit if one is free and nobody waits: True; else False.
         Never waits."""
@@ -521,6 +527,16 @@ class Event(_Primitive):
         if rc:
             self._check(rc)
 
+    def wait_case(self) -> "SelectCase":
+        """A case of px.select that fires while the event is set (its value:
+        None)."""
+        return SelectCase(_SEL_EVENT, self, (_SEL_EVENT, self._h))
+
+    @property
+    def waiters(self) -> int:
+        """How many fibers wait in wait() (and select cases on it)."""
+        return lib.px_event_waiters(self._p)
+
     def __repr__(self) -> str:
         return f"<parataxis.Event {'set' if self.is_set() else 'clear'}>"
 
@@ -575,6 +591,16 @@ class Channel(_Primitive, Generic[T]):
             self._fail(rc)
         return self._values.pop(self._h.slot)
 
+    def recv_case(self) -> "SelectCase":
+        """A case of px.select that receives a value (its value: the one
+        received); on a closed and drained channel select raises Closed."""
+        return SelectCase(_SEL_RECV, self, (_SEL_RECV, self._h))
+
+    def send_case(self, value: T) -> "SelectCase":
+        """A case of px.select that sends value (its value: None); a case that
+        loses never delivers it.  On a closed channel select raises Closed."""
+        return SelectCase(_SEL_SEND, self, None, value)
+
     def try_send(self, value: T) -> bool:
         """Sends value if a receiver waits or the buffer has room: True;
         False when it would wait.  Never waits; Closed when closed."""
@@ -623,6 +649,11 @@ class Channel(_Primitive, Generic[T]):
         """The buffer's size (0: unbuffered)."""
         return lib.px_chan_cap(self._p)
 
+    @property
+    def waiters(self) -> int:
+        """How many fibers wait in send() or recv() (and select cases on it)."""
+        return lib.px_chan_waiters(self._p)
+
     def __iter__(self) -> Iterator[T]:
         """recv() until the channel is closed and drained (may wait)."""
         while True:
@@ -640,3 +671,199 @@ class Channel(_Primitive, Generic[T]):
         state = "closed" if self._closed else "open"
         return f"<parataxis.Channel {state}, {len(self)}/{self.capacity}>"
 
+
+
+# -- select -------------------------------------------------------------------
+
+_SEL_SEND = _host.SELECT_SEND
+_SEL_RECV = _host.SELECT_RECV
+_SEL_EVENT = _host.SELECT_EVENT
+_SEL_SEM = _host.SELECT_SEM
+_SEL_FD = _host.SELECT_FD
+_SEL_DEADLINE = _host.SELECT_DEADLINE
+_SEL_DEFAULT_SPEC = (_host.SELECT_DEFAULT, None)
+_SEL_OFF_SPEC = (_SEL_RECV, None)            # a case without an object: never fires
+_select = _host.select
+_INT64_MAX = (1 << 63) - 1
+
+
+class SelectCase:
+    """One case of px.select, made by Channel.recv_case() / send_case(v),
+    Event.wait_case(), Semaphore.acquire_case(), px.readable_case(fd),
+    px.writable_case(fd) or px.deadline_case(t).  It does nothing until
+    select is called; one case may be passed to many selects."""
+
+    __slots__ = ("_kind", "_obj", "_spec", "_value")
+
+    def __init__(self, kind: int, obj: Any, spec: Optional[Tuple[Any, ...]],
+                 value: Any = None) -> None:
+        self._kind = kind
+        self._obj = obj
+        self._spec = spec
+        self._value = value
+
+    def __repr__(self) -> str:
+        what = {_SEL_SEND: "send", _SEL_RECV: "recv", _SEL_EVENT: "wait",
+                _SEL_SEM: "acquire", _SEL_FD: "fd", _SEL_DEADLINE: "deadline"}[self._kind]
+        if self._kind == _SEL_FD:
+            assert self._spec is not None
+            how = {1: "readable", 2: "writable"}.get(self._spec[3], "ready")
+            return f"<parataxis.SelectCase {how} fd {self._spec[2]}>"
+        if self._kind == _SEL_DEADLINE:
+            assert self._spec is not None
+            return f"<parataxis.SelectCase deadline {self._spec[2] / 1e9}>"
+        return f"<parataxis.SelectCase {what} on {self._obj!r}>"
+
+
+def _drop(sends: Optional[List[Tuple[int, "Channel[Any]", int]]]) -> None:
+    # The values of send cases that never went out.
+    for _, ch, key in sends or ():
+        ch._values.pop(key, None)
+
+
+def _fd_of(obj: Any) -> int:
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        return obj
+    fileno = getattr(obj, "fileno", None)
+    if fileno is None:
+        raise TypeError(f"an fd or an object with fileno() is needed, not {type(obj).__name__}")
+    fd = fileno()
+    if not isinstance(fd, int):
+        raise TypeError("fileno() did not return an int")
+    return fd
+
+
+def _fd_case(obj: Any, events: int) -> SelectCase:
+    fd = _fd_of(obj)
+    if fd < 0:
+        raise InvalidArgument(f"select: fd {fd} is negative")
+    return SelectCase(_SEL_FD, None, (_SEL_FD, None, fd, events))
+
+
+def readable_case(fd: Any) -> SelectCase:
+    """A case of px.select that fires once `fd` (an fd, or anything with
+    fileno()) has something to read, an error or a hang-up (its value: None).
+    select raises ClosedResourceError when notify_closing(fd) ran while it
+    waited.  Raises InvalidArgument for a negative fd, TypeError for no fd."""
+    return _fd_case(fd, 1)
+
+
+def writable_case(fd: Any) -> SelectCase:
+    """A case of px.select that fires once `fd` has room to write (its value:
+    None); as readable_case."""
+    return _fd_case(fd, 2)
+
+
+def deadline_case(deadline: float) -> SelectCase:
+    """A case of px.select that fires once px.now() reached `deadline`
+    (seconds on px.now()'s clock; one in the past fires at once, math.inf
+    never; its value: None).  Raises InvalidArgument for NaN, TypeError for a
+    non-number."""
+    if isinstance(deadline, bool) or not isinstance(deadline, (int, float)):
+        raise TypeError(f"deadline_case: a number of seconds, not {type(deadline).__name__}")
+    if math.isnan(deadline):
+        raise InvalidArgument("deadline_case: NaN")
+    if math.isinf(deadline):
+        ns = _INT64_MAX if deadline > 0 else -_INT64_MAX
+    else:
+        ns = max(-_INT64_MAX, min(_INT64_MAX, math.ceil(deadline * 1_000_000_000)))
+    return SelectCase(_SEL_DEADLINE, None, (_SEL_DEADLINE, None, ns))
+
+
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "<no default>"
+
+
+_NO_DEFAULT: Any = _NoDefault()
+
+
+@overload
+def select(*cases: Optional[SelectCase]) -> Tuple[int, Any]: ...
+@overload
+def select(*cases: Optional[SelectCase], default: Any) -> Tuple[Optional[int], Any]: ...
+
+
+def select(*cases: Optional[SelectCase], default: Any = _NO_DEFAULT) -> Tuple[Optional[int], Any]:
+    """Waits for the first of `cases` that is ready, completes that one only,
+    and returns (its index, its value): the value received for a recv_case,
+    None for the other kinds.
+
+    Exactly one case takes effect: a send_case that loses never delivers its
+    value, a recv_case or acquire_case that loses takes nothing, and nothing of
+    the call stays queued.  Among the cases ready when it looks, each is as
+    likely to fire as another (Go's select).  A case given as None never fires
+    (Go's nil channel: switch a case off in place, keeping the indexes).
+
+    With `default=` given, select never waits: when no case is ready it
+    returns (None, default).  Without it, it waits -- bounded by the scopes
+    around it (Timeout / Cancelled: nothing taken, nothing sent), forever when
+    no case can fire.
+
+    A recv_case or send_case on a closed channel fires too: select raises
+    Closed, as recv() and send() do, its `index` the case's (a recv_case gets
+    what is buffered first).  A readable_case/writable_case whose fd
+    notify_closing closed while it waited raises ClosedResourceError so.
+    Raises TypeError for what is not a case, InvalidArgument for an fd that is
+    not open, BusyError when another fiber waits on the same fd the same way,
+    NoFiberError off-fiber unless `default=` is given, WrongSchedulerError for
+    an object another run's fibers wait on.
+    """
+    spec: List[Any] = []
+    sends: Optional[List[Tuple[int, Channel[Any], int]]] = None
+    run = _host.current()
+    for c in cases:
+        if c is None:
+            spec.append(_SEL_OFF_SPEC)
+            continue
+        if type(c) is not SelectCase:
+            _drop(sends)
+            raise TypeError(f"select: a case (ch.recv_case(), ...) or None, "
+                            f"not {type(c).__name__}")
+        obj = c._obj
+        if obj is not None and (obj._run is not run or run is None):
+            obj._bind_off_fiber()
+        if c._kind == _SEL_SEND:
+            key = obj._next()
+            obj._values[key] = c._value
+            if sends is None:
+                sends = []
+            sends.append((len(spec), obj, key))
+            spec.append((_SEL_SEND, obj._h, key))
+        else:
+            spec.append(c._spec)
+    if default is not _NO_DEFAULT:
+        spec.append(_SEL_DEFAULT_SPEC)
+    if sends is None:
+        i, result, slot = _select(spec)
+    else:
+        try:
+            i, result, slot = _select(spec)
+        except BaseException:
+            _drop(sends)
+            raise
+        for j, ch, key in sends:        # the losers' values were never delivered
+            if j != i or result != 0:
+                ch._values.pop(key, None)
+    if i < 0:
+        if i == lib.PX_EINVAL:
+            raise InvalidArgument("select: a case's fd is not open")
+        _raise_wait(i, "select")
+    if i == len(cases):
+        return None, default
+    if result != 0:
+        case = cases[i]
+        assert case is not None
+        err: Closed
+        if case._kind == _SEL_FD:
+            err = ClosedResourceError(f"select: case {i}: the fd was closed while a "
+                                      f"fiber waited on it")
+        else:
+            err = Closed(f"select: case {i}: the channel is closed")
+        err.index = i
+        raise err
+    if slot:
+        case = cases[i]
+        assert case is not None
+        return i, case._obj._values.pop(slot)
+    return i, None

@@ -83,6 +83,7 @@ struct px__scope {
     unsigned heap : 1;       /* made by a push: its pop closes it */
     unsigned alloc : 1;      /* on the heap: freed when it closes */
     unsigned watched : 1;    /* in its token's watchers (a group member's is not) */
+    unsigned group : 1;      /* a group's watch (group.c), of no fiber */
     /* While open and watched: in that token's watchers (under its lock). */
     px__list watch;
     px_sched *sched;
@@ -344,8 +345,8 @@ void px__scope_close_all(px_fiber *f);
 /* Opens sc, the caller's memory, as a scope of fiber f (not the running one:
 ** a group's member before its first turn) that `t` cancels; it closes with
 ** f's other scopes, at the latest when f ends, and is not freed then.  It is
-** not among t's watchers: whoever cancels t interrupts f's park itself
-** (group.c does, for all its members at once). */
+** not among t's watchers, nor counted as a token scope: whoever cancels t
+** interrupts f's park itself (group.c does, for all its members at once). */
 void px__scope_open_on(px_fiber *f, px__scope *sc, px_token *t);
 /* A token of fiber `id` was cancelled: interrupt it if it is parked under it. */
 void px__scope_cancel_parked(px_sched *s, uint64_t id);
@@ -363,6 +364,9 @@ void px__waitq_fiber_ended(px_fiber *f, int discarding);
 ** future (px_fiber_future) goes with it. */
 void px__future_fiber_freed(px_fiber *f);
 
+/* group.c: the token of the group whose watch `sc` is was cancelled; called
+** under the token's lock, on the canceller's thread (`here` its scheduler). */
+void px__group_token_cancelled(px__scope *sc, px_sched *here);
 /* group.c: 1 once g was cancelled (a failure, px_group_cancel, its waiter's
 ** scope), else 0. */
 int px__group_cancelled(const px_group *g);

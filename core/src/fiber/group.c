@@ -11,11 +11,14 @@
 **
 ** The group's cancel is its token's flag, which every park of a member
 ** reads.  The members' scopes are not among the token's watchers (a watch
-** costs a lock at each spawn and each end): a cancel interrupts the parked
-** members itself, walking the group's list on the scheduler's thread --
-** directly there, through the scheduler's inbox from any other thread.  The
-** waiter's own scopes bound its wait only until they fire: then the group is
-** cancelled and the wait goes on, shielded, until the last member ended.
+** costs a lock at each spawn and each end): the group watches the token
+** once, while it has members, and a cancel interrupts the parked members
+** itself, walking the group's list on the scheduler's thread -- directly
+** there, through the scheduler's inbox from any other thread (the watch
+** holds the scheduler alive while it posts: a group with members has a
+** run).  The waiter's own scopes bound its wait only until they fire: then
+** the group is cancelled and the wait goes on, shielded, until the last
+** member ended.
 */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -47,6 +50,7 @@ typedef struct block {
 struct px_group {
     px_sched *s;
     px_token *token;          /* cancels every member's scope */
+    px__scope watch;          /* in the token's watchers while live > 0 */
     px__list members;         /* the live ones, by their link */
     size_t live;
     px_fiber *waiter;         /* the fiber in px_group_wait, while it is */
@@ -75,6 +79,9 @@ px_group *px_group_new(void)
         return NULL;
     }
     g->s = me->s;
+    g->watch.group = 1;
+    g->watch.sched = me->s;
+    px__list_init(&g->watch.watch);
     px__list_init(&g->members);
     atomic_init(&g->posts, 0);
     return g;
@@ -110,26 +117,22 @@ static void posted_interrupt(void *arg, int status)
         destroy(g);
 }
 
-/* The cancel: 1 when this call cancelled g, 0 when it already was. */
-static int cancel(px_group *g)
+void px__group_token_cancelled(px__scope *sc, px_sched *here)
 {
-    int r = px_token_cancel(g->token);
-    if (r != 1)
-        return r;
-    if (px__sched_here() == g->s) {
+    px_group *g = PX__CONTAINER_OF(sc, px_group, watch);
+    if (here == g->s) {
         interrupt_members(g);
-        return 1;
+        return;
     }
     atomic_fetch_add(&g->posts, 1);
     px__item it = { .kind = PX__FIBER_ITEM_CALL, .hfn = posted_interrupt, .arg = g };
     if (px__sched_inbox_post(g->s, &it) != 0)
         atomic_fetch_sub(&g->posts, 1);   /* no memory: parked members see it later */
-    return 1;
 }
 
 int px_group_cancel(px_group *g)
 {
-    return g == NULL ? PX_EINVAL : cancel(g);
+    return g == NULL ? PX_EINVAL : px_token_cancel(g->token);
 }
 
 int px__group_cancelled(const px_group *g)
@@ -155,7 +158,7 @@ int px_group_fail(px_group *g, int status)
         g->failures[g->nfail] = status;
     if (g->nfail++ == 0) {
         g->first = status;
-        cancel(g);
+        px_token_cancel(g->token);
     }
     return 1;
 }
@@ -213,6 +216,8 @@ static void member_ended(px__hold *h, uint64_t id, int discarding)
     px_group *g = m->g;
     px__list_unlink(&m->link);
     member_free(g, m);
+    if (g->live == 1)
+        px__token_unwatch(g->token, &g->watch);   /* the last: nothing to interrupt */
     if (--g->live == 0 && g->waiter != NULL && !discarding)
         px_wake(g->waiter->id);
 }
@@ -249,7 +254,8 @@ static void join(px_group *g, member *m, px_fiber *f)
     px__scope_open_on(f, &m->scope, g->token);
     px__waitq_hold_take(&m->hold, f, member_ended);
     px__list_push(&g->members, &m->link);
-    g->live++;
+    if (g->live++ == 0)
+        px__token_watch(g->token, &g->watch);
 }
 
 int px_group_spawn(px_group *g, px_group_fn fn, void *arg)
@@ -348,7 +354,7 @@ int px_group_wait(px_group *g)
         if (r == PX_ETIMEDOUT || r == PX_ECANCELED) {
             if (g->interrupted == 0)
                 g->interrupted = r;
-            cancel(g);
+            px_token_cancel(g->token);
         } else if (r == PX_ENOMEM) {
             px_yield();   /* no memory to park on a shared stack: look again later */
         }

@@ -5,9 +5,11 @@
 ** fires when a park notices its deadline passed or its token cancelled, and
 ** stays fired until it closes: every later park inside it ends at once.
 **
-** The scheduler counts its open scopes that have a token.  In px_run, which
+** The scheduler counts its open scopes that watch a token.  In px_run, which
 ** gives the user no scheduler to hold for a thread that will cancel, a fiber
 ** parked in one is no deadlock: any thread may cancel a token at any time.
+** A group member's scope watches nothing (its group does) and is not
+** counted: a group's members that wait for each other are a deadlock.
 */
 #include <stdlib.h>
 
@@ -34,10 +36,10 @@ static void scope_open(px_fiber *f, px__scope *sc, int64_t deadline, px_token *t
     sc->sched = f->s;
     sc->fiber_id = f->id;
     sc->watched = t && watched;
+    sc->group = 0;
     px__list_init(&sc->watch);
-    if (t) {
-        if (watched)
-            px__token_watch(t, sc);
+    if (sc->watched) {
+        px__token_watch(t, sc);
         f->s->token_scopes++;
     }
     f->scope = sc;
@@ -47,9 +49,8 @@ static void scope_open(px_fiber *f, px__scope *sc, int64_t deadline, px_token *t
 static int scope_unlink(px_fiber *f, px__scope *sc)
 {
     f->scope = sc->outer;
-    if (sc->token) {
-        if (sc->watched)
-            px__token_unwatch(sc->token, sc);
+    if (sc->watched) {
+        px__token_unwatch(sc->token, sc);
         sc->sched->token_scopes--;
     }
     return sc->fired;

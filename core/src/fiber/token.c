@@ -52,7 +52,9 @@ int px_token_cancel(px_token *t)
     /* Newest scope first (watch appends): the interrupted fibers queue in that order. */
     for (px__list *l = t->watchers.prev; l != &t->watchers; l = l->prev) {
         px__scope *sc = PX__CONTAINER_OF(l, px__scope, watch);
-        if (sc->sched == here) {
+        if (sc->group) {
+            px__group_token_cancelled(sc, here);
+        } else if (sc->sched == here) {
             px__scope_cancel_parked(here, sc->fiber_id);
         } else {
             px__item it = { .kind = PX__FIBER_ITEM_CANCEL, .id = sc->fiber_id };

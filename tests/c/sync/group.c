@@ -497,10 +497,25 @@ static void *hostile_main(void *arg)
     return NULL;
 }
 
+static px_group *kept;
+
+static void *kept_main(void *arg)
+{
+    (void)arg;
+    kept = px_group_new();
+    CHECK_EQ(px_group_spawn(kept, fails_with, (void *)0), 0);
+    YIELD_UNTIL(px_group_live(kept) == 0);
+    return NULL;
+}
+
 SPEC(hostile_arguments)
 {
     CHECK(px_group_new() == NULL);             /* off-fiber */
     run(hostile_main);
+    /* a group that outlives its run: a cancel posts to no scheduler */
+    run(kept_main);
+    CHECK_EQ(px_group_cancel(kept), 1);
+    CHECK_EQ(px_group_free(kept), 0);
 }
 
 static int waits_event(void *arg)
@@ -533,7 +548,30 @@ SPEC(free_refuses_a_group_with_live_members)
     run(free_main);
 }
 
-SPECS(waits_for_every_member, first_failure_cancels_members_in_every_kind_of_wait,
+static int waits_for_good(void *arg)
+{
+    return px_event_wait(arg);
+}
+
+static void *deadlock_main(void *arg)
+{
+    G = px_group_new();
+    CHECK_EQ(px_group_spawn(G, waits_for_good, arg), 0);
+    CHECK_EQ(px_group_spawn(G, waits_for_good, arg), 0);
+    px_group_wait(G);                          /* never returns: the run is discarded */
+    return NULL;
+}
+
+SPEC(a_deadlocked_member_is_reported)
+{
+    px_event *e = px_event_new();
+    CHECK_EQ(px_run(deadlock_main, e, NULL), PX_EDEADLK);
+    CHECK_EQ(px_group_live(G), 0);             /* its members left with their fibers */
+    CHECK_EQ(px_group_free(G), 0);
+    CHECK_EQ(px_event_free(e), 0);
+}
+
+SPECS(a_deadlocked_member_is_reported, waits_for_every_member, first_failure_cancels_members_in_every_kind_of_wait,
       failures_are_collected_in_order, a_member_cancelled_by_the_group_has_not_failed,
       cancelled_from_another_thread, cancellation_races_normal_completion,
       a_scope_of_the_waiter_cancels_the_group_and_waits_for_it,
