@@ -11,6 +11,12 @@
 -- spawn+join: px.spawn(fn):join() vs coroutine.create + resume to its end;
 -- mutex:      two fibers handing a mutex to each other (FIFO hand-off);
 -- channel:    ping-pong over two unbuffered channels;
+-- group:      a px.group of 1,000 members (spawn, run, wait), per member, vs a
+--             loop of 1,000 px.spawn then 1,000 joins (tests/bench/bench_structure.cc
+--             does the same in C);
+-- select:     a consumer selecting over two channels that two producers fill
+--             (capacity 64 each), per value received, as bench_structure.cc;
+-- map:        px.map of a trivial function over 1,000 items, 16 at once, per item;
 -- copas:      the rows copas has an equivalent for, when it is installed
 --             (Debian's lua-copas, or a luarocks copas), else a note.
 --
@@ -107,6 +113,60 @@ local function px_channel()
   end)
 end
 
+local function members() end
+local GROUP = 1000
+
+local function px_group_1000()
+  return px.run(function()
+    local reps = N // GROUP // 4
+    local t = clock()
+    for _ = 1, reps do
+      px.group(function(g) for _ = 1, GROUP do g:spawn(members) end end)
+    end
+    return (clock() - t) / (reps * GROUP)
+  end)
+end
+
+local function px_spawn_loop_1000()
+  return px.run(function()
+    local reps, fs, spawn = N // GROUP // 4, {}, px.spawn
+    local t = clock()
+    for _ = 1, reps do
+      for i = 1, GROUP do fs[i] = spawn(members) end
+      for i = 1, GROUP do fs[i]:join() end
+    end
+    return (clock() - t) / (reps * GROUP)
+  end)
+end
+
+local function px_select2()
+  return px.run(function()
+    local a, b, n = px.channel(64), px.channel(64), N
+    local function producer(ch) for i = 1, n // 2 do ch:send(i) end end
+    local t = clock()
+    px.spawn(producer, a)
+    px.spawn(producer, b)
+    local cases, sum, select = { a:recv_case(), b:recv_case() }, 0, px.select
+    for _ = 1, n do
+      local _, v = select(cases)
+      sum = sum + v
+    end
+    assert(sum == 2 * ((n // 2) * (n // 2 + 1) // 2))
+    return (clock() - t) / n
+  end)
+end
+
+local function px_map_1000()
+  return px.run(function()
+    local items, reps = {}, N // GROUP // 4
+    for i = 1, GROUP do items[i] = i end
+    local f, opts = function(x) return x end, { concurrency = 16 }
+    local t = clock()
+    for _ = 1, reps do px.map(f, items, opts) end
+    return (clock() - t) / (reps * GROUP)
+  end)
+end
+
 -- copas 1.x (Debian's 1.2.0 package is Copas 1.1.7): addthread creates the
 -- coroutine and runs it at once, to its end here, as a socket-less thread;
 -- its function gets the socket (nil) first.
@@ -158,6 +218,10 @@ local cells = {
   { "spawn+join: px.spawn + join", px_spawn },
   { "mutex hand-off (per hand-off)", px_mutex },
   { "channel ping-pong (per round trip)", px_channel },
+  { "group of 1,000: px.group + g:spawn (per member)", px_group_1000 },
+  { "1,000 px.spawn then 1,000 joins (per fiber)", px_spawn_loop_1000 },
+  { "select over 2 channels, 2 producers (per value)", px_select2 },
+  { "px.map over 1,000 items, 16 at once (per item)", px_map_1000 },
 }
 local copas_rows, copas_lacks = {}, {}
 if copas then
@@ -193,6 +257,7 @@ for i, c in ipairs(cells) do
 end
 print(string.format("px.yield / raw: %.2fx (target <= 2); Lua layer / raw: %.2fx; spawn+join / raw: %.2fx (target <= 3)",
   med[2] / med[1], med[3] / med[1], med[5] / med[4]))
+print(string.format("group of 1,000 / spawn loop with joins: %.2fx", med[8] / med[9]))
 if copas then
   print(string.format("copas: %s (%s); rows it has no equivalent for: %s",
     copas._VERSION or "?", package.searchpath("copas", package.path) or "?",

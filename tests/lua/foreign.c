@@ -19,6 +19,15 @@
 **       returns what the fiber's wait returned and what px_run returned
 **       (0 and 0 when nothing of the other side disturbed them).
 **
+**   local t = foreign.later(what, obj [, spin [, status]])
+**       A thread that waits for foreign.go(t), spins `spin` iterations, then
+**       acts on obj from that thread: "group_cancel" (px_group_cancel of a
+**       px.group()), "future_set" (px_future_set_result, value NULL) or
+**       "future_fail" (px_future_set_error with `status`) of a px.future().
+**   foreign.go(t)      lets it act.
+**   local rc = foreign.join(t)
+**       Joins the thread; what its px call returned.
+**
 ** obj is the userdata of a px.mutex(), ...: the C object is its first field.
 ** The module links no copy of the library: load parataxis_core.so with
 ** package.loadlib(path, "*") before requiring it, so that its px_ calls
@@ -26,6 +35,7 @@
 ** current scheduler).
 */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,11 +239,80 @@ static int l_finish(lua_State *L)
     return 2;
 }
 
+/* -- foreign.later: one call from a thread of its own ------------------------- */
+
+typedef struct later {
+    pthread_t thread;
+    const char *what;
+    void *obj;
+    long spin;
+    int status, rc;
+    atomic_int go;
+} later;
+
+static void *later_thread(void *arg)
+{
+    later *t = arg;
+    while (!atomic_load(&t->go))
+        ;
+    for (volatile long i = t->spin; i > 0; i--)
+        ;
+    if (strcmp(t->what, "group_cancel") == 0)
+        t->rc = px_group_cancel(t->obj);
+    else if (strcmp(t->what, "future_set") == 0)
+        t->rc = px_future_set_result(t->obj, NULL);
+    else
+        t->rc = px_future_set_error(t->obj, t->status);
+    return NULL;
+}
+
+static int l_later(lua_State *L)
+{
+    static const char *const whats[] = { "group_cancel", "future_set", "future_fail", NULL };
+    int w = luaL_checkoption(L, 1, NULL, whats);
+    void **ud = lua_touserdata(L, 2);
+    luaL_argcheck(L, ud != NULL && *ud != NULL, 2, "a px.group() or px.future()");
+    later *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return luaL_error(L, "px_foreign: out of memory");
+    t->what = whats[w];
+    t->obj = *ud;
+    t->spin = (long)luaL_optinteger(L, 3, 0);
+    t->status = (int)luaL_optinteger(L, 4, PX_ECANCELED);
+    atomic_init(&t->go, 0);
+    if (pthread_create(&t->thread, NULL, later_thread, t) != 0) {
+        free(t);
+        return luaL_error(L, "px_foreign: no thread");
+    }
+    lua_pushlightuserdata(L, t);
+    return 1;
+}
+
+static int l_go(lua_State *L)
+{
+    later *t = lua_touserdata(L, 1);
+    luaL_argcheck(L, t != NULL, 1, "what later returned");
+    atomic_store(&t->go, 1);
+    return 0;
+}
+
+static int l_join(lua_State *L)
+{
+    later *t = lua_touserdata(L, 1);
+    luaL_argcheck(L, t != NULL, 1, "what later returned");
+    atomic_store(&t->go, 1);
+    pthread_join(t->thread, NULL);
+    lua_pushinteger(L, t->rc);
+    free(t);
+    return 1;
+}
+
 int luaopen_px_foreign(lua_State *L);
 
 int luaopen_px_foreign(lua_State *L)
 {
     static const luaL_Reg fns[] = { { "park", l_park }, { "use", l_use }, { "finish", l_finish },
+                                    { "later", l_later }, { "go", l_go }, { "join", l_join },
                                     { NULL, NULL } };
     luaL_newlib(L, fns);
     return 1;

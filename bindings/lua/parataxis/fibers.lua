@@ -4,8 +4,8 @@
 -- The native half is bindings/lua/src/pxlua_fiber.c (parataxis_core.fibers()): every
 -- call that may wait is a C function that yields the fiber's coroutine to the
 -- C scheduler and collects its outcome once resumed.  This file adds what is
--- plain Lua: the scopes (px.timeout, px.with_cancel), the guards, Once:call and
--- Channel:values.
+-- plain Lua: the scopes (px.timeout, px.with_cancel), the guards, Once:call,
+-- Channel:values, what a group's end returns or raises (px.group) and px.map.
 --
 -- One rule for errors: every error the API raises is an error object, a table
 -- { code = "ETIMEDOUT", message = "..." } whose tostring is "message (code)".
@@ -26,6 +26,11 @@ local M = {
   token = N.token, mutex = N.mutex, rwlock = N.rwlock, waitgroup = N.waitgroup,
   barrier = N.barrier, once = N.once, semaphore = N.semaphore, event = N.event,
   channel = N.channel, Error = Error,
+  -- select: px.select{ ch:recv_case(), ..., default = true } and the cases
+  -- that are not a sync object's method
+  select = N.select, readable = N.readable, writable = N.writable, deadline = N.deadline,
+  -- futures: px.future(), px.wait_all{...}, px.wait_any{...}
+  future = N.future, wait_all = N.wait_all, wait_any = N.wait_any,
   -- px.scheduler(): the running run's Scheduler, for TimerQueue{ executor = ... }
   scheduler = N.scheduler,
   _set_dispatch = N.set_dispatch,        -- for parataxis.lua, not exported
@@ -148,5 +153,121 @@ local Channel = N.Channel
 local recv = Channel.recv
 local function next_value(ch) return (recv(ch)) end
 function Channel:values() return next_value, self end
+
+-- Groups: px.group(fn, ...) and `local g <close> = px.group()`.  The C half
+-- (pxlua_fiber.c) spawns the members, records each failure's value in the
+-- group's list as it comes (a member's error, or the block's: _fail) and
+-- waits (_wait); this half decides what the block's end returns or raises.
+local Group, GroupMeta = N.Group, N.GroupMeta
+local gfail, gfailures, gpush, gwait = Group._fail, Group._failures, Group._push_scope, Group._wait
+Group._fail, Group._failures, Group._push_scope, Group._wait = nil, nil, nil, nil
+local new_group = N.group
+local finished = setmetatable({}, { __mode = "k" })   -- groups whose end was handled
+
+local function show(v)
+  local ok, s = pcall(tostring, v)
+  return ok and s or "(an error value that tostring cannot show)"
+end
+
+local function scope_interrupt(err)
+  return getmetatable(err) == Error and (err.code == "ECANCELED" or err.code == "ETIMEDOUT")
+end
+
+-- Ends g's block: `err`, the error that ends the block (when failed), cancels the
+-- group when it is a scope's interrupt and fails it otherwise; then waits for
+-- every member.  Raises the EGROUP error when anything failed; else returns
+-- the error of the caller's scope that fired during the wait, or nil.
+local function finish_group(g, failed, err)
+  if finished[g] then return nil end
+  if failed then
+    if scope_interrupt(err) then g:cancel() else gfail(g, err) end
+  end
+  local werr = gwait(g)
+  finished[g] = true
+  local fails = gfailures(g)
+  if #fails > 0 then
+    local errors = table.move(fails, 1, #fails, 1, {})
+    error(setmetatable({ code = "EGROUP", errors = errors, message = string.format(
+      "px.group: %d failure%s, the first: %s", #errors, #errors == 1 and "" or "s",
+      show(errors[1])) }, Error), 0)
+  end
+  return werr
+end
+
+local function group_end(g, ok, ...)
+  local fired = pop()
+  local err = not ok and (...) or nil
+  local werr = finish_group(g, not ok, err)
+  if ok then
+    if werr ~= nil then error(werr, 0) end    -- a scope of the caller fired meanwhile
+    return ...
+  end
+  if getmetatable(err) == Error and err.code == "ECANCELED" and (fired ~= nil or g:cancelled()) then
+    return nil, err                           -- g:cancel() interrupted the block
+  end
+  error(err, 0)
+end
+
+--- px.group(fn, ...): runs fn(g, ...) with g a new group, whose members
+-- (g:spawn(f, ...)) it waits for before it returns fn's results.  The first
+-- failure (a member's error, or fn's) cancels the group -- every member's
+-- waits and fn's own -- and the group raises the EGROUP error, whose `errors`
+-- holds every failure's value in the order they came.  g:cancel() makes it
+-- return nil, err (ECANCELED).  px.group() without fn: a group for a
+-- `<close>` variable, whose end waits (docs/lua.md).
+function M.group(fn, ...)
+  if fn == nil and select("#", ...) == 0 then return new_group() end
+  check_callable(fn, "px.group", 1)
+  local g = new_group()
+  gpush(g)
+  return group_end(g, pcall(fn, g, ...))
+end
+
+local function close_group(g, err)
+  if getmetatable(g) ~= GroupMeta then
+    raise_arg("group:close", 1, "self", "a group", g)
+  end
+  local werr = finish_group(g, err ~= nil, err)
+  if werr ~= nil and err == nil then error(werr, 0) end
+end
+GroupMeta.__close = close_group
+Group.close = function(g) return close_group(g, nil) end
+
+--- px.map(fn, items [, {concurrency = n}]): fn(item) for every item of the
+-- list, at most n calls at once (0 or none: all at once), in a group; the
+-- results in input order (a list with n).  The first error cancels the calls
+-- still running, starts no more, and is raised unchanged.
+function M.map(fn, items, opts)
+  check_callable(fn, "px.map", 1)
+  if type(items) ~= "table" then raise_arg("px.map", 2, "items", "a list", items) end
+  local conc = 0
+  if opts ~= nil then
+    if type(opts) ~= "table" then raise_arg("px.map", 3, "opts", "a table", opts) end
+    conc = opts.concurrency
+    if conc == nil then conc = 0 end
+    if math.type(conc) ~= "integer" or conc < 0 then
+      raise_arg("px.map", 3, "concurrency", "an integer >= 0", conc)
+    end
+  end
+  local n = #items
+  local results = { n = n }
+  if n == 0 then return results end
+  if conc == 0 or conc > n then conc = n end
+  local taken = 0
+  local function worker(g)
+    while not g:cancelled() do
+      taken = taken + 1
+      local i = taken
+      if i > n then return end
+      results[i] = fn(items[i])
+    end
+  end
+  local ok, err = pcall(M.group, function(g) for _ = 1, conc do g:spawn(worker, g) end end)
+  if not ok then
+    if getmetatable(err) == Error and err.code == "EGROUP" then error(err.errors[1], 0) end
+    error(err, 0)
+  end
+  return results
+end
 
 return M

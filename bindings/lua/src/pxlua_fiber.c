@@ -20,6 +20,13 @@
 ** a later fiber starts (Lua can start a function on a coroutine that returned);
 ** other results stay on the ended coroutine's stack, for every join.
 **
+** Structured concurrency is bound here too, for it needs the fibers: px.select
+** (px_select over an array that stays put while the fiber is parked), futures
+** (the C future carries the settlement, the Lua value stays in the Future),
+** a Fiber as a future (its end settles one), and groups, whose members are
+** hosted fibers spawned with px_group_spawn_hosted that report their own
+** failures (px_group_fail) as host_resume sees them end.
+**
 ** Errors are tables {code = "ETIMEDOUT", message = "..."} with a __tostring.
 ** Waits interrupted by a scope and misuse raise them; outcomes a caller handles
 ** (EOWNERDEAD, EBUSY of a try form, ECLOSED of a channel) are returned.
@@ -36,6 +43,7 @@
 #include "pxhost.h"
 #include "pxlua_exec.h"
 #include "pxlua_fiber.h"
+#include "pxlua_io.h"
 #include "pxlua_sigint.h"
 
 #define ERROR_MT "parataxis.Error"
@@ -49,6 +57,14 @@
 #define SEM_MT "parataxis.Semaphore"
 #define EVENT_MT "parataxis.Event"
 #define CHAN_MT "parataxis.Channel"
+#define SELECT_CASE_MT "parataxis.SelectCase"
+#define FUTURE_MT "parataxis.Future"
+#define GROUP_MT "parataxis.Group"
+
+/* The failure status of a future or a group member that a Lua value failed:
+** the value itself stays on the Lua side (the Future's uservalue, the
+** Group's list of failures).  Positive, so no PX_E* code is mistaken for it. */
+enum { PXLUA_FAILED = 0x4c7561 };
 
 /* -- Errors --------------------------------------------------------------- */
 
@@ -128,7 +144,23 @@ static void check_callable(lua_State *L, int arg, const char *where)
 
 enum { F_LIVE, F_OK, F_ERROR };
 
+/* A Fiber's uservalues: its coroutine (or its one result), the Future its end
+** settles (made when the fiber is first waited for as a future), the Group
+** it is a member of. */
+enum { FIBER_CO = 1, FIBER_FUTURE, FIBER_GROUP, FIBER_NUV = FIBER_GROUP };
+
 typedef struct lrun lrun;
+
+/* A px.group(): the C group, and the token of the scope the body of
+** px.group(fn) runs in, cancelled with the group by this binding. */
+typedef struct lgroup {
+    px_group *g;             /* freed by the collector: another thread may cancel
+                                it until then */
+    px_token *tok;
+    int cancelled;           /* this binding cancelled it (or saw it refuse a spawn) */
+    int waited;              /* px_group_wait returned */
+    uint64_t run;            /* the serial of its run */
+} lgroup;
 
 typedef struct lfiber {
     lrun *run;               /* NULL once its run is over */
@@ -142,11 +174,14 @@ typedef struct lfiber {
                                 (co NULL) nres <= 1 of them in uservalue 1 */
     int joined;              /* its error was seen by a join */
     void *slot;              /* where a parked channel recv gets its key */
+    px_future *fu;           /* what its end settles (FIBER_FUTURE), or NULL */
+    lgroup *group;           /* the group it is a member of (FIBER_GROUP), or NULL */
     struct lfiber *prev, *next;   /* in run->fibers while h is live */
 } lfiber;
 
 struct lrun {
     lua_State *L;            /* the thread that called px.run */
+    uint64_t serial;         /* which run of this thread (a group's run) */
     px_sched *s;
     lfiber *current;         /* the fiber host_resume is running */
     lfiber *mainf;           /* px.run's main */
@@ -172,6 +207,7 @@ static const char fiber_mt = 0;
 
 /* The run under way on this thread: px.run does not nest. */
 static _Thread_local lrun *cur_run;
+static _Thread_local uint64_t runs;      /* the serial of the last run begun */
 
 static void link_fiber(lrun *r, lfiber *f)
 {
@@ -245,6 +281,61 @@ static void on_wait(void *ctx, int entering)
         pxlua_sigint_on_wait(r->s, interrupt_fiber, r);
 }
 
+/* Whether the value at idx of L is the module's error object with `code`. */
+static int is_error_code(lua_State *L, int idx, const char *code)
+{
+    idx = lua_absindex(L, idx);
+    if (lua_type(L, idx) != LUA_TTABLE || !lua_getmetatable(L, idx))
+        return 0;
+    luaL_getmetatable(L, ERROR_MT);
+    int yes = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    if (!yes)
+        return 0;
+    lua_getfield(L, idx, "code");
+    yes = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), code) == 0;
+    lua_pop(L, 1);
+    return yes;
+}
+
+/* A failure of group g: the first cancels the body's scope too; each one's
+** value, on top of L, joins the group's list (its uservalue 1) and is popped. */
+static void group_failed(lua_State *L, lgroup *g, int gidx)
+{
+    g->cancelled = 1;
+    (void)px_token_cancel(g->tok);
+    if (lua_isnil(L, -1)) {                      /* error(nil): a list keeps no nil */
+        lua_pop(L, 1);
+        lua_pushliteral(L, "nil");
+    }
+    gidx = lua_absindex(L, gidx);
+    lua_getiuservalue(L, gidx, 1);
+    lua_rotate(L, -2, 1);
+    lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+    lua_pop(L, 1);
+}
+
+/*
+** Member f of a group ended with an error (on top of its coroutine): it
+** reports it to the group (px_group_fail), as ECANCELED when it is the error
+** object of a cancel -- which once the group is cancelled is no failure --
+** and else as PXLUA_FAILED.  A failure's value goes to the group's list.
+*/
+static void member_failed(lrun *r, lfiber *f)
+{
+    lua_State *L = r->L;
+    int status = is_error_code(f->co, -1, "ECANCELED") ? PX_ECANCELED : PXLUA_FAILED;
+    if (px_group_fail(f->group->g, status) != 1)
+        return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, r->keep);
+    lua_rawgeti(L, -1, f->ref);
+    lua_getiuservalue(L, -1, FIBER_GROUP);
+    lua_pushvalue(f->co, -1);
+    lua_xmove(f->co, L, 1);
+    group_failed(L, f->group, -2);
+    lua_pop(L, 3);
+}
+
 static int host_resume(void *ctx)
 {
     lfiber *f = ctx;
@@ -286,6 +377,11 @@ static int host_resume(void *ctx)
         f->nres = 1;
     }
     r->current = NULL;
+    if (f->group != NULL && st != LUA_OK)
+        member_failed(r, f);
+    if (f->fu != NULL)
+        (void)(st == LUA_OK ? px_future_set_result(f->fu, NULL)
+                            : px_future_set_error(f->fu, PXLUA_FAILED));
     /* Its results are read from f alone: the handle is given up now, so no
     ** finalizer is needed (the engine frees the record once it reaped it). */
     px_fiber_release(f->h);
@@ -347,16 +443,23 @@ static int body(lua_State *L)
 
 /*
 ** Replaces fn and its arguments, at base..top, by a new fiber's userdata at
-** base, and spawns it on r.  NULL when the engine cannot (no memory).
+** base, and spawns it on r -- as a member of the Group at gidx (below base)
+** unless gidx is 0.  NULL when the engine cannot, with *rc saying why: no
+** memory, or px_group_spawn_hosted's refusal.
 */
-static lfiber *spawn_at(lua_State *L, lrun *r, int base)
+static lfiber *spawn_at(lua_State *L, lrun *r, int base, int gidx, int *rc)
 {
     int nargs = lua_gettop(L) - base;
-    lfiber *f = lua_newuserdatauv(L, sizeof *f, 1);
+    lfiber *f = lua_newuserdatauv(L, sizeof *f, FIBER_NUV);
     memset(f, 0, sizeof *f);
     f->ref = LUA_NOREF;
+    *rc = PX_ENOMEM;
     lua_rawgetp(L, LUA_REGISTRYINDEX, &fiber_mt);
     lua_setmetatable(L, -2);
+    if (gidx != 0) {
+        lua_pushvalue(L, gidx);
+        lua_setiuservalue(L, -2, FIBER_GROUP);
+    }
     lua_rawgeti(L, LUA_REGISTRYINDEX, r->keep);
     lua_State *co;
     if (r->nidle > 0) {
@@ -376,9 +479,16 @@ static lfiber *spawn_at(lua_State *L, lrun *r, int base)
     f->co = co;
     f->nargs = nargs + 1;
     f->run = r;
-    f->h = px_spawn_hosted(r->s, &HOST_OPS, f);
+    if (gidx != 0) {
+        f->group = lua_touserdata(L, gidx);
+        *rc = px_group_spawn_hosted(f->group->g, &HOST_OPS, f, &f->h);
+    } else {
+        f->h = px_spawn_hosted(r->s, &HOST_OPS, f);
+        *rc = f->h != NULL ? 0 : PX_ENOMEM;
+    }
     if (f->h == NULL) {
         f->run = NULL;
+        f->group = NULL;
         lua_pop(L, 1);
         return NULL;
     }
@@ -451,6 +561,7 @@ static int l_run(lua_State *L)
     lrun r;
     memset(&r, 0, sizeof r);
     r.L = L;
+    r.serial = ++runs;
     r.fibers.next = r.fibers.prev = &r.fibers;
     px_sched_opts o;
     memset(&o, 0, sizeof o);
@@ -463,7 +574,8 @@ static int l_run(lua_State *L)
         return raise_code(L, PX_ENOMEM, "px.run");
     lua_createtable(L, POOL_MAX, 0);
     r.keep = luaL_ref(L, LUA_REGISTRYINDEX);
-    lfiber *mainf = r.mainf = spawn_at(L, &r, 1);
+    int rc;
+    lfiber *mainf = r.mainf = spawn_at(L, &r, 1, 0, &rc);
     if (mainf == NULL) {
         luaL_unref(L, LUA_REGISTRYINDEX, r.keep);
         px_sched_free(r.s);
@@ -471,7 +583,7 @@ static int l_run(lua_State *L)
     }
     cur_run = &r;
     r.sigint = pxlua_sigint_begin(L, r.s);
-    int rc = px_sched_run(r.s);
+    rc = px_sched_run(r.s);
     if (rc == PX_EDEADLK) {
         /* Unwind: every parked fiber gets ECANCELED and cleans up. */
         (void)px_sched_cancel(r.s);
@@ -519,7 +631,8 @@ int pxlua_spawn(lua_State *L, int base)
 {
     if (cur_run == NULL)
         return PX_ENOFIBER;
-    return spawn_at(L, cur_run, base) != NULL ? 0 : PX_ENOMEM;
+    int rc;
+    return spawn_at(L, cur_run, base, 0, &rc) != NULL ? 0 : rc;
 }
 
 static lrun *need_run(lua_State *L, const char *where)
@@ -534,8 +647,9 @@ static int l_spawn(lua_State *L)
 {
     check_callable(L, 1, "px.spawn");
     lrun *r = need_run(L, "px.spawn");
-    if (spawn_at(L, r, 1) == NULL)
-        return raise_code(L, PX_ENOMEM, "px.spawn");
+    int rc;
+    if (spawn_at(L, r, 1, 0, &rc) == NULL)
+        return raise_code(L, rc, "px.spawn");
     return 1;
 }
 
@@ -1295,6 +1409,752 @@ static int chan_cap(lua_State *L)
 
 static int chan_gc(lua_State *L) { return sync_gc(L, CHAN_MT, chan_free); }
 
+static int chan_waiters(lua_State *L)
+{
+    lchan *c = check_ud(L, 1, CHAN_MT, "channel:waiters");
+    lua_pushinteger(L, (lua_Integer)px_chan_waiters(c->ch));
+    return 1;
+}
+
+static int event_waiters(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)px_event_waiters(SELF(px_event, EVENT_MT, "event:waiters")));
+    return 1;
+}
+
+/* -- Select ------------------------------------------------------------------ */
+
+/*
+** px.select{ case, case, ..., default = true }: px_select over the cases.
+** A case is a small table {kind, what, extra} with the SelectCase metatable,
+** made by ch:recv_case(), ch:send_case(v), ev:wait_case(),
+** sem:acquire_case(), px.readable(fd), px.writable(fd), px.deadline(t);
+** `false` in the list is a case switched off (Go's nil channel).
+**
+** The C cases live in a userdata at stack index 2, which stays where it is
+** while the fiber is parked: a sender writes a received key into it, and
+** the continuation calls px_select again with the same array.  A send case
+** offers the key of its value, stashed in the channel's table as a send
+** stashes it; every send case that did not deliver takes its value out
+** again.  The channel userdata of each channel case sits on the stack above
+** the state (slot[k]), so the cases table may change meanwhile.
+*/
+enum { CASE_KIND = 1, CASE_WHAT, CASE_EXTRA };
+
+typedef struct lselect {
+    size_t n;                /* C cases */
+    int *lidx;               /* the Lua index of each (0: the default) */
+    int *slot;               /* the stack index of a channel case's userdata */
+    px_select_case c[];
+} lselect;
+
+static int new_case(lua_State *L, int kind, int what, int extra)
+{
+    lua_createtable(L, 3, 0);
+    lua_pushinteger(L, kind);
+    lua_rawseti(L, -2, CASE_KIND);
+    lua_pushvalue(L, what);
+    lua_rawseti(L, -2, CASE_WHAT);
+    if (extra != 0) {
+        lua_pushvalue(L, extra);
+        lua_rawseti(L, -2, CASE_EXTRA);
+    }
+    luaL_setmetatable(L, SELECT_CASE_MT);
+    return 1;
+}
+
+static int chan_recv_case(lua_State *L)
+{
+    (void)check_ud(L, 1, CHAN_MT, "channel:recv_case");
+    return new_case(L, PX_SELECT_RECV, 1, 0);
+}
+
+static int chan_send_case(lua_State *L)
+{
+    (void)check_ud(L, 1, CHAN_MT, "channel:send_case");
+    if (lua_isnoneornil(L, 2))
+        return arg_error(L, "channel:send_case", 2, "value", "a value other than nil");
+    return new_case(L, PX_SELECT_SEND, 1, 2);
+}
+
+static int event_wait_case(lua_State *L)
+{
+    (void)SELF(px_event, EVENT_MT, "event:wait_case");
+    return new_case(L, PX_SELECT_EVENT, 1, 0);
+}
+
+static int sem_acquire_case(lua_State *L)
+{
+    (void)SELF(px_sem, SEM_MT, "semaphore:acquire_case");
+    return new_case(L, PX_SELECT_SEM, 1, 0);
+}
+
+static int fd_case(lua_State *L, unsigned events, const char *where)
+{
+    lua_settop(L, 1);
+    lua_pushinteger(L, pxlua_check_fd(L, 1, where));
+    lua_pushinteger(L, events);
+    return new_case(L, PX_SELECT_FD, 2, 3);
+}
+static int l_readable(lua_State *L) { return fd_case(L, PX_READABLE, "px.readable"); }
+static int l_writable(lua_State *L) { return fd_case(L, PX_WRITABLE, "px.writable"); }
+
+/* px.deadline(t): t in seconds on px.now()'s clock; 2^63 ns or more is never. */
+static int l_deadline(lua_State *L)
+{
+    if (lua_type(L, 1) != LUA_TNUMBER || lua_tonumber(L, 1) != lua_tonumber(L, 1))
+        return arg_error(L, "px.deadline", 1, "t", "a number (seconds on px.now()'s clock)");
+    double ns = lua_tonumber(L, 1) * 1e9;
+    int64_t d = ns >= 9223372036854775807.0 ? INT64_MAX
+              : ns <= -9223372036854775807.0 ? -INT64_MAX : (int64_t)ns;
+    lua_settop(L, 1);
+    lua_pushinteger(L, (lua_Integer)d);
+    return new_case(L, PX_SELECT_DEADLINE, 2, 0);
+}
+
+static int bad_case(lua_State *L, lua_Integer i, const char *why)
+{
+    lua_pushfstring(L, "px.select: bad argument #1 (cases): case %I %s", i, why);
+    push_error_msg(L, PX_EINVAL);
+    return lua_error(L);
+}
+
+/* The C object of the case table on top, whose kind is `kind`: checked. */
+static void *case_object(lua_State *L, lua_Integer i, int kind)
+{
+    const char *mt = kind == PX_SELECT_EVENT ? EVENT_MT : kind == PX_SELECT_SEM ? SEM_MT : CHAN_MT;
+    lua_rawgeti(L, -1, CASE_WHAT);
+    void *u = luaL_testudata(L, -1, mt);
+    lua_pop(L, 1);
+    if (u == NULL)
+        bad_case(L, i, "has lost its object");
+    void *p = kind == PX_SELECT_EVENT || kind == PX_SELECT_SEM ? ((lsync *)u)->p
+                                                               : ((lchan *)u)->ch;
+    if (p == NULL)
+        bad_case(L, i, "is on an object already freed");
+    return p;
+}
+
+static lua_Integer case_int(lua_State *L, int field)
+{
+    lua_rawgeti(L, -1, field);
+    lua_Integer v = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+/* Takes a send case's value out of its channel's table again. */
+static void select_unstash(lua_State *L, lselect *s, size_t k)
+{
+    lua_getiuservalue(L, s->slot[k], 1);
+    lua_pushinteger(L, (lua_Integer)(intptr_t)s->c[k].value);
+    lua_pushnil(L);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+static int select_call(lua_State *L)
+{
+    lselect *s = lua_touserdata(L, 2);
+    return px_select(s->c, s->n);
+}
+
+static int select_done(lua_State *L, int rc, const char *name)
+{
+    lselect *s = lua_touserdata(L, 2);
+    for (size_t k = 0; k < s->n; k++)
+        if (s->c[k].kind == PX_SELECT_SEND && ((int)k != rc || s->c[k].result != 0))
+            select_unstash(L, s, k);
+    if (rc < 0)
+        return raise_code(L, rc, name);
+    px_select_case *c = &s->c[rc];
+    if (s->lidx[rc] == 0) {
+        lua_pushliteral(L, "default");
+        return 1;
+    }
+    lua_pushinteger(L, s->lidx[rc]);
+    if (c->result != 0) {                        /* ECLOSED: a channel or an fd */
+        lua_pushnil(L);
+        push_error(L, c->result, name);
+        return 3;
+    }
+    if (c->kind != PX_SELECT_RECV) {
+        lua_pushboolean(L, 1);
+        return 2;
+    }
+    lua_getiuservalue(L, s->slot[rc], 1);        /* take the value under its key */
+    lua_pushinteger(L, (lua_Integer)(intptr_t)c->value);
+    lua_rawget(L, -2);
+    lua_pushinteger(L, (lua_Integer)(intptr_t)c->value);
+    lua_pushnil(L);
+    lua_rawset(L, -4);
+    lua_remove(L, -2);
+    return 2;
+}
+
+static const wait_op SELECT = { "px.select", select_call, select_call, select_done };
+
+static int l_select(lua_State *L)
+{
+    if (lua_type(L, 1) != LUA_TTABLE)
+        return arg_error(L, "px.select", 1, "cases", "a table of cases");
+    lua_settop(L, 1);
+    lua_Integer len = (lua_Integer)lua_rawlen(L, 1);
+    lua_getfield(L, 1, "default");
+    int dflt = lua_toboolean(L, -1);
+    if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+        return bad_case(L, 0, "`default` is neither true nor false");
+    lua_pop(L, 1);
+    size_t n = dflt ? 1 : 0;
+    for (lua_Integer i = 1; i <= len; i++) {
+        int t = lua_rawgeti(L, 1, i);
+        if (t == LUA_TBOOLEAN && !lua_toboolean(L, -1)) {
+            lua_pop(L, 1);                       /* switched off */
+            continue;
+        }
+        if (t != LUA_TTABLE || !lua_getmetatable(L, -1))
+            return bad_case(L, i, "is not a select case (ch:recv_case(), px.readable(fd), ...)");
+        luaL_getmetatable(L, SELECT_CASE_MT);
+        if (!lua_rawequal(L, -1, -2))
+            return bad_case(L, i, "is not a select case (ch:recv_case(), px.readable(fd), ...)");
+        lua_pop(L, 3);
+        n++;
+    }
+    if (n > (size_t)INT32_MAX || !lua_checkstack(L, (int)n + LUA_MINSTACK))
+        return raise_code(L, PX_ENOMEM, "px.select");
+    if (!dflt)
+        check_waitable(L, "px.select");          /* before a value is stashed */
+    size_t size = sizeof(lselect) + n * sizeof(px_select_case) + 2 * n * sizeof(int);
+    lselect *s = lua_newuserdatauv(L, size, 0);  /* at 2 */
+    memset(s, 0, size);
+    s->lidx = (int *)(void *)&s->c[n];
+    s->slot = s->lidx + n;
+    /* every case is checked before a value is stashed */
+    size_t k = 0;
+    for (lua_Integer i = 1; i <= len; i++) {
+        if (lua_rawgeti(L, 1, i) != LUA_TTABLE) {
+            lua_pop(L, 1);
+            continue;
+        }
+        px_select_case *c = &s->c[k];
+        s->lidx[k] = (int)i;
+        c->kind = (int)case_int(L, CASE_KIND);
+        switch (c->kind) {
+        case PX_SELECT_SEND:
+        case PX_SELECT_RECV:
+        case PX_SELECT_EVENT:
+        case PX_SELECT_SEM:
+            c->obj = case_object(L, i, c->kind);
+            break;
+        case PX_SELECT_FD:
+            c->fd = (int)case_int(L, CASE_WHAT);
+            c->events = (unsigned)case_int(L, CASE_EXTRA);
+            break;
+        case PX_SELECT_DEADLINE:
+            c->deadline = (int64_t)case_int(L, CASE_WHAT);
+            break;
+        default:
+            return bad_case(L, i, "has an unknown kind");
+        }
+        lua_pop(L, 1);
+        k++;
+    }
+    if (dflt)
+        s->c[k].kind = PX_SELECT_DEFAULT;        /* lidx 0 */
+    s->n = n;
+    for (k = 0; k < n; k++) {
+        px_select_case *c = &s->c[k];
+        if (c->kind != PX_SELECT_SEND && c->kind != PX_SELECT_RECV)
+            continue;
+        lua_rawgeti(L, 1, s->lidx[k]);
+        lua_rawgeti(L, -1, CASE_WHAT);
+        lua_remove(L, -2);
+        s->slot[k] = lua_gettop(L);              /* the channel, kept on the stack */
+        if (c->kind == PX_SELECT_SEND) {
+            lchan *ch = lua_touserdata(L, -1);
+            lua_Integer key = ch->next++;
+            lua_getiuservalue(L, -1, 1);
+            lua_pushinteger(L, key);
+            lua_rawgeti(L, 1, s->lidx[k]);
+            lua_rawgeti(L, -1, CASE_EXTRA);
+            lua_remove(L, -2);
+            lua_rawset(L, -3);
+            lua_pop(L, 1);
+            c->value = (void *)(intptr_t)key;
+        }
+    }
+    if (dflt)                                    /* never parks: any coroutine may */
+        return select_done(L, select_call(L), SELECT.name);
+    return wait_run(L, &SELECT);
+}
+
+/* -- Futures ------------------------------------------------------------------ */
+
+/*
+** px.future(): the C future carries the settlement only, 0 or a status; the
+** Lua value (a result, or the value a :fail gave) is the Future's uservalue,
+** set on this thread right after the C settlement succeeded -- nothing can
+** read it before: the waiters are fibers of this Lua state, which run once
+** the settling fiber waits.  A status that another thread set (a C thread
+** holding the px_future) has no Lua value: its wait raises the error object
+** of that code, and a result set there reads as nil.
+**
+** A Fiber waited for as a future (px.wait_all, px.wait_any) gets a Future
+** of its own (FIBER_FUTURE), which host_resume settles at the fiber's end:
+** PXLUA_FAILED when it raised.  Its outcome is read from the Fiber.
+*/
+typedef struct lfuture { px_future *fu; } lfuture;
+
+static int l_future(lua_State *L)
+{
+    lfuture *u = lua_newuserdatauv(L, sizeof *u, 1);
+    u->fu = NULL;
+    luaL_setmetatable(L, FUTURE_MT);
+    if ((u->fu = px_future_new()) == NULL)
+        return raise_code(L, PX_ENOMEM, "px.future");
+    return 1;
+}
+
+static lfuture *check_future(lua_State *L, int arg, const char *where)
+{
+    lfuture *u = check_ud(L, arg, FUTURE_MT, where);
+    if (u->fu == NULL)                           /* its __gc was called by hand */
+        raise_code(L, PX_EINVAL, where);
+    return u;
+}
+
+static int settled(lua_State *L, int rc, const char *where)
+{
+    if (rc == PX_EBUSY) {
+        lua_pushfstring(L, "%s: the future is settled already", where);
+        push_error_msg(L, rc);
+        return lua_error(L);
+    }
+    if (rc != 0)
+        return raise_code(L, rc, where);
+    lua_settop(L, 2);
+    lua_setiuservalue(L, 1, 1);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* fu:set(v): settles it with v (nil too); a second settlement raises EBUSY. */
+static int future_set(lua_State *L)
+{
+    lfuture *u = check_future(L, 1, "future:set");
+    return settled(L, px_future_set_result(u->fu, NULL), "future:set");
+}
+
+/* fu:fail(err): settles it with the error err (any value but nil), which
+** every wait raises, unchanged. */
+static int future_fail(lua_State *L)
+{
+    lfuture *u = check_future(L, 1, "future:fail");
+    if (lua_isnoneornil(L, 2))
+        return arg_error(L, "future:fail", 2, "err", "an error value other than nil");
+    return settled(L, px_future_set_error(u->fu, PXLUA_FAILED), "future:fail");
+}
+
+static int future_done(lua_State *L)
+{
+    lua_pushboolean(L, px_future_done(check_future(L, 1, "future:done")->fu));
+    return 1;
+}
+
+static int free_future(void *p) { return px_future_free(p); }
+
+static int future_gc(lua_State *L)
+{
+    lfuture *u = luaL_testudata(L, 1, FUTURE_MT);   /* see sync_gc */
+    if (u == NULL || u->fu == NULL)
+        return 0;
+    pxhost_collect(free_future, u->fu, 0);
+    u->fu = NULL;
+    return 0;
+}
+
+static int future_tostring(lua_State *L)
+{
+    lfuture *u = check_ud(L, 1, FUTURE_MT, "future:__tostring");
+    lua_pushfstring(L, "parataxis.Future (%s)",
+                    u->fu != NULL && px_future_done(u->fu) ? "settled" : "pending");
+    return 1;
+}
+
+/* The Fiber at idx, or NULL when it is something else. */
+static lfiber *to_fiber(lua_State *L, int idx)
+{
+    lfiber *f = lua_touserdata(L, idx);
+    if (f == NULL || !lua_getmetatable(L, idx))
+        return NULL;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &fiber_mt);
+    int same = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return same ? f : NULL;
+}
+
+/* The px_future of the Future or Fiber at idx, or NULL when it is neither
+** (or a Fiber whose run ended before it did: nothing will settle it). */
+static px_future *future_of(lua_State *L, int idx)
+{
+    lfuture *u = luaL_testudata(L, idx, FUTURE_MT);
+    if (u != NULL)
+        return u->fu;
+    lfiber *f = to_fiber(L, idx);
+    if (f == NULL)
+        return NULL;
+    if (f->fu != NULL)
+        return f->fu;
+    if (f->state == F_LIVE && (f->h == NULL || f->run != cur_run))
+        return NULL;
+    idx = lua_absindex(L, idx);
+    l_future(L);
+    f->fu = ((lfuture *)lua_touserdata(L, -1))->fu;
+    lua_setiuservalue(L, idx, FIBER_FUTURE);
+    if (f->state != F_LIVE)
+        (void)(f->state == F_OK ? px_future_set_result(f->fu, NULL)
+                                : px_future_set_error(f->fu, PXLUA_FAILED));
+    return f->fu;
+}
+
+/*
+** Pushes what the settled Future or Fiber at idx settled with, or raises its
+** error: a Fiber's first result or its error, a Future's value or the value
+** of its :fail, or (a status set in C) the error object of that code.
+*/
+static int push_outcome(lua_State *L, int idx, const char *where)
+{
+    idx = lua_absindex(L, idx);
+    lfiber *f = to_fiber(L, idx);
+    if (f != NULL) {
+        if (f->co == NULL) {                     /* see pool_put */
+            if (f->nres == 1)
+                lua_getiuservalue(L, idx, FIBER_CO);
+            else
+                lua_pushnil(L);
+            return 1;
+        }
+        int top = lua_gettop(f->co);
+        if (f->state == F_ERROR) {
+            f->joined = 1;
+            lua_pushvalue(f->co, top);
+            lua_xmove(f->co, L, 1);
+            return lua_error(L);
+        }
+        if (f->nres == 0) {
+            lua_pushnil(L);
+            return 1;
+        }
+        lua_pushvalue(f->co, top - f->nres + 1);
+        lua_xmove(f->co, L, 1);
+        return 1;
+    }
+    lfuture *u = lua_touserdata(L, idx);
+    int rc = px_future_wait(u->fu, NULL);        /* settled: answers at once */
+    if (rc == 0) {
+        lua_getiuservalue(L, idx, 1);
+        return 1;
+    }
+    if (rc == PXLUA_FAILED) {
+        lua_getiuservalue(L, idx, 1);
+        return lua_error(L);
+    }
+    return raise_code(L, rc, where);
+}
+
+static int fwait_call(lua_State *L)
+{
+    return px_future_wait(((lfuture *)lua_touserdata(L, 1))->fu, NULL);
+}
+static int fwait_done(lua_State *L, int rc, const char *name)
+{
+    if (!px_future_done(((lfuture *)lua_touserdata(L, 1))->fu))
+        return raise_code(L, rc, name);          /* the wait's own outcome: a scope */
+    return push_outcome(L, 1, name);
+}
+static const wait_op FUTURE_WAIT = { "future:wait", fwait_call, fwait_call, fwait_done };
+
+/* fu:wait(): its value, or raises its error. */
+static int future_wait(lua_State *L)
+{
+    lfuture *u = check_future(L, 1, "future:wait");
+    lua_settop(L, 1);
+    if (px_future_done(u->fu))                   /* never parks: any coroutine may */
+        return push_outcome(L, 1, "future:wait");
+    return wait_run(L, &FUTURE_WAIT);
+}
+
+/*
+** px.wait_all{...} and px.wait_any{...}: the list at 1, the C array at 2 (it
+** stays where it is while the fiber is parked: the hosted re-call names the
+** same array), a copy of the list at 3 (the caller's may change meanwhile).
+*/
+typedef struct lfutures { size_t n; px_future *fus[]; } lfutures;
+
+static void futures_args(lua_State *L, const char *where)
+{
+    if (lua_type(L, 1) != LUA_TTABLE)
+        arg_error(L, where, 1, "futures", "a list of futures and fibers");
+    lua_settop(L, 1);
+    size_t n = (size_t)lua_rawlen(L, 1);
+    lfutures *s = lua_newuserdatauv(L, sizeof *s + n * sizeof s->fus[0], 0);
+    s->n = 0;
+    lua_createtable(L, (int)(n < INT32_MAX ? n : 0), 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, 1, (lua_Integer)i + 1);
+        if ((s->fus[i] = future_of(L, -1)) == NULL) {
+            lua_pushfstring(L, "%s: bad argument #1 (futures): item %I is %s", where,
+                            (lua_Integer)i + 1,
+                            to_fiber(L, -1) ? "a fiber whose run is over"
+                                            : "neither a future nor a fiber");
+            push_error_msg(L, PX_EINVAL);
+            lua_error(L);
+        }
+        lua_rawseti(L, 3, (lua_Integer)i + 1);
+    }
+    s->n = n;
+}
+
+static int wall_call(lua_State *L)
+{
+    lfutures *s = lua_touserdata(L, 2);
+    return px_future_wait_all(s->fus, s->n, NULL);
+}
+static int wall_done(lua_State *L, int rc, const char *name)
+{
+    lfutures *s = lua_touserdata(L, 2);
+    if (rc == 0) {
+        lua_createtable(L, (int)(s->n < INT32_MAX ? s->n : 0), 1);
+        for (size_t i = 0; i < s->n; i++) {
+            lua_rawgeti(L, 3, (lua_Integer)i + 1);
+            push_outcome(L, -1, name);
+            lua_rawseti(L, -3, (lua_Integer)i + 1);
+            lua_pop(L, 1);
+        }
+        lua_pushinteger(L, (lua_Integer)s->n);
+        lua_setfield(L, -2, "n");
+        return 1;
+    }
+    /* A failure, or the wait's own outcome: of the futures that failed, the
+    ** first to (px_future_wait_any of settled ones answers so) is raised. */
+    lfutures *failed = lua_newuserdatauv(L, sizeof *failed + s->n * sizeof s->fus[0] +
+                                         s->n * sizeof(size_t), 0);
+    size_t *at = (size_t *)(void *)&failed->fus[s->n], k = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (px_future_done(s->fus[i]) && px_future_wait(s->fus[i], NULL) != 0) {
+            at[k] = i;
+            failed->fus[k++] = s->fus[i];
+        }
+    if (k == 0)
+        return raise_code(L, rc, name);
+    int first = px_future_wait_any(failed->fus, k);
+    lua_rawgeti(L, 3, (lua_Integer)at[first >= 0 ? first : 0] + 1);
+    return push_outcome(L, -1, name);
+}
+static const wait_op WAIT_ALL = { "px.wait_all", wall_call, wall_call, wall_done };
+
+static int wany_call(lua_State *L)
+{
+    lfutures *s = lua_touserdata(L, 2);
+    return px_future_wait_any(s->fus, s->n);
+}
+static int wany_done(lua_State *L, int rc, const char *name)
+{
+    if (rc < 0)
+        return raise_code(L, rc, name);
+    lua_pushinteger(L, rc + 1);
+    lua_rawgeti(L, 3, rc + 1);
+    push_outcome(L, -1, name);
+    lua_remove(L, -2);
+    return 2;
+}
+static const wait_op WAIT_ANY = { "px.wait_any", wany_call, wany_call, wany_done };
+
+/* px.wait_all{...}: the values in input order (a list with n), or raises
+** the error of the first to fail. */
+static int l_wait_all(lua_State *L)
+{
+    futures_args(L, "px.wait_all");
+    lfutures *s = lua_touserdata(L, 2);
+    size_t done = 0;
+    while (done < s->n && px_future_done(s->fus[done]))
+        done++;
+    if (done == s->n)                            /* never parks: any coroutine may */
+        return wall_done(L, wall_call(L), WAIT_ALL.name);
+    return wait_run(L, &WAIT_ALL);
+}
+
+/* px.wait_any{...}: the index of the first to settle and its value, or
+** raises its error. */
+static int l_wait_any(lua_State *L)
+{
+    futures_args(L, "px.wait_any");
+    lfutures *s = lua_touserdata(L, 2);
+    if (s->n == 0)
+        return arg_error(L, "px.wait_any", 1, "futures", "a non-empty list");
+    for (size_t i = 0; i < s->n; i++)
+        if (px_future_done(s->fus[i]))          /* never parks: any coroutine may */
+            return wany_done(L, wany_call(L), WAIT_ANY.name);
+    return wait_run(L, &WAIT_ANY);
+}
+
+/* -- Groups ------------------------------------------------------------------- */
+
+/*
+** The C half of px.group (fibers.lua has the rest): the group, its members
+** (hosted fibers spawned with px_group_spawn_hosted: spawn_at), the list of
+** failures (uservalue 1: each failure's Lua value, in the order they came),
+** and the wait.
+*/
+static int l_group(lua_State *L)
+{
+    if (cur_run == NULL || cur_run->current == NULL)
+        return raise_code(L, PX_ENOFIBER, "px.group");
+    check_waitable(L, "px.group");               /* its end waits */
+    lgroup *g = lua_newuserdatauv(L, sizeof *g, 1);
+    memset(g, 0, sizeof *g);
+    luaL_setmetatable(L, GROUP_MT);
+    lua_newtable(L);
+    lua_setiuservalue(L, -2, 1);
+    g->run = cur_run->serial;
+    if ((g->tok = px_token_new()) == NULL || (g->g = px_group_new()) == NULL)
+        return raise_code(L, PX_ENOMEM, "px.group");
+    return 1;
+}
+
+static lgroup *check_group(lua_State *L, const char *where)
+{
+    lgroup *g = check_ud(L, 1, GROUP_MT, where);
+    if (g->g == NULL)                            /* its __gc was called by hand */
+        raise_code(L, PX_EINVAL, where);
+    return g;
+}
+
+/* g:spawn(fn, ...): a member running fn(...); its Fiber.  ECANCELED raised
+** once the group is cancelled, ECLOSED once it was waited for. */
+static int group_spawn(lua_State *L)
+{
+    lgroup *g = check_group(L, "group:spawn");
+    check_callable(L, 2, "group:spawn");
+    lrun *r = need_run(L, "group:spawn");
+    if (g->run != r->serial)
+        return raise_code(L, PX_EINVAL, "group:spawn: the group's run is over");
+    int rc;
+    if (spawn_at(L, r, 2, 1, &rc) == NULL) {
+        if (rc == PX_ECANCELED)
+            g->cancelled = 1;
+        return raise_code(L, rc, "group:spawn");
+    }
+    return 1;
+}
+
+/* g:cancel(): true when this call cancelled it. */
+static int group_cancel(lua_State *L)
+{
+    lgroup *g = check_group(L, "group:cancel");
+    int first = !g->cancelled;
+    g->cancelled = 1;
+    (void)px_token_cancel(g->tok);
+    if (px_group_cancel(g->g) == 0)
+        first = 0;
+    lua_pushboolean(L, first);
+    return 1;
+}
+
+static int group_cancelled(lua_State *L)
+{
+    lua_pushboolean(L, check_group(L, "group:cancelled")->cancelled);
+    return 1;
+}
+
+static int group_live(lua_State *L)
+{
+    lgroup *g = check_group(L, "group:live");
+    lua_pushinteger(L, (lua_Integer)px_group_live(g->g));
+    return 1;
+}
+
+/* g:_fail(err): records err, the error of the body, as a failure: true
+** when it was one (the first cancels the group). */
+static int group_fail(lua_State *L)
+{
+    lgroup *g = check_group(L, "group:_fail");
+    lua_settop(L, 2);
+    int status = is_error_code(L, 2, "ECANCELED") ? PX_ECANCELED : PXLUA_FAILED;
+    int yes = px_group_fail(g->g, status) == 1;
+    if (yes)
+        group_failed(L, g, 1);
+    lua_pushboolean(L, yes);
+    return 1;
+}
+
+/* g:_failures(): the list of failures (the group's own table). */
+static int group_failures(lua_State *L)
+{
+    (void)check_group(L, "group:_failures");
+    lua_getiuservalue(L, 1, 1);
+    return 1;
+}
+
+/* g:_push_scope(): opens the scope the body runs in (closed by px.pop). */
+static int group_push_scope(lua_State *L)
+{
+    int rc = px_scope_push_cancel(check_group(L, "px.group")->tok);
+    if (rc != 0)
+        return raise_code(L, rc, "px.group");
+    return 0;
+}
+
+static int gwait_call(lua_State *L) { return px_group_wait(((lgroup *)lua_touserdata(L, 1))->g); }
+/* Nothing, or the error object of the wait's own outcome (a scope of the
+** caller that fired, the first failure's status); misuse raises. */
+static int gwait_done(lua_State *L, int rc, const char *name)
+{
+    lgroup *g = lua_touserdata(L, 1);
+    /* a member's failure is PXLUA_FAILED or ECANCELED, a scope's ETIMEDOUT or
+    ** ECANCELED: the rest is misuse (EDEADLK: a member waits for its group) */
+    if (rc != 0 && rc != PXLUA_FAILED && rc != PX_ECANCELED && rc != PX_ETIMEDOUT)
+        return raise_code(L, rc, name);
+    g->waited = 1;
+    if (rc == 0)
+        return 0;
+    if (rc > 0)
+        lua_pushboolean(L, 1);                   /* PXLUA_FAILED */
+    else
+        push_error(L, rc, name);
+    return 1;
+}
+static const wait_op GROUP_WAIT = { "px.group", gwait_call, gwait_call, gwait_done };
+
+/* g:_wait(): waits for every member (px_group_wait); see gwait_done.  A
+** group waited for already: nothing. */
+static int group_wait(lua_State *L)
+{
+    lgroup *g = check_group(L, "group:_wait");
+    lua_settop(L, 1);
+    if (!g->waited && (cur_run == NULL || g->run != cur_run->serial))
+        g->waited = 1;                           /* its run is over: so are its members */
+    if (g->waited)
+        return 0;
+    return wait_run(L, &GROUP_WAIT);
+}
+
+static int free_group(void *p) { return px_group_free(p); }
+
+static int group_gc(lua_State *L)
+{
+    lgroup *g = luaL_testudata(L, 1, GROUP_MT);   /* see sync_gc */
+    if (g == NULL)
+        return 0;
+    if (g->g != NULL)
+        pxhost_collect(free_group, g->g, 0);
+    if (g->tok != NULL)                           /* a scope of the run may still use it */
+        pxhost_collect(free_token, g->tok, cur_run != NULL);
+    g->g = NULL;
+    g->tok = NULL;
+    return 0;
+}
+
 /* -- The module table ------------------------------------------------------ */
 
 static int any_tostring(lua_State *L)
@@ -1335,10 +2195,21 @@ int pxlua_fibers(lua_State *L)
         { "mutex", l_mutex }, { "rwlock", l_rwlock }, { "waitgroup", l_waitgroup },
         { "barrier", l_barrier }, { "once", l_once }, { "semaphore", l_semaphore },
         { "event", l_event }, { "channel", l_channel },
+        { "select", l_select }, { "readable", l_readable }, { "writable", l_writable },
+        { "deadline", l_deadline },
+        { "future", l_future }, { "wait_all", l_wait_all }, { "wait_any", l_wait_any },
+        { "group", l_group },
         { NULL, NULL }
     };
     static const luaL_Reg fiber_m[] = {
         { "join", fiber_join }, { "id", fiber_id }, { "done", fiber_done }, { NULL, NULL } };
+    static const luaL_Reg future_m[] = {
+        { "set", future_set }, { "fail", future_fail }, { "wait", future_wait },
+        { "done", future_done }, { NULL, NULL } };
+    static const luaL_Reg group_m[] = {
+        { "spawn", group_spawn }, { "cancel", group_cancel }, { "cancelled", group_cancelled },
+        { "live", group_live }, { "_fail", group_fail }, { "_failures", group_failures },
+        { "_push_scope", group_push_scope }, { "_wait", group_wait }, { NULL, NULL } };
     static const luaL_Reg token_m[] = {
         { "cancel", token_cancel }, { "cancelled", token_cancelled }, { NULL, NULL } };
     static const luaL_Reg mutex_m[] = {
@@ -1362,14 +2233,17 @@ int pxlua_fibers(lua_State *L)
     static const luaL_Reg sem_m[] = {
         { "acquire", sem_acquire }, { "tryacquire", sem_tryacquire },
         { "release", sem_release }, { "value", sem_value }, { "waiters", sem_waiters },
+        { "acquire_case", sem_acquire_case },
         { NULL, NULL } };
     static const luaL_Reg event_m[] = {
         { "set", event_set }, { "clear", event_clear }, { "is_set", event_is_set },
-        { "wait", event_wait }, { NULL, NULL } };
+        { "wait", event_wait }, { "waiters", event_waiters },
+        { "wait_case", event_wait_case }, { NULL, NULL } };
     static const luaL_Reg chan_m[] = {
         { "send", chan_send }, { "recv", chan_recv }, { "trysend", chan_trysend },
         { "tryrecv", chan_tryrecv }, { "close", chan_close }, { "len", chan_len },
-        { "cap", chan_cap }, { NULL, NULL } };
+        { "cap", chan_cap }, { "waiters", chan_waiters },
+        { "recv_case", chan_recv_case }, { "send_case", chan_send_case }, { NULL, NULL } };
 
     luaL_newlib(L, fns);
     if (luaL_newmetatable(L, ERROR_MT)) {
@@ -1391,6 +2265,16 @@ int pxlua_fibers(lua_State *L)
     new_class(L, SEM_MT, "Semaphore", sem_m, sem_gc);
     new_class(L, EVENT_MT, "Event", event_m, event_gc);
     new_class(L, CHAN_MT, "Channel", chan_m, chan_gc);
+    new_class(L, FUTURE_MT, "Future", future_m, future_gc);
+    luaL_getmetatable(L, FUTURE_MT);
+    lua_pushcfunction(L, future_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+    new_class(L, GROUP_MT, "Group", group_m, group_gc);
+    luaL_getmetatable(L, GROUP_MT);             /* fibers.lua adds __close */
+    lua_setfield(L, -2, "GroupMeta");
+    luaL_newmetatable(L, SELECT_CASE_MT);       /* a select case: a plain table */
+    lua_pop(L, 1);
     pxlua_exec_open(L);             /* px.scheduler() (pxlua_exec.c) */
     return 1;
 }

@@ -61,6 +61,11 @@ static int indexable(lua_State *L, int arg)
 ** too large number, anything else: EINVAL. */
 static int check_fd(lua_State *L, int arg, const char *where)
 {
+    return pxlua_check_fd(L, arg, where);
+}
+
+int pxlua_check_fd(lua_State *L, int arg, const char *where)
+{
     lua_Integer fd = -1;
     int isnum = 0;
     if (lua_type(L, arg) == LUA_TNUMBER) {

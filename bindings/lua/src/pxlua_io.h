@@ -13,4 +13,8 @@
 /* Returns a table of the native functions. */
 int pxlua_io(lua_State *L);
 
+/* The fd at `arg`: an integer >= 0, or what its getfd() method answers;
+** raises EINVAL naming `where` for anything else (px.readable's check). */
+int pxlua_check_fd(lua_State *L, int arg, const char *where);
+
 #endif
