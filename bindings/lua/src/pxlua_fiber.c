@@ -2096,10 +2096,12 @@ static int group_failures(lua_State *L)
     return 1;
 }
 
-/* g:_push_scope(): opens the scope the body runs in (closed by px.pop). */
+/* g:_push_scope(): opens the scope the body runs in (closed by px.pop): the
+** group's own, so the body is cancelled with the members and, like theirs,
+** its scope does not keep the run from reporting a deadlock. */
 static int group_push_scope(lua_State *L)
 {
-    int rc = px_scope_push_cancel(check_group(L, "px.group")->tok);
+    int rc = px_group_scope_push(check_group(L, "px.group")->g);
     if (rc != 0)
         return raise_code(L, rc, "px.group");
     return 0;
