@@ -15,7 +15,9 @@
 **
 ** A fiber's future (px_fiber_future) is a hold of that fiber too: its end
 ** settles it with the fiber's result.  The ended fiber's waiter, idle from
-** then on, keeps it (op OWNED_OP) until the record is freed.
+** then on, keeps it (op OWNED_OP) until the record is freed -- or until the
+** last wait on it ends, when fibers were still waiting then (a released
+** fiber's record goes at its end, while its waiters have yet to run).
 */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,6 +40,8 @@ struct px_future {
     px_future *self;          /* itself: the array of one px_future_wait waits on */
     px_fiber *fiber;          /* px_fiber_future's: whose end settles it */
     px__hold hold;            /* on that fiber until it ends */
+    int orphan;               /* its fiber's record was freed while waited on:
+                              ** the last wait to end frees it */
 };
 
 /* The order of settlements, so wait_all reports the first failure to come. */
@@ -180,9 +184,11 @@ static void unlink_all(wait_rec *w)
             px__list_unlink(&nd->link);
             nd->linked = 0;
         }
-        nd->fu->nwaiting--;
+        int last = --nd->fu->nwaiting == 0 && nd->fu->orphan;
         pthread_mutex_unlock(&nd->fu->lock);
         nd->counted = 0;
+        if (last)
+            destroy(nd->fu);
     }
 }
 
@@ -263,21 +269,35 @@ static int park(wait_rec *w)
     return px_park_with(&pi);
 }
 
-/* The one wait of the three calls: parks until wait_over says so. */
-static int wait_for(px_future *const *fus, size_t n, enum wait_kind kind)
+/* What a wait that succeeded gives: the values of fus[0..n) into
+** values[0..n) (unless NULL), read before the wait ends (an orphan future
+** may go with it). */
+static int take_values(px_future *const *fus, size_t n, void **values, int out)
+{
+    for (size_t i = 0; out == 0 && values != NULL && i < n; i++)
+        values[i] = fus[i]->value;
+    return out;
+}
+
+/* The one wait of the three calls: parks until wait_over says so.  values:
+** as take_values, for WAIT_ONE and WAIT_ALL. */
+static int wait_for(px_future *const *fus, size_t n, enum wait_kind kind, void **values)
 {
     int out;
+    if (kind == WAIT_ANY)
+        values = NULL;
     px_fiber *f = px__fiber_here();
     wait_rec *w = f ? recorded(f, fus, n, kind) : NULL;
     int r = w ? px_park_result() : 0;   /* a hosted re-call: its park's outcome */
     if (w == NULL && wait_over(fus, n, kind, &out))
-        return out;
+        return take_values(fus, n, values, out);
     if (f == NULL)
         return PX_ENOFIBER;
     if (w == NULL && (w = begin(f, fus, n, kind)) == NULL)
         return PX_ENOMEM;
     for (;;) {
         if (wait_over(fus, n, kind, &out)) {
+            take_values(fus, n, values, out);
             finish(w);
             return out;
         }
@@ -305,26 +325,21 @@ int px_future_wait(px_future *fu, void **value)
 {
     if (fu == NULL)
         return PX_EINVAL;
-    int r = wait_for(&fu->self, 1, WAIT_ONE);
-    if (r == 0 && value != NULL)
-        *value = fu->value;
-    return r;
+    return wait_for(&fu->self, 1, WAIT_ONE, value);
 }
 
 int px_future_wait_all(px_future *const *fus, size_t n, void **values)
 {
     int r = check_all(fus, n);
     if (r == 0 && n > 0)
-        r = wait_for(fus, n, WAIT_ALL);
-    for (size_t i = 0; r == 0 && values != NULL && i < n; i++)
-        values[i] = fus[i]->value;
+        r = wait_for(fus, n, WAIT_ALL, values);
     return r;
 }
 
 int px_future_wait_any(px_future *const *fus, size_t n)
 {
     int r = check_all(fus, n);
-    return r != 0 ? r : n == 0 ? PX_EINVAL : wait_for(fus, n, WAIT_ANY);
+    return r != 0 ? r : n == 0 ? PX_EINVAL : wait_for(fus, n, WAIT_ANY, NULL);
 }
 
 /* -- a fiber's future ------------------------------------------------------- */
@@ -365,6 +380,13 @@ px_future *px_fiber_future(px_fiber *f)
 
 void px__future_fiber_freed(px_fiber *f)
 {
-    if (f->wait.op == OWNED_OP)
-        destroy(f->wait.value);
+    if (f->wait.op != OWNED_OP)
+        return;
+    px_future *fu = f->wait.value;
+    pthread_mutex_lock(&fu->lock);
+    int waited = fu->nwaiting != 0;
+    fu->orphan = waited;
+    pthread_mutex_unlock(&fu->lock);
+    if (!waited)
+        destroy(fu);
 }

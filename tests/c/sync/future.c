@@ -392,6 +392,15 @@ static void *fiber_future_main(void *arg)
     CHECK_EQ(px_future_wait(px_fiber_future(c), &v), 0);
     CHECK_EQ(N(v), 23);
     px_fiber_release(c);
+    /* a released fiber's record goes at its end, and its future with it --
+    ** but only once the fiber that waits on it got what it waited for */
+    px_fiber *d = px_spawn(returns_arg, V(24));
+    px_future *fd = px_fiber_future(d);
+    px_fiber_release(d);
+    px_fiber *w = px_spawn(wait_value, fd);
+    CHECK_EQ(px_join(w, &v), 0);
+    CHECK_EQ(N(v), 24);
+    px_fiber_release(w);
     /* one never collected goes with the scheduler (ASan checks the leak) */
     CHECK(px_fiber_future(px_spawn(returns_arg, NULL)) != NULL);
     return NULL;
