@@ -1995,7 +1995,9 @@ PX_API int px_map(px_map_fn fn, void *const *items, void **results, size_t n,
 **
 ** px_fiber_future(f) returns a future that f's end settles with the value f
 ** returned, or NULL (NULL f, no memory); it is f's, freed with f's record
-** (px_fiber_release of an ended fiber, or px_sched_free): do not free it.
+** (px_fiber_release of an ended fiber, the end of a released one, or
+** px_sched_free) -- after the waits on it then under way ended: do not free
+** it (px_future_free refuses it, PX_EINVAL), nor use it after.
 ** Thread: scheduler.  Parks: no.
 */
 typedef struct px_future px_future;
