@@ -258,10 +258,11 @@ static void join(px_group *g, member *m, px_fiber *f)
         px__token_watch(g->token, &g->watch);
 }
 
-int px_group_spawn(px_group *g, px_group_fn fn, void *arg)
+/* Spawns a member of g into *out: a C fiber of fn(arg), or, fn NULL, a
+** hosted fiber of ops and host_ctx; 0 or why not. */
+static int spawn_member(px_group *g, px_group_fn fn, void *arg, const px_host_ops *ops,
+                        void *host_ctx, px_fiber **out)
 {
-    if (g == NULL || fn == NULL)
-        return PX_EINVAL;
     int r = admit(g);
     if (r != 0)
         return r;
@@ -270,14 +271,26 @@ int px_group_spawn(px_group *g, px_group_fn fn, void *arg)
         return PX_ENOMEM;
     m->fn = fn;
     m->arg = arg;
-    px_fiber *f = px__fiber_new(g->s, member_main, m, 0);
+    px_fiber *f = fn ? px__fiber_new(g->s, member_main, m, 0)
+                     : px_spawn_hosted(g->s, ops, host_ctx);
     if (f == NULL) {
         member_free(g, m);
         return PX_ENOMEM;
     }
     join(g, m, f);
-    px_fiber_release(f);   /* detached: the group joins it */
+    *out = f;
     return 0;
+}
+
+int px_group_spawn(px_group *g, px_group_fn fn, void *arg)
+{
+    if (g == NULL || fn == NULL)
+        return PX_EINVAL;
+    px_fiber *f;
+    int r = spawn_member(g, fn, arg, NULL, NULL, &f);
+    if (r == 0)
+        px_fiber_release(f);   /* detached: the group joins it */
+    return r;
 }
 
 int px_group_spawn_hosted(px_group *g, const px_host_ops *ops, void *host_ctx, px_fiber **out)
@@ -286,22 +299,7 @@ int px_group_spawn_hosted(px_group *g, const px_host_ops *ops, void *host_ctx, p
         *out = NULL;
     if (g == NULL || ops == NULL || out == NULL)
         return PX_EINVAL;
-    int r = admit(g);
-    if (r != 0)
-        return r;
-    member *m = member_new(g);
-    if (m == NULL)
-        return PX_ENOMEM;
-    m->fn = NULL;
-    m->arg = NULL;
-    px_fiber *f = px_spawn_hosted(g->s, ops, host_ctx);
-    if (f == NULL) {
-        member_free(g, m);
-        return PX_ENOMEM;
-    }
-    join(g, m, f);
-    *out = f;
-    return 0;
+    return spawn_member(g, NULL, NULL, ops, host_ctx, out);
 }
 
 int px_group_scope_push(px_group *g)
