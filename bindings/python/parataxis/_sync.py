@@ -29,6 +29,7 @@ from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Tupl
 from . import _host
 from ._errors import Closed, ClosedResourceError, InvalidArgument, NoFiberError, NoMemory
 from ._fibers import _raise_wait
+from ._net import _fd
 from ._parataxis import ffi, lib
 
 T = TypeVar("T")
@@ -721,20 +722,8 @@ def _drop(sends: Optional[List[Tuple[int, "Channel[Any]", int]]]) -> None:
         ch._values.pop(key, None)
 
 
-def _fd_of(obj: Any) -> int:
-    if isinstance(obj, int) and not isinstance(obj, bool):
-        return obj
-    fileno = getattr(obj, "fileno", None)
-    if fileno is None:
-        raise TypeError(f"an fd or an object with fileno() is needed, not {type(obj).__name__}")
-    fd = fileno()
-    if not isinstance(fd, int):
-        raise TypeError("fileno() did not return an int")
-    return fd
-
-
 def _fd_case(obj: Any, events: int) -> SelectCase:
-    fd = _fd_of(obj)
+    fd = _fd(obj)
     if fd < 0:
         raise InvalidArgument(f"select: fd {fd} is negative")
     return SelectCase(_SEL_FD, None, (_SEL_FD, None, fd, events))
