@@ -447,9 +447,66 @@ SPEC(free_refuses_a_waited_future)
     CHECK_EQ(px_future_free(fu), 0);
 }
 
+/* A fiber of another run waits on the future of a fiber that px_sched_free
+** discards: the future is freed with the record, but not under that wait. */
+static px_future *DISCARDED;
+static atomic_int discarded_waits;
+
+static void *waits_discarded_main(void *arg)
+{
+    while (atomic_load(&discarded_waits) == 0)
+        CHECK_EQ(px_sleep(PX_MSEC(1)), 0);
+    CHECK_EQ(px_scope_push_timeout(PX_SEC(2)), 0);
+    atomic_store(&discarded_waits, 2);
+    *(int *)arg = px_future_wait(DISCARDED, NULL);
+    px_scope_pop();
+    return NULL;
+}
+
+static void *parks_for_good(void *arg)
+{
+    px_event_wait(arg);   /* never returns: the run is discarded */
+    return NULL;
+}
+
+static void *discard_main(void *arg)
+{
+    px_fiber *f = px_spawn(parks_for_good, arg);
+    DISCARDED = px_fiber_future(f);
+    CHECK(DISCARDED != NULL);
+    atomic_store(&discarded_waits, 1);
+    while (atomic_load(&discarded_waits) != 2)
+        CHECK_EQ(px_sleep(PX_MSEC(1)), 0);
+    CHECK_EQ(px_sleep(PX_MSEC(20)), 0);   /* it parks */
+    return NULL;
+}
+
+static int discarded_result;
+
+static void *waits_discarded_thread(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_run(waits_discarded_main, &discarded_result, NULL), 0);
+    return NULL;
+}
+
+SPEC(a_discarded_fiber_s_future_ends_the_waits_of_other_runs)
+{
+    px_event *e = px_event_new();
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, waits_discarded_thread, NULL), 0);
+    CHECK_EQ(px_run(discard_main, e, NULL), PX_EDEADLK);   /* f parked for good */
+    int64_t t0 = px_now();
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    /* the wait ends at once, not with its scope, and its future is gone */
+    CHECK_EQ(discarded_result, PX_ECANCELED);
+    CHECK(px_now() - t0 < PX_SEC(1));
+    CHECK_EQ(px_event_free(e), 0);
+}
+
 SPECS(wait_returns_the_value, an_error_fails_every_wait, a_second_settlement_is_refused,
       many_fibers_wait_for_one_future, settled_from_another_thread,
       wait_all_returns_values_in_input_order, wait_all_fails_on_the_first_error,
       wait_any_returns_the_first_settled, wait_any_settlement_races_a_timeout,
       a_scope_ends_the_wait, a_fiber_s_end_settles_its_future, hostile_arguments,
-      free_refuses_a_waited_future)
+      free_refuses_a_waited_future, a_discarded_fiber_s_future_ends_the_waits_of_other_runs)
