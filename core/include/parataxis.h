@@ -1996,7 +1996,10 @@ PX_API int px_map(px_map_fn fn, void *const *items, void **results, size_t n,
 ** px_fiber_future(f) returns a future that f's end settles with the value f
 ** returned, or NULL (NULL f, no memory); it is f's, freed with f's record
 ** (px_fiber_release of an ended fiber, or px_sched_free): do not free it.
-** Thread: scheduler.  Parks: no.
+** A fiber that px_sched_free discarded never returned: the waits on its
+** future still under way (fibers of other runs) end with PX_ECANCELED, and
+** the last of them frees it -- a wait_any that returns its index is the last
+** look at it.  Thread: scheduler.  Parks: no.
 */
 typedef struct px_future px_future;
 

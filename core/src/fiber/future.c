@@ -15,7 +15,10 @@
 **
 ** A fiber's future (px_fiber_future) is a hold of that fiber too: its end
 ** settles it with the fiber's result.  The ended fiber's waiter, idle from
-** then on, keeps it (op OWNED_OP) until the record is freed.
+** then on, keeps it (op OWNED_OP) until the record is freed.  Fibers of other
+** runs may still be waiting on it then (px_sched_free discarded the fiber):
+** it is settled with PX_ECANCELED, if it was not, and the last of those
+** waits frees it -- the free must not pull a future from under a wait.
 */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,6 +41,7 @@ struct px_future {
     px_future *self;          /* itself: the array of one px_future_wait waits on */
     px_fiber *fiber;          /* px_fiber_future's: whose end settles it */
     px__hold hold;            /* on that fiber until it ends */
+    int orphaned;             /* its fiber's record is gone: the last wait frees it */
 };
 
 /* The order of settlements, so wait_all reports the first failure to come. */
@@ -180,9 +184,11 @@ static void unlink_all(wait_rec *w)
             px__list_unlink(&nd->link);
             nd->linked = 0;
         }
-        nd->fu->nwaiting--;
+        int last = --nd->fu->nwaiting == 0 && nd->fu->orphaned;
         pthread_mutex_unlock(&nd->fu->lock);
         nd->counted = 0;
+        if (last)
+            destroy(nd->fu);   /* no other node of w counts it: this was its last */
     }
 }
 
@@ -263,21 +269,33 @@ static int park(wait_rec *w)
     return px_park_with(&pi);
 }
 
+/* Copies the values of a wait that ended with 0 (none for WAIT_ANY): before
+** finish(), which may free an orphaned future. */
+static void take_values(px_future *const *fus, size_t n, enum wait_kind kind, int out,
+                        void **values)
+{
+    for (size_t i = 0; out == 0 && kind != WAIT_ANY && values != NULL && i < n; i++)
+        values[i] = fus[i]->value;
+}
+
 /* The one wait of the three calls: parks until wait_over says so. */
-static int wait_for(px_future *const *fus, size_t n, enum wait_kind kind)
+static int wait_for(px_future *const *fus, size_t n, enum wait_kind kind, void **values)
 {
     int out;
     px_fiber *f = px__fiber_here();
     wait_rec *w = f ? recorded(f, fus, n, kind) : NULL;
     int r = w ? px_park_result() : 0;   /* a hosted re-call: its park's outcome */
-    if (w == NULL && wait_over(fus, n, kind, &out))
+    if (w == NULL && wait_over(fus, n, kind, &out)) {
+        take_values(fus, n, kind, out, values);
         return out;
+    }
     if (f == NULL)
         return PX_ENOFIBER;
     if (w == NULL && (w = begin(f, fus, n, kind)) == NULL)
         return PX_ENOMEM;
     for (;;) {
         if (wait_over(fus, n, kind, &out)) {
+            take_values(fus, n, kind, out, values);
             finish(w);
             return out;
         }
@@ -305,26 +323,19 @@ int px_future_wait(px_future *fu, void **value)
 {
     if (fu == NULL)
         return PX_EINVAL;
-    int r = wait_for(&fu->self, 1, WAIT_ONE);
-    if (r == 0 && value != NULL)
-        *value = fu->value;
-    return r;
+    return wait_for(&fu->self, 1, WAIT_ONE, value);
 }
 
 int px_future_wait_all(px_future *const *fus, size_t n, void **values)
 {
     int r = check_all(fus, n);
-    if (r == 0 && n > 0)
-        r = wait_for(fus, n, WAIT_ALL);
-    for (size_t i = 0; r == 0 && values != NULL && i < n; i++)
-        values[i] = fus[i]->value;
-    return r;
+    return r != 0 || n == 0 ? r : wait_for(fus, n, WAIT_ALL, values);
 }
 
 int px_future_wait_any(px_future *const *fus, size_t n)
 {
     int r = check_all(fus, n);
-    return r != 0 ? r : n == 0 ? PX_EINVAL : wait_for(fus, n, WAIT_ANY);
+    return r != 0 ? r : n == 0 ? PX_EINVAL : wait_for(fus, n, WAIT_ANY, NULL);
 }
 
 /* -- a fiber's future ------------------------------------------------------- */
@@ -365,6 +376,15 @@ px_future *px_fiber_future(px_fiber *f)
 
 void px__future_fiber_freed(px_fiber *f)
 {
-    if (f->wait.op == OWNED_OP)
-        destroy(f->wait.value);
+    if (f->wait.op != OWNED_OP)
+        return;
+    px_future *fu = f->wait.value;
+    /* Discarded, it never returned: a wait of another run would wait for good. */
+    settle(fu, NULL, PX_ECANCELED);
+    pthread_mutex_lock(&fu->lock);
+    int waited = fu->nwaiting != 0;
+    fu->orphaned = waited;
+    pthread_mutex_unlock(&fu->lock);
+    if (!waited)
+        destroy(fu);
 }
