@@ -54,6 +54,7 @@ struct px_group {
     px__list members;         /* the live ones, by their link */
     size_t live;
     px_fiber *waiter;         /* the fiber in px_group_wait, while it is */
+    px__hold waiting;         /* on the waiter: a hosted one may end mid-wait */
     int closed;               /* px_group_wait returned: spawns are refused */
     int interrupted;          /* the code of the waiter's scope that fired, or 0 */
     int first;                /* the first failure (kept without memory) */
@@ -330,6 +331,19 @@ static size_t holders(const void *object, uint64_t *out, size_t max)
     return n;
 }
 
+/* The waiter ended without coming back for its wait: a hosted body that
+** ended after PX_EYIELD, or a fiber discarded with its scheduler.  The group
+** has no waiter then (another fiber may wait), and its scope's code is not
+** another waiter's. */
+static void waiter_ended(px__hold *h, uint64_t id, int discarding)
+{
+    (void)id;
+    (void)discarding;
+    px_group *g = PX__CONTAINER_OF(h, px_group, waiting);
+    g->waiter = NULL;
+    g->interrupted = 0;
+}
+
 /* Whether fiber f is a member of g. */
 static int is_member(const px_group *g, const px_fiber *f)
 {
@@ -362,8 +376,13 @@ int px_group_wait(px_group *g)
     if (g->closed || (g->waiter != NULL && g->waiter != me))
         return PX_EINVAL;
     /* A hosted fiber's call again after PX_EYIELD: its park's outcome. */
-    int r = g->waiter == me ? px_park_result() : 0;
-    g->waiter = me;
+    int r = 0;
+    if (g->waiter == me) {
+        r = px_park_result();
+    } else {
+        g->waiter = me;
+        px__waitq_hold_take(&g->waiting, me, waiter_ended);
+    }
     for (;;) {
         if (r == PX_ETIMEDOUT || r == PX_ECANCELED) {
             if (g->interrupted == 0)
@@ -378,6 +397,7 @@ int px_group_wait(px_group *g)
         if (r == PX_EYIELD)
             return r;
     }
+    px__waitq_hold_drop(&g->waiting);
     g->waiter = NULL;
     g->closed = 1;
     return g->nfail ? g->first : g->interrupted;
