@@ -65,6 +65,7 @@ struct px_group {
     size_t block_size;        /* members in the newest block */
     atomic_int posts;         /* interrupts posted from other threads, not run yet */
     int free_pending;         /* freed while posts were pending: the last one frees */
+    int abandoned;            /* px__group_abandon: the last member's end frees it */
 };
 
 px_group *px_group_new(void)
@@ -221,6 +222,8 @@ static void member_ended(px__hold *h, uint64_t id, int discarding)
         px__token_unwatch(g->token, &g->watch);   /* the last: nothing to interrupt */
     if (--g->live == 0 && g->waiter != NULL && !discarding)
         px_wake(g->waiter->id);
+    if (g->live == 0 && g->abandoned)
+        px_group_free(g);
 }
 
 static void *member_main(void *arg)
@@ -401,6 +404,14 @@ int px_group_wait(px_group *g)
     g->waiter = NULL;
     g->closed = 1;
     return g->nfail ? g->first : g->interrupted;
+}
+
+void px__group_abandon(px_group *g)
+{
+    if (g->live == 0)
+        px_group_free(g);
+    else
+        g->abandoned = 1;
 }
 
 int px_group_free(px_group *g)
