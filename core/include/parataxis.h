@@ -1952,7 +1952,9 @@ PX_API int px_group_fail(px_group *g, int status);
 ** PX_EINVAL for NULL fn, or NULL items or results with n > 0; PX_ENOMEM;
 ** PX_ENOFIBER off-fiber (n 0 returns 0 anywhere); PX_ENOTSUP in a hosted
 ** fiber without suspend, whose C frame cannot wait (a binding maps on a
-** group of its own).  Thread: scheduler.  Parks: yes.
+** group of its own).  The calls read items[] and write results[] while the
+** caller waits: on a shared stack (px_sched_opts.shared_stacks) neither may
+** be a local of the caller's.  Thread: scheduler.  Parks: yes.
 */
 typedef int (*px_map_fn)(void *item, void **result);
 
