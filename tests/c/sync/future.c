@@ -504,9 +504,40 @@ SPEC(a_discarded_fiber_s_future_ends_the_waits_of_other_runs)
     CHECK_EQ(px_event_free(e), 0);
 }
 
+/* A fiber released before its end: its record, and its future with it, go
+** at its end -- not from under the fibers that wait on that future. */
+static void *yields_then_returns(void *arg)
+{
+    CHECK_EQ(px_yield(), 0);
+    return arg;
+}
+
+static void *released_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f = px_spawn(yields_then_returns, V(41));
+    px_future *fu = px_fiber_future(f);
+    px_fiber *w[3];
+    spawn_all(w, 3, wait_value, fu);
+    px_fiber_release(f);                       /* detached: freed at its end */
+    for (int i = 0; i < 3; i++) {
+        void *v;
+        CHECK_EQ(px_join(w[i], &v), 0);
+        CHECK_EQ(N(v), 41);
+        px_fiber_release(w[i]);
+    }
+    return NULL;
+}
+
+SPEC(a_released_fiber_s_future_outlives_its_waits)
+{
+    run(released_main);
+}
+
 SPECS(wait_returns_the_value, an_error_fails_every_wait, a_second_settlement_is_refused,
       many_fibers_wait_for_one_future, settled_from_another_thread,
       wait_all_returns_values_in_input_order, wait_all_fails_on_the_first_error,
       wait_any_returns_the_first_settled, wait_any_settlement_races_a_timeout,
       a_scope_ends_the_wait, a_fiber_s_end_settles_its_future, hostile_arguments,
-      free_refuses_a_waited_future, a_discarded_fiber_s_future_ends_the_waits_of_other_runs)
+      free_refuses_a_waited_future, a_discarded_fiber_s_future_ends_the_waits_of_other_runs,
+      a_released_fiber_s_future_outlives_its_waits)
