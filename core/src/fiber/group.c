@@ -420,6 +420,12 @@ int px_group_free(px_group *g)
         return 0;
     if (g->live != 0)
         return PX_EBUSY;
+    if (g->waiter != NULL) {
+        /* a hosted waiter that got PX_EYIELD and never came back (a
+        ** binding's collector frees the group): its end must not touch g */
+        px__waitq_hold_drop(&g->waiting);
+        g->waiter = NULL;
+    }
     if (atomic_load(&g->posts) != 0)
         g->free_pending = 1;   /* the last posted interrupt frees it */
     else
