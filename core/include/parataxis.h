@@ -1981,6 +1981,8 @@ PX_API int px_map(px_map_fn fn, void *const *items, void **results, size_t n,
 ** outside park: any thread may settle it), then returns 0 with the value in
 ** *value (when value is not NULL), or the failure status.  PX_ETIMEDOUT /
 ** PX_ECANCELED when a scope ended the wait; PX_EINVAL for NULL fu;
+** PX_EDEADLK for the calling fiber's own px_fiber_future (a wait for its
+** own end), in wait_all and wait_any too, whatever else is settled;
 ** PX_ENOFIBER off-fiber while unsettled (a settled future answers anywhere);
 ** PX_EYIELD in a hosted fiber without suspend: call it again once resumed.
 ** Thread: any fiber.  Parks: yes.

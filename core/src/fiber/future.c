@@ -278,6 +278,16 @@ static void take_values(px_future *const *fus, size_t n, enum wait_kind kind, in
         values[i] = fus[i]->value;
 }
 
+/* Whether fiber f's own future is among fus: a wait for its own end, which
+** nothing would ever report (the wait is an outside park). */
+static int waits_for_itself(px_future *const *fus, size_t n, const px_fiber *f)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fus[i]->fiber == f)
+            return 1;
+    return 0;
+}
+
 /* The one wait of the three calls: parks until wait_over says so. */
 static int wait_for(px_future *const *fus, size_t n, enum wait_kind kind, void **values)
 {
@@ -285,6 +295,8 @@ static int wait_for(px_future *const *fus, size_t n, enum wait_kind kind, void *
     px_fiber *f = px__fiber_here();
     wait_rec *w = f ? recorded(f, fus, n, kind) : NULL;
     int r = w ? px_park_result() : 0;   /* a hosted re-call: its park's outcome */
+    if (f != NULL && w == NULL && waits_for_itself(fus, n, f))
+        return PX_EDEADLK;              /* as a join of itself, whatever else is settled */
     if (w == NULL && wait_over(fus, n, kind, &out)) {
         take_values(fus, n, kind, out, values);
         return out;
