@@ -1907,8 +1907,10 @@ PX_API int px_getaddrinfo(const char *node, const char *service,
 ** scheduler.  Parks: no.
 **
 ** px_group_free frees a group that has no live member (PX_EBUSY: kept); 0;
-** NULL does nothing.  A group may be freed without px_group_wait once its
-** members ended.  Thread: scheduler.  Parks: no.
+** NULL does nothing.  A scope px_group_scope_push opened on it uses its
+** token, as a cancel scope uses a token px_token_free frees: pop it first.  A group may be freed without px_group_wait once its
+** members ended (a hosted fiber's wait that got PX_EYIELD and was never
+** called again included: it is let go of).  Thread: scheduler.  Parks: no.
 **
 ** For bindings, whose fibers are hosted (px_spawn_hosted):
 ** px_group_spawn_hosted spawns a hosted fiber (ops, host_ctx as
@@ -1952,7 +1954,9 @@ PX_API int px_group_fail(px_group *g, int status);
 ** PX_EINVAL for NULL fn, or NULL items or results with n > 0; PX_ENOMEM;
 ** PX_ENOFIBER off-fiber (n 0 returns 0 anywhere); PX_ENOTSUP in a hosted
 ** fiber without suspend, whose C frame cannot wait (a binding maps on a
-** group of its own).  Thread: scheduler.  Parks: yes.
+** group of its own).  The calls read items[] and write results[] while the
+** caller waits: on a shared stack (px_sched_opts.shared_stacks) neither may
+** be a local of the caller's.  Thread: scheduler.  Parks: yes.
 */
 typedef int (*px_map_fn)(void *item, void **result);
 
@@ -1977,6 +1981,8 @@ PX_API int px_map(px_map_fn fn, void *const *items, void **results, size_t n,
 ** outside park: any thread may settle it), then returns 0 with the value in
 ** *value (when value is not NULL), or the failure status.  PX_ETIMEDOUT /
 ** PX_ECANCELED when a scope ended the wait; PX_EINVAL for NULL fu;
+** PX_EDEADLK for the calling fiber's own px_fiber_future (a wait for its
+** own end), in wait_all and wait_any too, whatever else is settled;
 ** PX_ENOFIBER off-fiber while unsettled (a settled future answers anywhere);
 ** PX_EYIELD in a hosted fiber without suspend: call it again once resumed.
 ** Thread: any fiber.  Parks: yes.
@@ -1997,7 +2003,10 @@ PX_API int px_map(px_map_fn fn, void *const *items, void **results, size_t n,
 ** returned, or NULL (NULL f, no memory); it is f's, freed with f's record
 ** (px_fiber_release of an ended fiber, the end of a released one, or
 ** px_sched_free) -- after the waits on it then under way ended: do not free
-** it (px_future_free refuses it, PX_EINVAL), nor use it after.
+** it (px_future_free refuses it, PX_EINVAL), nor use it after.  A fiber that
+** px_sched_free discarded never returned: the waits on its future still
+** under way (fibers of other runs) end with PX_ECANCELED, and the last of
+** them frees it -- a wait_any that returns its index is the last look at it.
 ** Thread: scheduler.  Parks: no.
 */
 typedef struct px_future px_future;

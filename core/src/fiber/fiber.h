@@ -374,6 +374,9 @@ void px__group_token_cancelled(px__scope *sc, px_sched *here);
 /* group.c: 1 once g was cancelled (a failure, px_group_cancel, its waiter's
 ** scope), else 0. */
 int px__group_cancelled(const px_group *g);
+/* group.c: frees g now, or once its last member ended (px_map's group, its
+** caller discarded while members are still to be). */
+void px__group_abandon(px_group *g);
 
 /* deadlock.c: writes the report; returns PX_EDEADLK. */
 int px__deadlock_report(px_sched *s);

@@ -15,9 +15,10 @@
 **
 ** A fiber's future (px_fiber_future) is a hold of that fiber too: its end
 ** settles it with the fiber's result.  The ended fiber's waiter, idle from
-** then on, keeps it (op OWNED_OP) until the record is freed -- or until the
-** last wait on it ends, when fibers were still waiting then (a released
-** fiber's record goes at its end, while its waiters have yet to run).
+** then on, keeps it (op OWNED_OP) until the record is freed.  Fibers of other
+** runs may still be waiting on it then (px_sched_free discarded the fiber):
+** it is settled with PX_ECANCELED, if it was not, and the last of those
+** waits frees it -- the free must not pull a future from under a wait.
 */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -40,8 +41,7 @@ struct px_future {
     px_future *self;          /* itself: the array of one px_future_wait waits on */
     px_fiber *fiber;          /* px_fiber_future's: whose end settles it */
     px__hold hold;            /* on that fiber until it ends */
-    int orphan;               /* its fiber's record was freed while waited on:
-                              ** the last wait to end frees it */
+    int orphaned;             /* its fiber's record is gone: the last wait frees it */
 };
 
 /* The order of settlements, so wait_all reports the first failure to come. */
@@ -184,11 +184,11 @@ static void unlink_all(wait_rec *w)
             px__list_unlink(&nd->link);
             nd->linked = 0;
         }
-        int last = --nd->fu->nwaiting == 0 && nd->fu->orphan;
+        int last = --nd->fu->nwaiting == 0 && nd->fu->orphaned;
         pthread_mutex_unlock(&nd->fu->lock);
         nd->counted = 0;
         if (last)
-            destroy(nd->fu);
+            destroy(nd->fu);   /* no other node of w counts it: this was its last */
     }
 }
 
@@ -269,35 +269,45 @@ static int park(wait_rec *w)
     return px_park_with(&pi);
 }
 
-/* What a wait that succeeded gives: the values of fus[0..n) into
-** values[0..n) (unless NULL), read before the wait ends (an orphan future
-** may go with it). */
-static int take_values(px_future *const *fus, size_t n, void **values, int out)
+/* Copies the values of a wait that ended with 0 (none for WAIT_ANY): before
+** finish(), which may free an orphaned future. */
+static void take_values(px_future *const *fus, size_t n, enum wait_kind kind, int out,
+                        void **values)
 {
-    for (size_t i = 0; out == 0 && values != NULL && i < n; i++)
+    for (size_t i = 0; out == 0 && kind != WAIT_ANY && values != NULL && i < n; i++)
         values[i] = fus[i]->value;
-    return out;
 }
 
-/* The one wait of the three calls: parks until wait_over says so.  values:
-** as take_values, for WAIT_ONE and WAIT_ALL. */
+/* Whether fiber f's own future is among fus: a wait for its own end, which
+** nothing would ever report (the wait is an outside park). */
+static int waits_for_itself(px_future *const *fus, size_t n, const px_fiber *f)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fus[i]->fiber == f)
+            return 1;
+    return 0;
+}
+
+/* The one wait of the three calls: parks until wait_over says so. */
 static int wait_for(px_future *const *fus, size_t n, enum wait_kind kind, void **values)
 {
     int out;
-    if (kind == WAIT_ANY)
-        values = NULL;
     px_fiber *f = px__fiber_here();
     wait_rec *w = f ? recorded(f, fus, n, kind) : NULL;
     int r = w ? px_park_result() : 0;   /* a hosted re-call: its park's outcome */
-    if (w == NULL && wait_over(fus, n, kind, &out))
-        return take_values(fus, n, values, out);
+    if (f != NULL && w == NULL && waits_for_itself(fus, n, f))
+        return PX_EDEADLK;              /* as a join of itself, whatever else is settled */
+    if (w == NULL && wait_over(fus, n, kind, &out)) {
+        take_values(fus, n, kind, out, values);
+        return out;
+    }
     if (f == NULL)
         return PX_ENOFIBER;
     if (w == NULL && (w = begin(f, fus, n, kind)) == NULL)
         return PX_ENOMEM;
     for (;;) {
         if (wait_over(fus, n, kind, &out)) {
-            take_values(fus, n, values, out);
+            take_values(fus, n, kind, out, values);
             finish(w);
             return out;
         }
@@ -331,9 +341,7 @@ int px_future_wait(px_future *fu, void **value)
 int px_future_wait_all(px_future *const *fus, size_t n, void **values)
 {
     int r = check_all(fus, n);
-    if (r == 0 && n > 0)
-        r = wait_for(fus, n, WAIT_ALL, values);
-    return r;
+    return r != 0 || n == 0 ? r : wait_for(fus, n, WAIT_ALL, values);
 }
 
 int px_future_wait_any(px_future *const *fus, size_t n)
@@ -383,9 +391,11 @@ void px__future_fiber_freed(px_fiber *f)
     if (f->wait.op != OWNED_OP)
         return;
     px_future *fu = f->wait.value;
+    /* Discarded, it never returned: a wait of another run would wait for good. */
+    settle(fu, NULL, PX_ECANCELED);
     pthread_mutex_lock(&fu->lock);
     int waited = fu->nwaiting != 0;
-    fu->orphan = waited;
+    fu->orphaned = waited;
     pthread_mutex_unlock(&fu->lock);
     if (!waited)
         destroy(fu);

@@ -54,6 +54,7 @@ struct px_group {
     px__list members;         /* the live ones, by their link */
     size_t live;
     px_fiber *waiter;         /* the fiber in px_group_wait, while it is */
+    px__hold waiting;         /* on the waiter: a hosted one may end mid-wait */
     int closed;               /* px_group_wait returned: spawns are refused */
     int interrupted;          /* the code of the waiter's scope that fired, or 0 */
     int first;                /* the first failure (kept without memory) */
@@ -64,6 +65,7 @@ struct px_group {
     size_t block_size;        /* members in the newest block */
     atomic_int posts;         /* interrupts posted from other threads, not run yet */
     int free_pending;         /* freed while posts were pending: the last one frees */
+    int abandoned;            /* px__group_abandon: the last member's end frees it */
 };
 
 px_group *px_group_new(void)
@@ -220,6 +222,8 @@ static void member_ended(px__hold *h, uint64_t id, int discarding)
         px__token_unwatch(g->token, &g->watch);   /* the last: nothing to interrupt */
     if (--g->live == 0 && g->waiter != NULL && !discarding)
         px_wake(g->waiter->id);
+    if (g->live == 0 && g->abandoned)
+        px_group_free(g);
 }
 
 static void *member_main(void *arg)
@@ -328,6 +332,19 @@ static size_t holders(const void *object, uint64_t *out, size_t max)
     return n;
 }
 
+/* The waiter ended without coming back for its wait: a hosted body that
+** ended after PX_EYIELD, or a fiber discarded with its scheduler.  The group
+** has no waiter then (another fiber may wait), and its scope's code is not
+** another waiter's. */
+static void waiter_ended(px__hold *h, uint64_t id, int discarding)
+{
+    (void)id;
+    (void)discarding;
+    px_group *g = PX__CONTAINER_OF(h, px_group, waiting);
+    g->waiter = NULL;
+    g->interrupted = 0;
+}
+
 /* Whether fiber f is a member of g. */
 static int is_member(const px_group *g, const px_fiber *f)
 {
@@ -360,8 +377,13 @@ int px_group_wait(px_group *g)
     if (g->closed || (g->waiter != NULL && g->waiter != me))
         return PX_EINVAL;
     /* A hosted fiber's call again after PX_EYIELD: its park's outcome. */
-    int r = g->waiter == me ? px_park_result() : 0;
-    g->waiter = me;
+    int r = 0;
+    if (g->waiter == me) {
+        r = px_park_result();
+    } else {
+        g->waiter = me;
+        px__waitq_hold_take(&g->waiting, me, waiter_ended);
+    }
     for (;;) {
         if (r == PX_ETIMEDOUT || r == PX_ECANCELED) {
             if (g->interrupted == 0)
@@ -376,9 +398,18 @@ int px_group_wait(px_group *g)
         if (r == PX_EYIELD)
             return r;
     }
+    px__waitq_hold_drop(&g->waiting);
     g->waiter = NULL;
     g->closed = 1;
     return g->nfail ? g->first : g->interrupted;
+}
+
+void px__group_abandon(px_group *g)
+{
+    if (g->live == 0)
+        px_group_free(g);
+    else
+        g->abandoned = 1;
 }
 
 int px_group_free(px_group *g)
@@ -387,6 +418,12 @@ int px_group_free(px_group *g)
         return 0;
     if (g->live != 0)
         return PX_EBUSY;
+    if (g->waiter != NULL) {
+        /* a hosted waiter that got PX_EYIELD and never came back (a
+        ** binding's collector frees the group): its end must not touch g */
+        px__waitq_hold_drop(&g->waiting);
+        g->waiter = NULL;
+    }
     if (atomic_load(&g->posts) != 0)
         g->free_pending = 1;   /* the last posted interrupt frees it */
     else

@@ -8,12 +8,18 @@
 ** group's cancel ends every other call's waits, and no worker starts another
 ** call once the group is cancelled), and results[i] is written only by a
 ** call that returned 0, so the input order holds whatever order calls end in.
+**
+** The run is a hold of the caller's fiber: discarded with its scheduler in
+** the middle of the map, it lets go of the run and the group, which its
+** members, discarded too, may still be in.
 */
 #include <stdlib.h>
 
 #include "fiber/fiber.h"
+#include "fiber/waitq.h"
 
 typedef struct map_run {
+    px__hold hold;            /* on the caller while it maps */
     px_map_fn fn;
     void *const *items;
     void **results;
@@ -33,6 +39,17 @@ static int worker(void *arg)
         run->results[i] = result;
     }
     return 0;
+}
+
+/* The caller was discarded mid-map (its scheduler freed): no worker runs
+** again. */
+static void caller_ended(px__hold *h, uint64_t id, int discarding)
+{
+    (void)id;
+    (void)discarding;
+    map_run *run = PX__CONTAINER_OF(h, map_run, hold);
+    px__group_abandon(run->g);
+    free(run);
 }
 
 int px_map(px_map_fn fn, void *const *items, void **results, size_t n, size_t concurrency)
@@ -56,6 +73,7 @@ int px_map(px_map_fn fn, void *const *items, void **results, size_t n, size_t co
         free(run);
         return PX_ENOMEM;
     }
+    px__waitq_hold_take(&run->hold, me, caller_ended);
     size_t workers = concurrency == 0 || concurrency > n ? n : concurrency;
     int spawned = 0;
     for (size_t i = 0; i < workers; i++) {
@@ -65,6 +83,7 @@ int px_map(px_map_fn fn, void *const *items, void **results, size_t n, size_t co
         }
     }
     int r = px_group_wait(run->g);
+    px__waitq_hold_drop(&run->hold);
     px_group_free(run->g);
     free(run);
     return r != 0 ? r : spawned;

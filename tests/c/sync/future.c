@@ -413,8 +413,37 @@ SPEC(a_fiber_s_end_settles_its_future)
 
 /* -- hostile use -------------------------------------------------------------------- */
 
+/* A fiber that waits for its own end would wait for good, and no deadlock
+** report would catch it (a future's wait is an outside park): refused, as a
+** join of itself is, even beside a settled future (as the bindings do). */
+static px_fiber *SELF;
+
+static void *waits_for_itself(void *arg)
+{
+    YIELD_UNTIL(SELF != NULL);
+    px_future *own = px_fiber_future(SELF), *fus[2] = { arg, own };
+    CHECK_EQ(px_future_wait(own, NULL), PX_EDEADLK);
+    CHECK_EQ(px_future_wait_all(fus, 2, NULL), PX_EDEADLK);
+    CHECK_EQ(px_future_wait_any(fus, 2), PX_EDEADLK);
+    return NULL;
+}
+
+static void *self_main(void *arg)
+{
+    (void)arg;
+    px_future *fu = px_future_new();
+    CHECK_EQ(px_future_set_result(fu, NULL), 0);
+    SELF = NULL;
+    px_fiber *f = px_spawn(waits_for_itself, fu);
+    SELF = f;
+    join(f);
+    CHECK_EQ(px_future_free(fu), 0);
+    return NULL;
+}
+
 SPEC(hostile_arguments)
 {
+    run(self_main);
     void *v;
     CHECK_EQ(px_future_set_result(NULL, NULL), PX_EINVAL);
     CHECK_EQ(px_future_set_error(NULL, 1), PX_EINVAL);
@@ -456,9 +485,97 @@ SPEC(free_refuses_a_waited_future)
     CHECK_EQ(px_future_free(fu), 0);
 }
 
+/* A fiber of another run waits on the future of a fiber that px_sched_free
+** discards: the future is freed with the record, but not under that wait. */
+static px_future *DISCARDED;
+static atomic_int discarded_waits;
+
+static void *waits_discarded_main(void *arg)
+{
+    while (atomic_load(&discarded_waits) == 0)
+        CHECK_EQ(px_sleep(PX_MSEC(1)), 0);
+    CHECK_EQ(px_scope_push_timeout(PX_SEC(2)), 0);
+    atomic_store(&discarded_waits, 2);
+    *(int *)arg = px_future_wait(DISCARDED, NULL);
+    px_scope_pop();
+    return NULL;
+}
+
+static void *parks_for_good(void *arg)
+{
+    px_event_wait(arg);   /* never returns: the run is discarded */
+    return NULL;
+}
+
+static void *discard_main(void *arg)
+{
+    px_fiber *f = px_spawn(parks_for_good, arg);
+    DISCARDED = px_fiber_future(f);
+    CHECK(DISCARDED != NULL);
+    atomic_store(&discarded_waits, 1);
+    while (atomic_load(&discarded_waits) != 2)
+        CHECK_EQ(px_sleep(PX_MSEC(1)), 0);
+    CHECK_EQ(px_sleep(PX_MSEC(20)), 0);   /* it parks */
+    return NULL;
+}
+
+static int discarded_result;
+
+static void *waits_discarded_thread(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_run(waits_discarded_main, &discarded_result, NULL), 0);
+    return NULL;
+}
+
+SPEC(a_discarded_fiber_s_future_ends_the_waits_of_other_runs)
+{
+    px_event *e = px_event_new();
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, waits_discarded_thread, NULL), 0);
+    CHECK_EQ(px_run(discard_main, e, NULL), PX_EDEADLK);   /* f parked for good */
+    int64_t t0 = px_now();
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    /* the wait ends at once, not with its scope, and its future is gone */
+    CHECK_EQ(discarded_result, PX_ECANCELED);
+    CHECK(px_now() - t0 < PX_SEC(1));
+    CHECK_EQ(px_event_free(e), 0);
+}
+
+/* A fiber released before its end: its record, and its future with it, go
+** at its end -- not from under the fibers that wait on that future. */
+static void *yields_then_returns(void *arg)
+{
+    CHECK_EQ(px_yield(), 0);
+    return arg;
+}
+
+static void *released_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f = px_spawn(yields_then_returns, V(41));
+    px_future *fu = px_fiber_future(f);
+    px_fiber *w[3];
+    spawn_all(w, 3, wait_value, fu);
+    px_fiber_release(f);                       /* detached: freed at its end */
+    for (int i = 0; i < 3; i++) {
+        void *v;
+        CHECK_EQ(px_join(w[i], &v), 0);
+        CHECK_EQ(N(v), 41);
+        px_fiber_release(w[i]);
+    }
+    return NULL;
+}
+
+SPEC(a_released_fiber_s_future_outlives_its_waits)
+{
+    run(released_main);
+}
+
 SPECS(wait_returns_the_value, an_error_fails_every_wait, a_second_settlement_is_refused,
       many_fibers_wait_for_one_future, settled_from_another_thread,
       wait_all_returns_values_in_input_order, wait_all_fails_on_the_first_error,
       wait_any_returns_the_first_settled, wait_any_settlement_races_a_timeout,
       a_scope_ends_the_wait, a_fiber_s_end_settles_its_future, hostile_arguments,
-      free_refuses_a_waited_future)
+      free_refuses_a_waited_future, a_discarded_fiber_s_future_ends_the_waits_of_other_runs,
+      a_released_fiber_s_future_outlives_its_waits)

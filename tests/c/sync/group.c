@@ -593,10 +593,113 @@ SPEC(a_deadlocked_member_is_reported)
     CHECK_EQ(px_event_free(e), 0);
 }
 
+/* A hosted fiber's body that ends in the very turn its px_group_wait got
+** PX_EYIELD (a Lua coroutine that errors, a greenlet killed): the group is
+** not left with a waiter that is gone -- another fiber may wait for it, and
+** the last member's end wakes nobody's record. */
+static int ender_released;
+static px_sched *ender_sched;
+
+static int ends_waiting(void *ctx)
+{
+    CHECK_EQ(px_group_wait(ctx), PX_EYIELD);
+    return PX_HOST_DONE;
+}
+
+static void ender_release(void *ctx)
+{
+    (void)ctx;
+    ender_released++;
+}
+
+static const px_host_ops ender_ops = { ends_waiting, NULL, ender_release };
+
+static void *reused_record(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_scope_push_timeout(PX_MSEC(50)), 0);
+    CHECK_EQ(px_sleep(HOUR), PX_ETIMEDOUT);    /* no stray wake from the group */
+    CHECK_EQ(px_scope_pop(), PX_ETIMEDOUT);
+    return NULL;
+}
+
+static void *waiter_ends_main(void *arg)
+{
+    px_group *g = px_group_new();
+    CHECK_EQ(px_group_spawn(g, waits_event, arg), 0);
+    ender_released = 0;
+    px_fiber *h = px_spawn_hosted(ender_sched, &ender_ops, g);
+    CHECK(h != NULL);
+    px_fiber_release(h);
+    YIELD_UNTIL(ender_released == 1);
+    px_fiber *r = px_spawn(reused_record, NULL);   /* the ended waiter's record */
+    CHECK_EQ(px_yield(), 0);
+    CHECK_EQ(px_event_set(arg), 1);
+    CHECK_EQ(px_group_wait(g), 0);
+    CHECK_EQ(px_join(r, NULL), 0);
+    px_fiber_release(r);
+    CHECK_EQ(px_group_free(g), 0);
+    return NULL;
+}
+
+SPEC(a_waiter_that_ends_mid_wait_leaves_the_group)
+{
+    px_event *e = px_event_new();
+    ender_sched = px_sched_new(NULL);
+    CHECK_EQ(px_sched_post(ender_sched, waiter_ends_main, e), 0);
+    CHECK_EQ(px_sched_run(ender_sched), 0);
+    px_sched_free(ender_sched);
+    CHECK_EQ(px_event_free(e), 0);
+}
+
+/* A hosted waiter that never comes back for its wait (its host gives the
+** wait up, and ends later): the group may be freed once its members ended,
+** and the waiter's end does not touch it. */
+static int gave_up_steps;
+
+static int gives_up(void *ctx)
+{
+    if (gave_up_steps++ == 0) {
+        CHECK_EQ(px_group_wait(ctx), PX_EYIELD);
+        return 0;
+    }
+    return PX_HOST_DONE;                       /* woken: ends without a re-call */
+}
+
+static const px_host_ops gives_up_ops = { gives_up, NULL, NULL };
+
+static void *gave_up_main(void *arg)
+{
+    px_group *g = px_group_new();
+    CHECK_EQ(px_group_spawn(g, waits_event, arg), 0);
+    gave_up_steps = 0;
+    px_fiber *h = px_spawn_hosted(ender_sched, &gives_up_ops, g);
+    CHECK(h != NULL);
+    YIELD_UNTIL(gave_up_steps == 1);
+    CHECK_EQ(px_event_set(arg), 1);
+    YIELD_UNTIL(px_group_live(g) == 0);
+    CHECK_EQ(gave_up_steps, 1);                /* woken, not resumed yet */
+    CHECK_EQ(px_group_free(g), 0);
+    CHECK_EQ(px_join(h, NULL), 0);
+    px_fiber_release(h);
+    return NULL;
+}
+
+SPEC(a_group_is_freed_under_a_waiter_that_gave_up)
+{
+    px_event *e = px_event_new();
+    ender_sched = px_sched_new(NULL);
+    CHECK_EQ(px_sched_post(ender_sched, gave_up_main, e), 0);
+    CHECK_EQ(px_sched_run(ender_sched), 0);
+    px_sched_free(ender_sched);
+    CHECK_EQ(px_event_free(e), 0);
+}
+
 SPECS(a_deadlocked_member_is_reported, waits_for_every_member, first_failure_cancels_members_in_every_kind_of_wait,
       failures_are_collected_in_order, a_member_cancelled_by_the_group_has_not_failed,
       cancelled_from_another_thread, cancellation_races_normal_completion,
       a_scope_of_the_waiter_cancels_the_group_and_waits_for_it,
       spawn_into_a_cancelled_group_is_refused, spawn_after_the_wait_is_refused,
       a_member_spawns_into_its_own_group, groups_nest, hostile_arguments,
-      free_refuses_a_group_with_live_members)
+      free_refuses_a_group_with_live_members, a_waiter_that_ends_mid_wait_leaves_the_group,
+      a_group_is_freed_under_a_waiter_that_gave_up)

@@ -136,6 +136,29 @@ SPEC(hostile_arguments)
     CHECK_EQ(px_map(square, items, results, 1, 1), PX_ENOFIBER);
 }
 
+/* A map whose calls park for good: px_run reports the deadlock and frees
+** the run with the map under way -- what px_map made goes with it (ASan
+** checks the leak). */
+static int waits_for_good(void *item, void **result)
+{
+    (void)result;
+    return px_event_wait(item);
+}
+
+static void *deadlocked_main(void *arg)
+{
+    void *items[3] = { arg, arg, arg }, *results[3];
+    px_map(waits_for_good, items, results, 3, 2);   /* never returns */
+    return NULL;
+}
+
+SPEC(a_map_discarded_with_its_run_leaks_nothing)
+{
+    px_event *e = px_event_new();
+    CHECK_EQ(px_run(deadlocked_main, e, NULL), PX_EDEADLK);
+    CHECK_EQ(px_event_free(e), 0);
+}
+
 SPECS(results_keep_input_order_at_concurrency_1_4_and_1000, first_failure_cancels_the_rest,
       concurrency_bounds_the_calls_in_flight, an_empty_input_returns_at_once,
-      hostile_arguments)
+      hostile_arguments, a_map_discarded_with_its_run_leaks_nothing)
