@@ -1908,9 +1908,10 @@ PX_API int px_getaddrinfo(const char *node, const char *service,
 **
 ** px_group_free frees a group that has no live member (PX_EBUSY: kept); 0;
 ** NULL does nothing.  A scope px_group_scope_push opened on it uses its
-** token, as a cancel scope uses a token px_token_free frees: pop it first.  A group may be freed without px_group_wait once its
-** members ended (a hosted fiber's wait that got PX_EYIELD and was never
-** called again included: it is let go of).  Thread: scheduler.  Parks: no.
+** token, as a cancel scope uses a token px_token_free frees: pop it first.
+** A group may be freed without px_group_wait once its members ended (a
+** hosted fiber's wait that got PX_EYIELD and was never called again
+** included: it is let go of).  Thread: scheduler.  Parks: no.
 **
 ** For bindings, whose fibers are hosted (px_spawn_hosted):
 ** px_group_spawn_hosted spawns a hosted fiber (ops, host_ctx as
