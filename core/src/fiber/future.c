@@ -269,12 +269,11 @@ static int park(wait_rec *w)
     return px_park_with(&pi);
 }
 
-/* Copies the values of a wait that ended with 0 (none for WAIT_ANY): before
-** finish(), which may free an orphaned future. */
-static void take_values(px_future *const *fus, size_t n, enum wait_kind kind, int out,
-                        void **values)
+/* Copies the values of a wait that ended with 0 (wait_any asks for none):
+** before finish(), which may free an orphaned future. */
+static void take_values(px_future *const *fus, size_t n, int out, void **values)
 {
-    for (size_t i = 0; out == 0 && kind != WAIT_ANY && values != NULL && i < n; i++)
+    for (size_t i = 0; out == 0 && values != NULL && i < n; i++)
         values[i] = fus[i]->value;
 }
 
@@ -298,7 +297,7 @@ static int wait_for(px_future *const *fus, size_t n, enum wait_kind kind, void *
     if (f != NULL && w == NULL && waits_for_itself(fus, n, f))
         return PX_EDEADLK;              /* as a join of itself, whatever else is settled */
     if (w == NULL && wait_over(fus, n, kind, &out)) {
-        take_values(fus, n, kind, out, values);
+        take_values(fus, n, out, values);
         return out;
     }
     if (f == NULL)
@@ -307,7 +306,7 @@ static int wait_for(px_future *const *fus, size_t n, enum wait_kind kind, void *
         return PX_ENOMEM;
     for (;;) {
         if (wait_over(fus, n, kind, &out)) {
-            take_values(fus, n, kind, out, values);
+            take_values(fus, n, out, values);
             finish(w);
             return out;
         }

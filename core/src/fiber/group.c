@@ -306,15 +306,24 @@ int px_group_spawn_hosted(px_group *g, const px_host_ops *ops, void *host_ctx, p
     return spawn_member(g, NULL, NULL, ops, host_ctx, out);
 }
 
-int px_group_scope_push(px_group *g)
+/* The prologue of a call that needs a fiber of g's run: 0 with the caller
+** in *me, or PX_EINVAL (NULL g), PX_ENOFIBER, PX_ETHREAD. */
+static int caller(const px_group *g, px_fiber **me)
 {
     if (g == NULL)
         return PX_EINVAL;
-    px_fiber *me = px__fiber_here();
-    if (me == NULL)
+    *me = px__fiber_here();
+    if (*me == NULL)
         return PX_ENOFIBER;
-    if (me->s != g->s)
-        return PX_ETHREAD;
+    return (*me)->s != g->s ? PX_ETHREAD : 0;
+}
+
+int px_group_scope_push(px_group *g)
+{
+    px_fiber *me;
+    int r = caller(g, &me);
+    if (r != 0)
+        return r;
     /* A watcher of the token as any scope (one body, one lock): only not
     ** counted as a token scope. */
     return px__scope_push_uncounted(me, g->token);
@@ -365,19 +374,15 @@ static int park(px_group *g)
 
 int px_group_wait(px_group *g)
 {
-    if (g == NULL)
-        return PX_EINVAL;
-    px_fiber *me = px__fiber_here();
-    if (me == NULL)
-        return PX_ENOFIBER;
-    if (me->s != g->s)
-        return PX_ETHREAD;
+    px_fiber *me;
+    int r = caller(g, &me);
+    if (r != 0)
+        return r;
     if (is_member(g, me))
         return PX_EDEADLK;   /* it would wait for its own end */
     if (g->closed || (g->waiter != NULL && g->waiter != me))
         return PX_EINVAL;
     /* A hosted fiber's call again after PX_EYIELD: its park's outcome. */
-    int r = 0;
     if (g->waiter == me) {
         r = px_park_result();
     } else {

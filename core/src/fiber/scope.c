@@ -115,13 +115,20 @@ void px__scope_open_on(px_fiber *f, px__scope *sc, px_token *t)
     scope_open(f, sc, INT64_MAX, t, 0, 0);
 }
 
-int px__scope_push_uncounted(px_fiber *f, px_token *t)
+/* The push of every push/pop scope: a scope of the running fiber f on the
+** heap, which its pop closes. */
+static int push_on(px_fiber *f, int64_t deadline, px_token *t, int how)
 {
     px__scope *sc = malloc(sizeof *sc);
     if (sc == NULL)
         return PX_ENOMEM;
-    scope_open(f, sc, INT64_MAX, t, 1, WATCHED);
+    scope_open(f, sc, deadline, t, 1, how);
     return 0;
+}
+
+int px__scope_push_uncounted(px_fiber *f, px_token *t)
+{
+    return push_on(f, INT64_MAX, t, WATCHED);
 }
 
 /* -- the body forms ------------------------------------------------------- */
@@ -170,13 +177,7 @@ int px_with_cancel(px_token *token, px_scope_fn body, void *arg)
 static int push(int64_t deadline, px_token *t)
 {
     px_fiber *f = px__fiber_here();
-    if (f == NULL)
-        return PX_ENOFIBER;
-    px__scope *sc = malloc(sizeof *sc);
-    if (sc == NULL)
-        return PX_ENOMEM;
-    scope_open(f, sc, deadline, t, 1, WATCHED | COUNTED);
-    return 0;
+    return f == NULL ? PX_ENOFIBER : push_on(f, deadline, t, WATCHED | COUNTED);
 }
 
 int px_scope_push_timeout(int64_t ns)
