@@ -68,6 +68,7 @@
 #define PARATAXIS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -694,7 +695,30 @@ typedef struct px_sched_opts {
     ** overflow is reported the same way.  docs/fibers.md compares the two
     ** modes.  A larger N makes px_sched_new return NULL. */
     size_t shared_stacks;
+    /* PX_CLOCK_REAL (0, the default) or PX_CLOCK_VIRTUAL: a clock of the run's
+    ** own, for tests of code that sleeps.  It stands still while any fiber can
+    ** run, and when every fiber waits on time alone it jumps to the next
+    ** deadline at once; while something from outside could still come (a
+    ** fiber waits on an fd, a blocking-pool job, a park with PX_PARK_OUTSIDE,
+    ** a hold), the run waits in the kernel and the clock moves with real time
+    ** meanwhile.  px_now() on the run's thread, sleeps, timeouts, deadlines,
+    ** px_select's deadlines and the dump all read it; other threads, and the
+    ** timer queue, keep real time.  It starts at px_now()'s real reading when
+    ** the scheduler is made.  docs/fibers.md has the details. */
+    int clock;
+    /* Where a hosted fiber is, for px_dump and px_sched_inspect (NULL:
+    ** nothing): writes at most `cap` bytes of text (a stack, a traceback) for
+    ** fiber `id` with `host_ctx` into buf, NUL-terminated, and returns its
+    ** length.  Called on the scheduler's thread, from px_dump or
+    ** px_sched_inspect, with describe_ctx; it may not park or run the
+    ** scheduler. */
+    size_t (*describe)(void *ctx, uint64_t id, void *host_ctx, char *buf, size_t cap);
+    void *describe_ctx;
 } px_sched_opts;
+
+/* px_sched_opts.clock */
+#define PX_CLOCK_REAL    0
+#define PX_CLOCK_VIRTUAL 1
 
 /* The most shared stacks a scheduler may have (px_sched_opts.shared_stacks). */
 #define PX_SHARED_STACKS_MAX 4096
@@ -716,6 +740,17 @@ typedef struct px_sched_opts {
 ** Thread: any thread that runs no scheduler.  Parks: blocks the thread until done.
 */
 PX_API int px_run(px_fiber_fn main, void *arg, void **result);
+
+/*
+** px_run with a scheduler made from `opts` (NULL: the defaults, as px_run); a
+** run on a virtual clock is px_run_with(&(px_sched_opts){ .clock =
+** PX_CLOCK_VIRTUAL }, main, arg, &result).  Returns what px_run returns, and
+** PX_EINVAL for options px_sched_new refuses (a clock that is neither
+** PX_CLOCK_REAL nor PX_CLOCK_VIRTUAL included).  token_scopes_hold is set
+** whatever `opts` says, as px_run does.
+** Thread: any thread that runs no scheduler.  Parks: blocks the thread until done.
+*/
+PX_API int px_run_with(const px_sched_opts *opts, px_fiber_fn main, void *arg, void **result);
 
 /*
 ** Returns a new scheduler, not yet running, or NULL when out of memory or file
@@ -1197,6 +1232,158 @@ PX_API px_token *px_token_new(void);
 PX_API int px_token_cancel(px_token *token);
 PX_API int px_token_cancelled(const px_token *token);
 PX_API void px_token_free(px_token *token);
+
+/* ------------------------------------------------------------------------- */
+/* Seeing into a run: names, the dump, fiber-local values                    */
+/* ------------------------------------------------------------------------- */
+
+/*
+** Every report, trace line and dump names a fiber by its number -- a small
+** count of its scheduler's fibers, 1 for the first (px_fiber_number) -- and
+** its name when it has one: `fiber 7 "accept loop"`.  The 64-bit id stays the
+** handle of the API.  Names cost nothing until one is set.
+**
+** px_fiber_set_name names fiber `id` (0: the calling fiber), a live fiber of
+** the calling thread's scheduler; `name` is copied, its first
+** PX_NAME_MAX - 1 bytes, and NULL removes the name.  Returns 0, PX_ENOFIBER
+** when the thread runs no scheduler or `id` names none of its live fibers,
+** PX_ENOMEM.  Thread: scheduler.  Parks: no.
+**
+** px_fiber_name returns fiber `id`'s name (0: the calling fiber's), NULL when
+** it has none or is no live fiber of the thread's scheduler.  The text stays
+** valid until the name is set again or the fiber ends.  Thread: scheduler.
+** Parks: no.
+**
+** px_fiber_number returns the number reports print for `id`: its count within
+** the scheduler that made it.  Any id, any thread; 0 for 0.  Parks: no.
+*/
+#define PX_NAME_MAX 64
+
+PX_API int px_fiber_set_name(uint64_t id, const char *name);
+PX_API const char *px_fiber_name(uint64_t id);
+PX_API uint64_t px_fiber_number(uint64_t id);
+
+/*
+** Names an object -- a px_mutex, a px_chan, any object a px_park_info names --
+** for deadlock reports and dumps, which then print `mutex "accounts"@0x...`.
+** `name` is copied (its first PX_NAME_MAX - 1 bytes); NULL removes it.  The
+** library's own objects drop their name when freed; an object of your own
+** must be unnamed (NULL) before its memory is reused.  Returns 0, PX_EINVAL
+** for a NULL object, PX_ENOMEM.  Thread: any.  Parks: no.
+**
+** px_object_name copies the name of `object` into buf (at most cap bytes,
+** NUL-terminated) and returns its length, or 0 when it has none.
+** Thread: any.  Parks: no.
+*/
+PX_API int px_object_set_name(const void *object, const char *name);
+PX_API size_t px_object_name(const void *object, char *buf, size_t cap);
+
+/* px_fiber_info.state */
+#define PX_FIBER_READY   0
+#define PX_FIBER_RUNNING 1
+#define PX_FIBER_PARKED  2
+#define PX_FIBER_ENDED   3
+
+/* The most holders a px_fiber_info lists. */
+#define PX_INFO_HOLDERS 8
+
+/*
+** What px_sched_inspect tells of one fiber.  Every pointer is valid only
+** during the visit.
+*/
+typedef struct px_fiber_info {
+    uint64_t id;
+    uint64_t number;             /* px_fiber_number(id) */
+    const char *name;            /* NULL: unnamed */
+    int state;                   /* PX_FIBER_* */
+    int hosted;                  /* 1: a hosted fiber (a greenlet, a coroutine) */
+    /* Its wait, while parked (else NULL, -1, 0 or INT64_MAX): */
+    const char *reason;          /* the park's reason ("mutex lock", "sleep"...) */
+    const char *kind;            /* the object's kind ("mutex", "fd"...) */
+    const void *object;          /* the object it waits on */
+    char object_name[PX_NAME_MAX]; /* px_object_set_name's, "" for none */
+    size_t nholders;             /* fibers holding the object, in holders[] */
+    uint64_t holders[PX_INFO_HOLDERS];
+    int fd;                      /* an fd wait: the fd, else -1 */
+    unsigned events;             /* an fd wait: PX_READABLE and/or PX_WRITABLE */
+    int64_t deadline;            /* on px_now()'s clock; INT64_MAX: none */
+    int64_t parked_ns;           /* how long it has waited, to the scheduler's last
+                                 ** look at the clock (it looks at least once a
+                                 ** millisecond while it waits, and between batches) */
+    /* Where it is: a C fiber's function (its symbol, when the dynamic linker
+    ** knows it, else NULL; fn is its address), or a hosted fiber's text from
+    ** px_sched_opts.describe ("" without one). */
+    const char *where;
+    px_fiber_fn fn;
+} px_fiber_info;
+
+/*
+** Calls visit(ctx, info) for every fiber of `s` (NULL: the calling thread's
+** running scheduler) that has not ended, in spawn order, until visit returns
+** non-zero.  Returns the number of fibers visited; PX_EINVAL with no
+** scheduler; PX_ETHREAD from a thread other than the one running `s`;
+** PX_EFORKED.  The fibers must not change during the visit: visit may not
+** park, spawn, wake or run the scheduler.  Thread: the scheduler's (a fiber,
+** a post, or between runs).  Parks: no.
+*/
+PX_API int px_sched_inspect(px_sched *s, int (*visit)(void *ctx, const px_fiber_info *info),
+                            void *ctx);
+
+/*
+** Writes a table of every live fiber of `s` (NULL: the calling thread's
+** running scheduler) to `out` (NULL: stderr): number, name, state, what it
+** waits for (reason, object and its name, holders, fd and direction, the
+** deadline and how far off), how long it waited, and where.  Returns the
+** number of fibers listed, or px_sched_inspect's errors.
+** Thread: as px_sched_inspect.  Parks: no.
+*/
+PX_API int px_dump(px_sched *s, FILE *out);
+
+/*
+** From now on, signal `signo` makes every scheduler of the process write
+** px_dump's table to stderr: the handler only writes a byte to a pipe, a
+** thread of the library's reads it and posts the dump to each scheduler, which
+** writes it at its next turn of the loop -- at once while it waits in the
+** kernel, after the running fiber's turn while fibers run.  The environment
+** variable PARATAXIS_DUMP_SIGNAL (a number or a name such as SIGUSR1 or USR1),
+** read once per process by the first px_sched_new, does the same.  0 puts the
+** previous handler back.  Returns 0; PX_EINVAL for a signal that cannot be
+** caught (SIGKILL, SIGSTOP, out of range); PX_ENOMEM when the pipe or the thread
+** cannot be had.  Thread: any.  Parks: no.
+*/
+PX_API int px_dump_signal(int signo);
+
+/*
+** Fiber-local values: a key (px_local) holds one value per fiber, as
+** pthread_key_t does per thread.  A fiber that never sets one pays nothing.
+**
+** px_local_new makes a key.  destroy(value), when not NULL, runs once for each
+** non-NULL value a fiber still holds when it ends or is discarded with its
+** scheduler (px_sched_free: a run cancelled or left parked, the child of a
+** fork), on the scheduler's thread, px_self() being that fiber while it
+** ended normally; it may not park.  inherit(value), when not NULL, gives a new
+** fiber its value from its spawner's at px_spawn (px_spawn_sized,
+** px_spawn_hosted and the group spawns too): what it returns is the child's
+** value (return the same pointer to share it, a copy to own one, NULL for
+** none).  Without inherit, a new fiber starts with NULL.  Returns NULL when
+** out of memory.  Thread: any.  Parks: no.
+**
+** px_local_set sets the calling fiber's value; the value it replaces, when
+** not NULL and not the same, is destroyed.  Returns 0, PX_EINVAL for a NULL
+** key, PX_ENOFIBER off-fiber, PX_ENOMEM.  px_local_get returns the calling
+** fiber's value, NULL when none, off-fiber or for a NULL key.
+** Thread: scheduler (a fiber).  Parks: no.
+**
+** px_local_free gives the key up; fibers that still hold a value keep it
+** until they end, and it is destroyed then.  NULL does nothing.
+** Thread: any.  Parks: no.
+*/
+typedef struct px_local px_local;
+
+PX_API px_local *px_local_new(void (*destroy)(void *value), void *(*inherit)(void *value));
+PX_API int px_local_set(px_local *key, void *value);
+PX_API void *px_local_get(const px_local *key);
+PX_API void px_local_free(px_local *key);
 
 /* ------------------------------------------------------------------------- */
 /* Hosted fibers                                                             */

@@ -28,14 +28,15 @@ void px__trace_init(void)
     pthread_once(&trace_once, trace_read_env);
 }
 
-void px__trace(uint64_t id, const char *event, const char *detail)
+void px__trace(uint64_t number, const char *name, const char *event, const char *detail)
 {
     char line[256];
     int64_t t = px_now() - trace_t0;
-    int n = snprintf(line, sizeof line, "parataxis trace %lld.%06lld fiber %llu %s%s%s%s\n",
+    int n = snprintf(line, sizeof line, "parataxis trace %lld.%06lld fiber %llu%s%s%s %s%s%s%s\n",
                      (long long)(t / PX__CLOCK_NS_PER_SEC),
                      (long long)(t % PX__CLOCK_NS_PER_SEC / 1000),
-                     (unsigned long long)id, event,
+                     (unsigned long long)number, name ? " \"" : "", name ? name : "",
+                     name ? "\"" : "", event,
                      detail ? " \"" : "", detail ? detail : "", detail ? "\"" : "");
     if (n < 0)
         return;

@@ -1,7 +1,7 @@
 /*
 ** trace.h -- PARATAXIS_TRACE=1: one line on stderr per fiber event (spawn, park
 ** with its reason, wake, timeout, cancel, exit), each with a timestamp and the
-** fiber id, so a run can be read back afterwards.
+** fiber's number and name, so a run can be read back afterwards.
 */
 #ifndef PX__BASE_TRACE_H
 #define PX__BASE_TRACE_H
@@ -13,10 +13,8 @@ extern int px__trace_on;
 /* Reads PARATAXIS_TRACE once per process; call before looking at px__trace_on. */
 void px__trace_init(void);
 
-/* Writes "parataxis trace <seconds> fiber <id> <event>[ <detail>]". */
-void px__trace(uint64_t id, const char *event, const char *detail);
-
-#define PX__TRACE(id, event, detail) \
-    do { if (px__trace_on) px__trace((id), (event), (detail)); } while (0)
+/* Writes "parataxis trace <seconds> fiber <number>[ "<name>"] <event>[ "<detail>"]".
+** (fiber.h's PX__FIBER_TRACE gives it a fiber's number and name.) */
+void px__trace(uint64_t number, const char *name, const char *event, const char *detail);
 
 #endif /* PX__BASE_TRACE_H */

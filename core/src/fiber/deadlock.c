@@ -61,13 +61,28 @@ static size_t holders_of(const px_fiber *f, uint64_t *out)
 
 static void put_object(buf *b, const px_fiber *f)
 {
-    put(b, "%s@%p", f->park.kind ? f->park.kind : "object", f->park.object);
+    char name[PX_NAME_MAX];
+    put(b, "%s", f->park.kind ? f->park.kind : "object");
+    if (px_object_name(f->park.object, name, sizeof name))
+        put(b, " \"%s\"", name);
+    put(b, "@%p", f->park.object);
 }
 
-static void put_fiber_line(buf *b, const px_fiber *f)
+/* "fiber <number>", and its name when it has one: fiber `id` of s. */
+static void put_fiber(buf *b, px_sched *s, uint64_t id)
 {
-    put(b, "  fiber %llu: parked on \"%s\"", (unsigned long long)f->id,
-        f->park.reason ? f->park.reason : "?");
+    px_fiber *f = px__sched_lookup(s, id);
+    const char *name = f ? px__extra_name(f) : NULL;
+    put(b, "fiber %llu", (unsigned long long)px__fiber_number(id));
+    if (name)
+        put(b, " \"%s\"", name);
+}
+
+static void put_fiber_line(buf *b, px_sched *s, const px_fiber *f)
+{
+    put(b, "  ");
+    put_fiber(b, s, f->id);
+    put(b, ": parked on \"%s\"", f->park.reason ? f->park.reason : "?");
     if (f->park.object == NULL) {
         put(b, "\n");
         return;
@@ -78,8 +93,10 @@ static void put_fiber_line(buf *b, const px_fiber *f)
     size_t n = holders_of(f, h);
     if (n == 0)
         put(b, f->park.holders ? ", held by nobody" : "");
-    for (size_t i = 0; i < n; i++)
-        put(b, "%s fiber %llu", i ? "," : " held by", (unsigned long long)h[i]);
+    for (size_t i = 0; i < n; i++) {
+        put(b, "%s ", i ? "," : " held by");
+        put_fiber(b, s, h[i]);
+    }
     put(b, "\n");
 }
 
@@ -126,14 +143,15 @@ static void put_cycle(buf *b, px_sched *s, px_fiber **v, size_t n)
         }
         if (f == NULL || stamp[index_of(v, n, f)] != start + 1)
             continue;   /* ended, or ran into an earlier walk */
-        put(b, "wait-for cycle: fiber %llu", (unsigned long long)f->id);
+        put(b, "wait-for cycle: ");
+        put_fiber(b, s, f->id);
         px_fiber *g = f;
         do {
             px_fiber *h = blocker(s, g);
             put(b, " -> ");
             put_object(b, g);
-            put(b, " (\"%s\") held by fiber %llu", g->park.reason ? g->park.reason : "?",
-                (unsigned long long)h->id);
+            put(b, " (\"%s\") held by ", g->park.reason ? g->park.reason : "?");
+            put_fiber(b, s, h->id);
             g = h;
         } while (g != f);
         put(b, "\n");
@@ -160,7 +178,7 @@ int px__deadlock_report(px_sched *s)
         if (f->state != PX__FIBER_PARKED)
             continue;
         if (i < LIST_MAX)
-            put_fiber_line(&b, f);
+            put_fiber_line(&b, s, f);
         if (v)
             v[i] = f;
         i++;

@@ -37,9 +37,8 @@ static PX__NOINLINE void fiber_finish(px_fiber *f)
 void px__fiber_main(void *arg)
 {
     px_fiber *f = arg;
-    px_fiber_fn fn = f->fn;
-    f->fn = NULL;   /* it started: px__fiber_discard owes it nothing */
-    f->result = fn(f->arg);
+    f->started = 1;   /* px__fiber_discard owes it nothing; fn stays for the dump */
+    f->result = f->fn(f->arg);
     fiber_finish(f);
 }
 
@@ -100,7 +99,9 @@ px_fiber *px__fiber_new(px_sched *s, px_fiber_fn fn, void *arg, size_t stack_siz
     px__list_push(&s->all, &f->all_link);
     s->live++;
     px__sched_ready_push(s, f);
-    PX__TRACE(f->id, "spawn", NULL);
+    if (!PX__LIKELY(s->cur == NULL || s->cur->extra == 0))
+        px__extra_spawned(f, s->cur);
+    PX__FIBER_TRACE(f, "spawn", NULL);
     return f;
 }
 
@@ -171,7 +172,9 @@ static inline void fiber_end(px_sched *s, px_fiber *f)
     f->state = PX__FIBER_DONE;
     s->live--;
     px__sched_id_remove(s, f->id);
-    PX__TRACE(f->id, "exit", NULL);
+    PX__FIBER_TRACE(f, "exit", NULL);
+    if (!PX__LIKELY(f->extra == 0))
+        px__extra_ended(f, 0);
     px_fiber *last = f->joiners;
     f->joiners = NULL;
     if (last == NULL)
@@ -233,9 +236,11 @@ void px__fiber_discard(px_sched *s, px_fiber *f)
 {
     if (f->state != PX__FIBER_DONE) {
         fiber_ending(s, f, 1);
-        if (!f->hosted && f->fn != NULL)   /* never started */
+        if (!f->hosted && !f->started)
             px__sched_unstarted(s, f->fn, f->arg);
         release_running(s, f);
+        if (f->extra != 0)
+            px__extra_ended(f, 1);
     }
     px__future_fiber_freed(f);
     px__list_unlink(&f->all_link);
@@ -531,7 +536,7 @@ void px__fiber_unpark_record(px_sched *s, px_fiber *f, int code)
     f->sleep_until = INT64_MAX;
     f->park_result = code;
     f->dereg_due = code != 0;
-    PX__TRACE(f->id, code ? interrupt_event(code) : "wake", f->park.reason);
+    PX__FIBER_TRACE(f, code ? interrupt_event(code) : "wake", f->park.reason);
     f->state = PX__FIBER_READY;
 }
 
@@ -573,7 +578,7 @@ int px__fiber_park(px_fiber *f)
         ** must not leave its deadline behind: the next park would take it
         ** for its own and px_wake would think that park a sleep. */
         f->sleep_until = INT64_MAX;
-        PX__TRACE(f->id, interrupt_event(r), info->reason);
+        PX__FIBER_TRACE(f, interrupt_event(r), info->reason);
         f->park_result = r;
         f->dereg_due = 1;
         px__fiber_park_finish(f);
@@ -590,7 +595,8 @@ int px__fiber_park(px_fiber *f)
         s->outside++;
     f->state = PX__FIBER_PARKED;
     f->park_result = 0;
-    PX__TRACE(f->id, "park", info->reason);
+    f->park_ms = s->clock_ms;
+    PX__FIBER_TRACE(f, "park", info->reason);
     r = suspend(f);
     if (r != 0)
         return r;   /* PX_EYIELD: the host yields; dereg runs before resuming */

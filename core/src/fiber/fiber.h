@@ -15,6 +15,7 @@
 
 #include "parataxis.h"
 #include "base/list.h"
+#include "base/trace.h"
 #include "fiber/ctx/context.h"
 #include "fiber/poll.h"
 #include "fiber/stack.h"
@@ -119,23 +120,26 @@ struct px_fiber {
     int64_t sleep_until;             /* INT64_MAX unless it sleeps */
     px__scope *scope;                 /* innermost open scope */
     px_park_info park;               /* the park under way */
-    int park_result;                 /* the park's outcome: 0, or a scope's code */
+    /* The fields up to `park_ms` fill what was padding before the unions: a
+    ** short is room enough for a park's code. */
+    short park_result;               /* the park's outcome: 0, or a scope's code */
     unsigned char state;
     unsigned char released;          /* the handle was given up */
     unsigned char hosted;
     unsigned char dereg_due;         /* interrupted: dereg not run yet */
     unsigned char handed;            /* was handed its turn (px__sched_hand_off) */
+    unsigned char started;           /* a C fiber's body began */
+    uint32_t extra;                  /* its slot in s->extras (extra.c); 0: none */
+    uint32_t park_ms;                /* s->clock_ms when it parked (dump.c) */
     /* Unions of what is never needed at once: a record is kept per parked
     ** fiber, and with shared stacks it is most of what a parked fiber costs. */
     union {
-        struct {                     /* until it starts */
-            px_fiber_fn fn;
-            void *arg;
-        };
-        struct {                     /* once it ran */
-            void *result;            /* what it returned, once it ended */
-            void *joined;            /* result of the fiber it joined, once that ended */
-        };
+        px_fiber_fn fn;              /* a C fiber's function, until it ended (the dump's where) */
+        void *result;                /* what it returned, once it ended */
+    };
+    union {
+        void *arg;                   /* until it starts */
+        void *joined;                /* result of the fiber it joined, once that ended */
     };
     px__shstack *sh;                  /* its shared stack; NULL: none (own, hosted) */
     union {
@@ -225,6 +229,18 @@ struct px_sched {
     int efd;
 
     px__poll poll;           /* its fibers' fd waits (poll.c) */
+
+    /* Time, as the loop last looked: milliseconds since clock_t0, stamped on
+    ** each park for the dump's "waited" (cheaper than a clock read a park). */
+    uint32_t clock_ms;
+    unsigned batches;        /* counts batches: every CLOCK_EVERY-th looks */
+    int64_t clock_t0;
+    int64_t vnow;            /* the virtual clock's time (opts.clock) */
+
+    /* Fibers' names and local values (extra.c), by f->extra: slot 0 unused. */
+    struct px__extra **extras;
+    uint32_t *extras_free;   /* the free slots, a stack of extras_nfree */
+    uint32_t extras_len, extras_cap, extras_nfree;
 
     px_sched *reg_next;      /* the registry of live schedulers */
 };
@@ -380,5 +396,33 @@ void px__group_abandon(px_group *g);
 
 /* deadlock.c: writes the report; returns PX_EDEADLK. */
 int px__deadlock_report(px_sched *s);
+
+/* extra.c: what a fiber has only when asked for (a name, local values). */
+/* The name of f, NULL when it has none. */
+const char *px__extra_name(const px_fiber *f);
+/* New fiber f, spawned by `parent` (NULL: not by a fiber), inherits what its
+** parent's keys pass on (px_local_new's inherit). */
+void px__extra_spawned(px_fiber *f, px_fiber *parent);
+/* f ended (`discarding`: with its scheduler): its values are destroyed and
+** its slot is freed. */
+void px__extra_ended(px_fiber *f, int discarding);
+/* Frees s's table of slots (px_sched_free, after every fiber went). */
+void px__extra_free_all(px_sched *s);
+
+/* dump.c: reads PARATAXIS_DUMP_SIGNAL, once per process (px_sched_new). */
+void px__dump_read_env(void);
+
+/* Fiber f's number: the low bits of its id. */
+static inline uint64_t px__fiber_number(uint64_t id)
+{
+    return id & ((UINT64_C(1) << PX__FIBER_ID_SHIFT) - 1);
+}
+
+/* A trace line for fiber f (base/trace.h), with its number and name. */
+#define PX__FIBER_TRACE(f, event, detail) \
+    do { \
+        if (px__trace_on) \
+            px__trace(px__fiber_number((f)->id), px__extra_name(f), (event), (detail)); \
+    } while (0)
 
 #endif /* PX__FIBER_FIBER_H */

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 
 #include "base/compiler.h"
+#include "base/names.h"
 #include "fiber/fiber.h"
 #include "fiber/waitq.h"
 
@@ -122,6 +123,7 @@ int px_future_done(const px_future *fu)
 
 static void destroy(px_future *fu)
 {
+    px__names_forget(fu);
     pthread_mutex_destroy(&fu->lock);
     free(fu);
 }

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 
 #include "base/compiler.h"
+#include "base/names.h"
 #include "fiber/fiber.h"
 #include "fiber/waitq.h"
 
@@ -91,6 +92,7 @@ px_group *px_group_new(void)
 
 static void destroy(px_group *g)
 {
+    px__names_forget(g);
     for (block *b = g->blocks, *next; b; b = next) {
         next = b->next;
         free(b);

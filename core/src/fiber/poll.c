@@ -29,9 +29,8 @@
 
 /* An fd wait is in a waiter, op PX__POLL_OP -- the fiber's own (px_wait_fd)
 ** or a case of its select (px__poll_case_arm): n is the fd and the events
-** (KEY), granted says an event or a notify_closing ended it, with its outcome
+** (PX__POLL_KEY), granted says an event or a notify_closing ended it, with its outcome
 ** in result. */
-#define KEY(fd, events) ((uint64_t)(events) << 32 | (uint32_t)(fd))
 #define EFD_TAG UINT64_MAX   /* the event data of the scheduler's own eventfd */
 #define EVENTS_MAX 128       /* taken in per epoll_wait */
 
@@ -326,7 +325,7 @@ static int record(px_sched *s, px__waiter *w, int fd, unsigned events)
         return r;
     }
     w->op = PX__POLL_OP;
-    w->n = KEY(fd, events);
+    w->n = PX__POLL_KEY(fd, events);
     w->granted = 0;
     w->result = 0;
     atomic_fetch_add_explicit(&p->waiting, 1, memory_order_relaxed);
@@ -372,7 +371,7 @@ int px_wait_fd(int fd, unsigned events)
     if (!PX__LIKELY(!f->hosted))
         px__waitq_abandon(f);
     pthread_mutex_lock(&s->poll.lock);
-    if (f->wait.op == PX__POLL_OP && f->wait.n == KEY(fd, events)) {
+    if (f->wait.op == PX__POLL_OP && f->wait.n == PX__POLL_KEY(fd, events)) {
         /* A hosted fiber back for what its PX_EYIELD left recorded. */
         int done = outcome(s, f, &r);
         pthread_mutex_unlock(&s->poll.lock);

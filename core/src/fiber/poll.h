@@ -39,6 +39,8 @@ typedef struct px__poll {
 /* A fiber's waiter op while it waits on an fd (fiber.c's join is -1; the
 ** primitives' ops are never negative). */
 #define PX__POLL_OP (-2)
+/* An fd wait's waiter keeps its key in n: the events over the fd. */
+#define PX__POLL_KEY(fd, events) ((uint64_t)(events) << 32 | (uint32_t)(fd))
 
 void px__poll_init(px__poll *p);
 /* Closes the epoll set and frees the table (the fibers are gone already). */

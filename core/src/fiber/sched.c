@@ -31,6 +31,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/compiler.h"
 #include "base/deadline.h"
 #include "fiber/fiber.h"
@@ -81,6 +82,7 @@ static void fork_child(void)
         pthread_mutex_unlock(&s->lock);
         s->forked = 1;
         px__sched_tl = NULL;
+        px__clock_virtual = NULL;
     }
     pthread_mutex_unlock(&reg_lock);
 }
@@ -492,9 +494,20 @@ static void drain_inbox(px_sched *s)
 
 /* -- the loop ------------------------------------------------------------- */
 
+/* Every CLOCK_EVERY-th batch the loop looks at the clock, if nothing else
+** made it look (a deadline, a wait in the kernel): the time each park is
+** stamped with (f->park_ms) is never older than that many batches. */
+#define CLOCK_EVERY 64
+
+static void look_at(px_sched *s, int64_t now)
+{
+    s->clock_ms = (uint32_t)((uint64_t)(now - s->clock_t0) / 1000000u);
+}
+
 static void expire(px_sched *s)
 {
     int64_t now = px_now();
+    look_at(s, now);
     px__tnode *n = px__tset_expire(&s->tset, now, 0);
     while (n) {
         px__tnode *next = px__tset_after(n);
@@ -509,11 +522,11 @@ static void run_hosted(px_sched *s, px_fiber *f);
 /* One turn of C fiber f on stack st, until it switches back. */
 static inline void run_on(px_sched *s, px_fiber *f, const px__stack *st)
 {
-    px__stack_running(f->id, st);
+    px__stack_running(px__fiber_number(f->id), st);
     px__context_switch(&s->ctx, &f->ctx);
     px__stack_running(0, NULL);
     if (!px__stack_intact(st))
-        px__stack_overflowed(f->id);
+        px__stack_overflowed(px__fiber_number(f->id));
 }
 
 /* A fiber on a shared stack: its bytes go there first, and once it left,
@@ -568,6 +581,7 @@ void px__sched_turn_over(px_sched *s, px_fiber *f, int status)
 ** released on return.  Returns PX_EINTR when a signal ended the wait. */
 static int wait_kernel(px_sched *s, int64_t until)
 {
+    int64_t real = px__clock_real();
     s->sleeping = 1;
     pthread_mutex_unlock(&s->lock);
     struct pollfd pfd = { .fd = s->efd, .events = POLLIN };
@@ -598,6 +612,9 @@ static int wait_kernel(px_sched *s, int64_t until)
         ssize_t got = read(s->efd, &v, sizeof v);
         (void)got;   /* EAGAIN: another look emptied it */
     }
+    if (s->opts.clock == PX_CLOCK_VIRTUAL)
+        s->vnow += px__clock_real() - real;   /* it waited for the outside: time went by */
+    look_at(s, px_now());
     pthread_mutex_lock(&s->lock);
     s->sleeping = 0;
     s->signalled = 0;
@@ -626,6 +643,15 @@ static int idle(px_sched *s, int *done)
         pthread_mutex_unlock(&s->lock);
         *done = 1;
         return px__deadlock_report(s);
+    }
+    /* A virtual clock jumps when nothing but time can wake a fiber. */
+    if (s->opts.clock == PX_CLOCK_VIRTUAL && s->holds == 0 && s->outside == 0 &&
+        s->tset.count != 0) {
+        int64_t next = px__tset_next(&s->tset);
+        if (next > s->vnow)
+            s->vnow = next;
+        pthread_mutex_unlock(&s->lock);
+        return 0;
     }
     int r = wait_kernel(s, px__tset_next(&s->tset));
     return s->pulling ? r : 0;
@@ -657,6 +683,8 @@ static int turn(px_sched *s)
         }
         if (s->forked)
             return PX_EFORKED;   /* the child of a fork made on this thread */
+        if (!PX__LIKELY(++s->batches % CLOCK_EVERY != 0) && s->tset.count == 0)
+            look_at(s, px_now());
         if (s->tset.count)
             expire(s);
         /* Fibers wait on fds: one look per batch, however busy the run. */
@@ -679,11 +707,14 @@ static int turn(px_sched *s)
 px_sched *px_sched_new(const px_sched_opts *opts)
 {
     px__trace_init();
+    px__dump_read_env();
     /* A default stack no address space holds would leave every spawn, and
     ** every posted function, without a fiber: refuse it here. */
     if (opts && opts->stack_size != 0 && !px__stack_mappable(opts->stack_size))
         return NULL;
     if (opts && opts->shared_stacks > PX_SHARED_STACKS_MAX)
+        return NULL;
+    if (opts && opts->clock != PX_CLOCK_REAL && opts->clock != PX_CLOCK_VIRTUAL)
         return NULL;
     px_sched *s = calloc(1, sizeof *s);
     if (s == NULL)
@@ -714,7 +745,8 @@ px_sched *px_sched_new(const px_sched_opts *opts)
         return NULL;
     }
     px__list_init(&s->all);
-    px__tset_init(&s->tset, px_now());
+    s->clock_t0 = s->vnow = px__clock_real();
+    px__tset_init(&s->tset, s->vnow);
     s->slack_ns = PX_USEC(1);
     s->next_n = 1;
     atomic_init(&s->inbox_ready, 0);
@@ -767,12 +799,15 @@ static void run_enter(px_sched *s)
         prctl(PR_SET_TIMERSLACK, (unsigned long)s->slack_ns, 0, 0, 0);
     px__context_init_thread(&s->ctx);
     px__sched_tl = s;
+    if (s->opts.clock == PX_CLOCK_VIRTUAL)
+        px__clock_virtual = &s->vnow;
 }
 
 /* Ends the run that run_begin began; returns r. */
 static int run_leave(px_sched *s, int r)
 {
     px__sched_tl = NULL;
+    px__clock_virtual = NULL;
     if (s->slack_ns > 0 && s->old_slack > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)s->old_slack, 0, 0, 0);
     pthread_mutex_lock(&s->lock);
@@ -887,6 +922,7 @@ void px_sched_free(px_sched *s)
             free(it);
         }
     }
+    px__extra_free_all(s);
     px__tset_destroy(&s->tset);
     px__shared_free(s);
     px__stack_pool_free(s->pool);
@@ -911,13 +947,22 @@ static void *run_main_fiber(void *arg)
 
 int px_run(px_fiber_fn main, void *arg, void **result)
 {
+    return px_run_with(NULL, main, arg, result);
+}
+
+int px_run_with(const px_sched_opts *opts, px_fiber_fn main, void *arg, void **result)
+{
     if (result)
         *result = NULL;
     if (main == NULL)
         return PX_EINVAL;
+    if (opts && ((opts->clock != PX_CLOCK_REAL && opts->clock != PX_CLOCK_VIRTUAL) ||
+                 opts->shared_stacks > PX_SHARED_STACKS_MAX ||
+                 (opts->stack_size != 0 && !px__stack_mappable(opts->stack_size))))
+        return PX_EINVAL;
     if (px__sched_tl != NULL)
         return PX_EBUSY;
-    px_sched *s = px_sched_new(NULL);
+    px_sched *s = px_sched_new(opts);
     if (s == NULL)
         return PX_ENOMEM;
     /* Nobody can hold this scheduler for a thread that will cancel a token:

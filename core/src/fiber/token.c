@@ -13,6 +13,7 @@
 
 #include "fiber/fiber.h"
 #include "base/fork.h"
+#include "base/names.h"
 
 struct px_token {
     atomic_int cancelled;
@@ -77,6 +78,7 @@ void px_token_free(px_token *t)
         return;
     if (!px__token_forked(t))
         pthread_mutex_destroy(&t->lock);   /* in a fork's child it may be held */
+    px__names_forget(t);
     free(t);
 }
 

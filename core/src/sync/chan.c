@@ -289,6 +289,7 @@ int px_chan_free(px_chan *ch)
     if (ch->senders.len != 0 || ch->receivers.len != 0)
         return PX_EBUSY;
     free(ch->ring);
+    px__names_forget(ch);
     free(ch);
     return 0;
 }

@@ -407,6 +407,7 @@ int px_rwlock_free(px_rwlock *l)
         l->all = r->all;
         free(r);
     }
+    px__names_forget(l);
     free(l);
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "base/names.h"
 #include "fiber/waitq.h"
 
 /* The _new of a primitive with one queue: a zeroed object of `size` bytes
@@ -83,6 +84,7 @@ static inline int px__sync_free(void *obj, int busy)
         return 0;
     if (busy)
         return PX_EBUSY;
+    px__names_forget(obj);
     free(obj);
     return 0;
 }

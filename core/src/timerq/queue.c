@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "parataxis.h"
+#include "base/clock.h"
 #include "base/deadline.h"
 #include "base/fork.h"
 #include "base/list.h"
@@ -207,11 +208,12 @@ int px_queue_wait(px_queue *q, int64_t timeout_ns)
     if (rc != 0)
         return rc;
     struct pollfd pfd = { .fd = q->efd, .events = POLLIN };
-    int64_t deadline = timeout_ns < 0 ? INT64_MAX : px__deadline_after(px_now(), timeout_ns);
+    int64_t deadline =
+        timeout_ns < 0 ? INT64_MAX : px__deadline_after(px__clock_real(), timeout_ns);
     for (;;) {
         struct timespec ts, *tsp = NULL;
         if (deadline != INT64_MAX) {
-            ts = px__deadline_timespec(deadline, px_now());
+            ts = px__deadline_timespec(deadline, px__clock_real());
             tsp = &ts;
         }
         int r = ppoll(&pfd, 1, tsp, NULL);
@@ -290,7 +292,7 @@ static int poll_both(int efd, int ifd, int64_t deadline)
     for (;;) {
         struct timespec ts, *tsp = NULL;
         if (deadline != INT64_MAX) {
-            ts = px__deadline_timespec(deadline, px_now());
+            ts = px__deadline_timespec(deadline, px__clock_real());
             tsp = &ts;
         }
         int r = ppoll(pfd, 2, tsp, NULL);
@@ -298,7 +300,7 @@ static int poll_both(int efd, int ifd, int64_t deadline)
             return pfd[1].revents != 0 ? PX_EINTR : 1;
         if (r < 0)   /* besides EINTR, ppoll fails only for want of kernel memory */
             return errno == EINTR ? PX_EINTR : PX_ENOMEM;
-        if (px_now() >= deadline)
+        if (px__clock_real() >= deadline)
             return 0;
         /* woken before the deadline (the clocks' rounding): never early */
     }
@@ -312,7 +314,8 @@ int px_queue_wait_intr(px_queue *q, int64_t timeout_ns)
     int fd = thread_intr_fd();
     if (fd < 0)
         return fd;
-    int64_t deadline = timeout_ns < 0 ? INT64_MAX : px__deadline_after(px_now(), timeout_ns);
+    int64_t deadline =
+        timeout_ns < 0 ? INT64_MAX : px__deadline_after(px__clock_real(), timeout_ns);
     waiter w = { .fd = fd };
     pthread_mutex_lock(&q->lock);
     px__list_push(&q->waiters, &w.link);

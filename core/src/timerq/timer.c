@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "parataxis.h"
+#include "base/clock.h"
 #include "base/deadline.h"
 #include "timerq/timerq.h"
 
@@ -103,7 +104,7 @@ px_timer *px_timer_new(px_timerq *q)
         return NULL;
     pthread_mutex_init(&t->lock, NULL);
     t->q = q;
-    t->expiry = px_now();
+    t->expiry = px__clock_real();
     atomic_init(&t->refs, 1);
     return t;
 }
@@ -124,7 +125,7 @@ int px_timer_expires_after(px_timer *t, int64_t delay_ns)
 {
     if (t == NULL || delay_ns < 0)
         return PX_EINVAL;
-    return px_timer_expires_at(t, px__deadline_after(px_now(), delay_ns));
+    return px_timer_expires_at(t, px__deadline_after(px__clock_real(), delay_ns));
 }
 
 int64_t px_timer_expiry(px_timer *t)

@@ -375,7 +375,7 @@ static uint64_t arm(px_timerq *q, int64_t deadline, px_handler_fn fn, void *arg,
 ** comes due), or -1, which the add refuses, when the delay is negative. */
 static int64_t add_deadline(int64_t delay_ns)
 {
-    return delay_ns < 0 ? -1 : px__deadline_after(px_now(), delay_ns);
+    return delay_ns < 0 ? -1 : px__deadline_after(px__clock_real(), delay_ns);
 }
 
 uint64_t px_timerq_add_at(px_timerq *q, int64_t deadline, px_handler_fn fn, void *arg)
@@ -532,7 +532,7 @@ static int settle(px_timerq *q, px__trec *r)
     if (periodic_tick && state == REC_RUNNING && !q->stopping &&
         rec_swap_state(r, REC_RUNNING, REC_ARMED)) {   /* a cancel may have come first */
         int64_t period = ((periodic *)r->arg)->period;
-        r->node.deadline = px__deadline_next_tick(r->node.deadline, period, px_now());
+        r->node.deadline = px__deadline_next_tick(r->node.deadline, period, px__clock_real());
         px__tset_insert(&q->set, &r->node);
         wake_for_deadline(q, r->node.deadline);
         return 0;
@@ -606,7 +606,8 @@ static size_t take_batch(px_timerq *q, px__trec **batch)
     }
     if (n)
         q->aborts_seen = 1;
-    px__tnode *next, *node = n < BATCH ? px__tset_expire(&q->set, px_now(), BATCH - n) : NULL;
+    px__tnode *next;
+    px__tnode *node = n < BATCH ? px__tset_expire(&q->set, px__clock_real(), BATCH - n) : NULL;
     for (; node != NULL; node = next) {
         next = px__tset_after(node);
         if (!rec_swap_state(rec_of(node), REC_ARMED, REC_DUE)) {
@@ -653,7 +654,7 @@ static void sleep_until(px_timerq *q, int64_t deadline)
     }
     if (q->aborts_seen) {
         atomic_store_explicit(&q->deaf, 0, memory_order_relaxed);
-        int64_t soon = px__deadline_after(px_now(), q->abort_linger);
+        int64_t soon = px__deadline_after(px__clock_real(), q->abort_linger);
         if (soon < deadline)
             deadline = soon;
         q->wake_soon = 1;
@@ -727,7 +728,7 @@ px_timerq *px_timerq_new(const px_timerq_opts *opts)
         return NULL;
     }
     pthread_mutex_init(&q->lock, NULL);
-    px__tset_init(&q->set, px_now());
+    px__tset_init(&q->set, px__clock_real());
     px__arena_init(&q->arena);
     px__list_init(&q->aborted);
     px__list_init(&q->inflight);

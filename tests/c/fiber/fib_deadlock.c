@@ -50,19 +50,19 @@ SPEC(cycle)
     CHECK(contains("deadlock detected"));
     CHECK(contains("3 fiber(s) are parked"));
     snprintf(line, sizeof line, "fiber %llu: parked on \"gate take\", waits on gate@%p held by fiber %llu",
-             (unsigned long long)side_id[0], (void *)&g[1], (unsigned long long)side_id[1]);
+             (unsigned long long)px_fiber_number(side_id[0]), (void *)&g[1], (unsigned long long)px_fiber_number(side_id[1]));
     CHECK(contains(line));
     snprintf(line, sizeof line, "fiber %llu: parked on \"gate take\", waits on gate@%p held by fiber %llu",
-             (unsigned long long)side_id[1], (void *)&g[0], (unsigned long long)side_id[0]);
+             (unsigned long long)px_fiber_number(side_id[1]), (void *)&g[0], (unsigned long long)px_fiber_number(side_id[0]));
     CHECK(contains(line));
-    snprintf(line, sizeof line, "fiber %llu: parked on \"lonely park\"\n", (unsigned long long)id3);
+    snprintf(line, sizeof line, "fiber %llu: parked on \"lonely park\"\n", (unsigned long long)px_fiber_number(id3));
     CHECK(contains(line));
     CHECK(contains("wait-for cycle: fiber "));
     snprintf(line, sizeof line, "gate@%p (\"gate take\") held by fiber %llu", (void *)&g[0],
-             (unsigned long long)side_id[0]);
+             (unsigned long long)px_fiber_number(side_id[0]));
     CHECK(contains(line));
     snprintf(line, sizeof line, "gate@%p (\"gate take\") held by fiber %llu", (void *)&g[1],
-             (unsigned long long)side_id[1]);
+             (unsigned long long)px_fiber_number(side_id[1]));
     CHECK(contains(line));
     px_sched_free(s);   /* releases the parked fibers */
 }

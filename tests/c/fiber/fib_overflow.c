@@ -96,7 +96,7 @@ static void *main_fiber(void *arg)
     px_yield();   /* they park on the stacks below the runaway's */
     px_fiber *f = px_spawn(runaway, NULL);
     CHECK(f != NULL);
-    fprintf(stderr, "expect %llu\n", (unsigned long long)px_fiber_id(f));
+    fprintf(stderr, "expect %llu\n", (unsigned long long)px_fiber_number(px_fiber_id(f)));
     for (int i = 0; i < recycled; i++) {
         /* the join runs it at once, ahead of the runaway; its stack goes back */
         px_fiber *done = px_spawn(returns, NULL);

@@ -179,7 +179,7 @@ static void check_report(void)
     CHECK_EQ(reports, 1);
     CHECK(strstr(report, "deadlock detected") != NULL);
     snprintf(want, sizeof want, "fiber %llu: parked on \"parked for good\"",
-             (unsigned long long)stuck_id);
+             (unsigned long long)px_fiber_number(stuck_id));
     CHECK(strstr(report, want) != NULL);
 }
 

@@ -44,7 +44,7 @@ static char text[65536];
 static int has(const char *event, uint64_t id)
 {
     char needle[128];
-    snprintf(needle, sizeof needle, " fiber %llu %s", (unsigned long long)id, event);
+    snprintf(needle, sizeof needle, " fiber %llu %s", (unsigned long long)px_fiber_number(id), event);
     return strstr(text, needle) != NULL;
 }
 
@@ -75,7 +75,7 @@ int main(void)
     CHECK(has("timeout \"traced park\"", id_main));
     CHECK(has("cancel \"traced park\"", id_main));
     CHECK(has("exit", id_main));
-    /* Every line: "parataxis trace <s>.<us> fiber <id> <event>". */
+    /* Every line: "parataxis trace <s>.<us> fiber <number> <event>". */
     for (char *line = text; *line; line = strchr(line, '\n') + 1) {
         double ts;
         unsigned long long id;

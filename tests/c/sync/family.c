@@ -815,11 +815,11 @@ static void deadlock(void)
     CHECK((never = px_event_new()) != NULL);
     px_fiber_fn both[] = { stuck_armer, stuck_waiter, NULL };
     px_sched *s = run_to_deadlock(K->arm ? both : both + 1);
-    check_has("fiber %llu: parked on \"%s\", waits on %s@%p%s", (unsigned long long)waiter_id,
+    check_has("fiber %llu: parked on \"%s\", waits on %s@%p%s", (unsigned long long)px_fiber_number(waiter_id),
               K->wait, K->tag, H, K->holder_line ? " held by fiber " : "\n");
     if (K->holder_line)
         check_has("waits on %s@%p held by fiber %llu\n", K->tag, H,
-                  (unsigned long long)armer_id);
+                  (unsigned long long)px_fiber_number(armer_id));
     if (K->queued)
         CHECK_EQ(K->queued(H), 1);               /* off-fiber, the state is still there */
     CHECK_EQ(K->free(H), PX_EBUSY);

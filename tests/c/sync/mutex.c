@@ -360,14 +360,14 @@ SPEC(deadlock_report_names_the_holders_and_prints_the_cycle)
     B = px_mutex_new();
     px_sched *s = run_to_deadlock((px_fiber_fn[]){ left, right, NULL });
     check_has("fiber %llu: parked on \"Mutex lock\", waits on mutex@%p held by fiber %llu",
-              (unsigned long long)left_id, (void *)B, (unsigned long long)right_id);
+              (unsigned long long)px_fiber_number(left_id), (void *)B, (unsigned long long)px_fiber_number(right_id));
     check_has("fiber %llu: parked on \"Mutex lock\", waits on mutex@%p held by fiber %llu",
-              (unsigned long long)right_id, (void *)A, (unsigned long long)left_id);
+              (unsigned long long)px_fiber_number(right_id), (void *)A, (unsigned long long)px_fiber_number(left_id));
     CHECK(strstr(report, "wait-for cycle: fiber ") != NULL);
     check_has("-> mutex@%p (\"Mutex lock\") held by fiber %llu", (void *)A,
-              (unsigned long long)left_id);
+              (unsigned long long)px_fiber_number(left_id));
     check_has("-> mutex@%p (\"Mutex lock\") held by fiber %llu", (void *)B,
-              (unsigned long long)right_id);
+              (unsigned long long)px_fiber_number(right_id));
     /* Off-fiber, the state is still there to see. */
     CHECK_EQ(px_mutex_owner(A), left_id);
     CHECK_EQ(px_mutex_owner(B), right_id);

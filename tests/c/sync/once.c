@@ -299,11 +299,11 @@ SPEC(deadlock_report_names_the_runner_and_prints_the_cycle)
     Mx = px_mutex_new();
     px_sched *s = run_to_deadlock((px_fiber_fn[]){ stuck_runner, stuck_holder, NULL });
     check_has("fiber %llu: parked on \"Once init\", waits on once@%p held by fiber %llu\n",
-              (unsigned long long)holder_id, (void *)O, (unsigned long long)runner_id);
+              (unsigned long long)px_fiber_number(holder_id), (void *)O, (unsigned long long)px_fiber_number(runner_id));
     check_has("-> once@%p (\"Once init\") held by fiber %llu", (void *)O,
-              (unsigned long long)runner_id);
+              (unsigned long long)px_fiber_number(runner_id));
     check_has("-> mutex@%p (\"Mutex lock\") held by fiber %llu", (void *)Mx,
-              (unsigned long long)holder_id);
+              (unsigned long long)px_fiber_number(holder_id));
     CHECK_EQ(px_once_free(O), PX_EBUSY);
     px_sched_free(s);                            /* discards runner and waiter */
     CHECK_EQ(px_once_free(O), 0);

@@ -662,13 +662,13 @@ SPEC(deadlock_report_names_readers_and_writer_and_prints_the_cycle)
     px_sched *s = run_to_deadlock((px_fiber_fn[]){ stuck_reader, stuck_writer, stuck_late,
                                                    NULL });
     check_has("fiber %llu: parked on \"RwLock write lock\", waits on rwlock@%p held by fiber %llu\n",
-              (unsigned long long)wr_id, (void *)L, (unsigned long long)rd_id);
+              (unsigned long long)px_fiber_number(wr_id), (void *)L, (unsigned long long)px_fiber_number(rd_id));
     check_has("fiber %llu: parked on \"RwLock read lock\", waits on rwlock@%p held by fiber %llu\n",
-              (unsigned long long)late_id, (void *)L, (unsigned long long)rd_id);
+              (unsigned long long)px_fiber_number(late_id), (void *)L, (unsigned long long)px_fiber_number(rd_id));
     check_has("-> rwlock@%p (\"RwLock write lock\") held by fiber %llu", (void *)L,
-              (unsigned long long)rd_id);
+              (unsigned long long)px_fiber_number(rd_id));
     check_has("-> mutex@%p (\"Mutex lock\") held by fiber %llu", (void *)Mx,
-              (unsigned long long)wr_id);
+              (unsigned long long)px_fiber_number(wr_id));
     /* Introspection off-fiber. */
     CHECK_EQ(px_rwlock_readers(L), 1);
     CHECK_EQ(px_rwlock_writer(L), 0);
