@@ -1,0 +1,520 @@
+/*
+** dump.c -- px_sched_inspect, px_dump and px_dump_signal: every live fiber
+** with its state, what it waits for and who holds it, how long it waited and
+** where it is; on demand, and on a signal while fibers run or while the run
+** waits in the kernel.
+*/
+#include <signal.h>
+#include <unistd.h>
+
+#include "../spec.h"
+
+#define HOUR PX_SEC(3600)
+#define MAX_SEEN 16
+
+static px_fiber_info seen[MAX_SEEN];
+static char seen_names[MAX_SEEN][PX_NAME_MAX];
+static char seen_where[MAX_SEEN][128];
+static int nseen;
+
+/* Keeps a copy of each record (its pointers are valid only in the visit). */
+static int keep(void *ctx, const px_fiber_info *i)
+{
+    (void)ctx;
+    CHECK(nseen < MAX_SEEN);
+    seen[nseen] = *i;
+    snprintf(seen_names[nseen], PX_NAME_MAX, "%s", i->name ? i->name : "");
+    snprintf(seen_where[nseen], sizeof seen_where[0], "%s", i->where ? i->where : "");
+    nseen++;
+    return 0;
+}
+
+static const px_fiber_info *by_number(uint64_t n)
+{
+    for (int i = 0; i < nseen; i++)
+        if (seen[i].number == n)
+            return &seen[i];
+    return NULL;
+}
+
+static void inspect(void)
+{
+    nseen = 0;
+    int n = px_sched_inspect(NULL, keep, NULL);
+    CHECK_EQ(n, nseen);
+}
+
+/* px_dump's table, as text. */
+static char table[16384];
+
+static void dump_to_table(void)
+{
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    CHECK(px_dump(NULL, f) >= 0);
+    rewind(f);
+    size_t n = fread(table, 1, sizeof table - 1, f);
+    table[n] = '\0';
+    fclose(f);
+}
+
+static void check_table_has(const char *want)
+{
+    if (strstr(table, want) == NULL) {
+        fprintf(stderr, "the dump:\n%s\nlacks: %s\n", table, want);
+        exit(1);
+    }
+}
+
+static void *quick(void *arg)
+{
+    return arg;
+}
+
+static px_event *Never;
+
+static void *parks(void *arg)
+{
+    (void)arg;
+    px_event_wait(Never);
+    return NULL;
+}
+
+/* -- states ------------------------------------------------------------------- */
+
+static void *states_main(void *arg)
+{
+    (void)arg;
+    px_fiber *parked = px_spawn(parks, NULL);   /* 2 */
+    CHECK(parked != NULL);
+    CHECK_EQ(px_yield(), 0);                    /* 2 parks */
+    px_fiber *ended = px_spawn(quick, NULL);    /* 3 */
+    CHECK(ended != NULL);
+    CHECK_EQ(px_join(ended, NULL), 0);
+    px_fiber *ready = px_spawn(quick, NULL);    /* 4, not run yet */
+    CHECK(ready != NULL);
+    inspect();
+    CHECK_EQ(nseen, 3);                         /* the ended one is not listed */
+    CHECK_EQ(by_number(1)->state, PX_FIBER_RUNNING);
+    CHECK_EQ(by_number(2)->state, PX_FIBER_PARKED);
+    CHECK(by_number(3) == NULL);
+    CHECK_EQ(by_number(4)->state, PX_FIBER_READY);
+    CHECK_EQ(by_number(1)->id, px_self());
+    CHECK(by_number(2)->hosted == 0);
+    CHECK_EQ(seen[0].number, 1);                /* in spawn order */
+    dump_to_table();
+    check_table_has("  fiber 1: running\n");
+    check_table_has("  fiber 2: parked for ");
+    check_table_has("  fiber 4: ready\n");
+    check_table_has("(3 live)");
+    CHECK(px_event_set(Never) >= 0);
+    px_fiber_release(parked);
+    px_fiber_release(ended);
+    px_fiber_release(ready);
+    return NULL;
+}
+
+SPEC(lists_every_live_fiber_with_its_state)
+{
+    CHECK((Never = px_event_new()) != NULL);
+    CHECK_EQ(px_sched_inspect(NULL, keep, NULL), PX_EINVAL);   /* no scheduler here */
+    CHECK_EQ(px_dump(NULL, NULL), PX_EINVAL);
+    CHECK_EQ(px_run(states_main, NULL, NULL), 0);
+    CHECK_EQ(px_event_free(Never), 0);
+}
+
+/* -- waits -------------------------------------------------------------------- */
+
+static px_mutex *M;
+static px_chan *C;
+static int pipefd[2];
+
+static void *holds_the_lock(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_fiber_set_name(0, "holder"), 0);
+    CHECK_EQ(px_mutex_lock(M), 0);
+    px_event_wait(Never);
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    return NULL;
+}
+
+static void *wants_the_lock(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_mutex_lock(M), 0);
+    CHECK_EQ(px_mutex_unlock(M), 0);
+    return NULL;
+}
+
+static void *receives(void *arg)
+{
+    (void)arg;
+    void *v;
+    CHECK_EQ(px_chan_recv(C, &v), 0);
+    return NULL;
+}
+
+static void *sleeps(void *arg)
+{
+    (void)arg;
+    px_sleep(HOUR);   /* ended by the cancel below */
+    return NULL;
+}
+
+static void *reads(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_wait_fd(pipefd[0], PX_READABLE), 0);
+    return NULL;
+}
+
+static void *waits_main(void *arg)
+{
+    px_fiber *f[5] = { px_spawn(holds_the_lock, NULL), px_spawn(wants_the_lock, NULL),
+                       px_spawn(receives, NULL), px_spawn(sleeps, NULL),
+                       px_spawn(reads, NULL) };   /* 2 to 6 */
+    for (int i = 0; i < 5; i++)
+        CHECK(f[i] != NULL);
+    CHECK_EQ(px_fiber_set_name(px_fiber_id(f[1]), "waiter"), 0);
+    CHECK_EQ(px_yield(), 0);   /* each runs to its wait */
+    int64_t now = px_now();
+    inspect();
+    const px_fiber_info *w = by_number(3);
+    CHECK_EQ(w->state, PX_FIBER_PARKED);
+    CHECK(strcmp(w->reason, "Mutex lock") == 0 && strcmp(w->kind, "mutex") == 0);
+    CHECK(w->object == M && strcmp(w->object_name, "accounts") == 0);
+    CHECK_EQ(w->nholders, 1);
+    CHECK_EQ(w->holders[0], px_fiber_id(f[0]));
+    CHECK_EQ(w->deadline, INT64_MAX);
+    CHECK_EQ(w->fd, -1);
+    CHECK(strcmp(seen_names[2], "waiter") == 0);
+    const px_fiber_info *r = by_number(4);
+    CHECK(strcmp(r->reason, "Channel recv") == 0 && r->object == C);
+    CHECK_EQ(r->object_name[0], '\0');          /* not named */
+    const px_fiber_info *z = by_number(5);
+    CHECK(strcmp(z->reason, "sleep") == 0 && z->object == NULL);
+    CHECK(z->deadline > now + HOUR - PX_SEC(60) && z->deadline <= now + HOUR);
+    const px_fiber_info *d = by_number(6);
+    CHECK(strcmp(d->reason, "fd readable") == 0);
+    CHECK_EQ(d->fd, pipefd[0]);
+    CHECK_EQ(d->events, PX_READABLE);
+    dump_to_table();
+    char want[256];
+    snprintf(want, sizeof want, "  fiber 3 \"waiter\": parked for ");
+    check_table_has(want);
+    snprintf(want, sizeof want, " on \"Mutex lock\", waits on mutex \"accounts\"@%p held by "
+             "fiber 2 \"holder\"\n", (void *)M);
+    check_table_has(want);
+    snprintf(want, sizeof want, " on \"fd readable\", fd %d readable\n", pipefd[0]);
+    check_table_has(want);
+    check_table_has(" on \"sleep\", deadline in 359");   /* 3599.9... s, or a little less */
+    /* Let every one go; the sleeper last, by a cancel of the whole run. */
+    CHECK(px_event_set(Never) >= 0);
+    CHECK_EQ(px_chan_send(C, NULL), 0);
+    CHECK_EQ(write(pipefd[1], "x", 1), 1);
+    for (int i = 0; i < 5; i++)
+        if (i != 3) {
+            CHECK_EQ(px_join(f[i], NULL), 0);
+            px_fiber_release(f[i]);
+        }
+    px_fiber_release(f[3]);
+    CHECK_EQ(px_sched_cancel(arg), 0);
+    return NULL;
+}
+
+SPEC(names_what_each_fiber_waits_for_and_who_holds_it)
+{
+    CHECK((Never = px_event_new()) && (M = px_mutex_new()) && (C = px_chan_new(0)));
+    CHECK_EQ(pipe(pipefd), 0);
+    CHECK_EQ(px_object_set_name(M, "accounts"), 0);
+    px_sched *s = px_sched_new(NULL);
+    CHECK(s != NULL);
+    CHECK_EQ(px_sched_post(s, waits_main, s), 0);
+    CHECK_EQ(px_sched_run(s), 0);
+    px_sched_free(s);
+    CHECK_EQ(px_event_free(Never), 0);
+    CHECK_EQ(px_mutex_free(M), 0);
+    CHECK_EQ(px_chan_free(C), 0);
+    close(pipefd[0]);
+    close(pipefd[1]);
+}
+
+/* -- how long ----------------------------------------------------------------- */
+
+static void *long_wait_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f = px_spawn(parks, NULL);
+    CHECK(f != NULL);
+    CHECK_EQ(px_sleep(PX_SEC(2)), 0);   /* virtual: at once */
+    inspect();
+    const px_fiber_info *i = by_number(2);
+    CHECK_EQ(i->state, PX_FIBER_PARKED);
+    CHECK(i->parked_ns >= PX_SEC(2) - PX_MSEC(1) && i->parked_ns <= PX_SEC(2) + PX_MSEC(1));
+    dump_to_table();
+    check_table_has("  fiber 2: parked for 2.00");
+    CHECK(px_event_set(Never) >= 0);
+    CHECK_EQ(px_join(f, NULL), 0);
+    px_fiber_release(f);
+    return NULL;
+}
+
+SPEC(tells_how_long_each_fiber_waited)
+{
+    CHECK((Never = px_event_new()) != NULL);
+    px_sched_opts o = { .clock = PX_CLOCK_VIRTUAL };
+    CHECK_EQ(px_run_with(&o, long_wait_main, NULL, NULL), 0);
+    CHECK_EQ(px_event_free(Never), 0);
+}
+
+/* -- where -------------------------------------------------------------------- */
+
+/* Exported (not static): the dynamic linker knows it by name. */
+void *observe_dump_worker(void *arg);
+void *observe_dump_worker(void *arg)
+{
+    (void)arg;
+    px_event_wait(Never);
+    return NULL;
+}
+
+static int hosted_turns;
+
+static int hosted_resume(void *ctx)
+{
+    (void)ctx;
+    if (hosted_turns++ == 0)
+        return px_event_wait(Never) == PX_EYIELD ? 0 : PX_HOST_DONE;
+    return px_event_wait(Never) == 0 ? PX_HOST_DONE : 0;
+}
+
+static size_t describe(void *ctx, uint64_t id, void *host_ctx, char *buf, size_t cap)
+{
+    CHECK(ctx == &hosted_turns && host_ctx == &hosted_turns);
+    return (size_t)snprintf(buf, cap, "line one of fiber %llu\nline two",
+                            (unsigned long long)px_fiber_number(id));
+}
+
+static void *where_main(void *arg)
+{
+    px_sched *s = arg;
+    px_fiber *c = px_spawn(observe_dump_worker, NULL);     /* 2 */
+    px_fiber *anon = px_spawn(parks, NULL);                /* 3 */
+    static const px_host_ops ops = { hosted_resume, NULL, NULL };
+    px_fiber *h = px_spawn_hosted(s, &ops, &hosted_turns);   /* 4 */
+    CHECK(c && anon && h);
+    CHECK_EQ(px_yield(), 0);
+    inspect();
+    CHECK(by_number(2)->fn == observe_dump_worker);
+    CHECK(strcmp(seen_where[1], "observe_dump_worker") == 0);
+    CHECK(by_number(3)->fn == parks);   /* static: no symbol, only its address */
+    CHECK_EQ(seen_where[2][0], '\0');
+    CHECK(by_number(4)->hosted && by_number(4)->fn == NULL);
+    CHECK(strcmp(seen_where[3], "line one of fiber 4\nline two") == 0);
+    dump_to_table();
+    check_table_has("  fiber 2: parked for ");
+    check_table_has("\n      observe_dump_worker\n");
+    check_table_has("\n      in the function at 0x");
+    check_table_has("\n      line one of fiber 4\n      line two\n");
+    CHECK(px_event_set(Never) >= 0);
+    px_fiber_release(c);
+    px_fiber_release(anon);
+    px_fiber_release(h);
+    return NULL;
+}
+
+SPEC(shows_where_each_fiber_is)
+{
+    CHECK((Never = px_event_new()) != NULL);
+    px_sched *s = px_sched_new(&(px_sched_opts){ .describe = describe,
+                                                 .describe_ctx = &hosted_turns });
+    CHECK(s != NULL);
+    CHECK_EQ(px_sched_post(s, where_main, s), 0);
+    CHECK_EQ(px_sched_run(s), 0);
+    px_sched_free(s);
+    CHECK_EQ(px_event_free(Never), 0);
+}
+
+/* -- on a signal -------------------------------------------------------------- */
+
+static FILE *err;   /* stderr while a spec takes it */
+static int saved_stderr;
+
+static void take_stderr(void)
+{
+    CHECK((err = tmpfile()) != NULL);
+    fflush(stderr);
+    CHECK((saved_stderr = dup(2)) >= 0);
+    CHECK_EQ(dup2(fileno(err), 2), 2);
+}
+
+/* What was written to stderr since take_stderr, into table. */
+static void read_stderr(void)
+{
+    fflush(stderr);
+    long at = ftell(err);
+    rewind(err);
+    size_t n = fread(table, 1, sizeof table - 1, err);
+    table[n] = '\0';
+    fseek(err, at, SEEK_SET);
+}
+
+static void give_stderr_back(void)
+{
+    fflush(stderr);
+    CHECK_EQ(dup2(saved_stderr, 2), 2);
+    close(saved_stderr);
+    fclose(err);
+}
+
+static volatile int spinning = 1;
+
+static void *spinner(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_fiber_set_name(0, "spinner"), 0);
+    while (spinning)
+        CHECK_EQ(px_yield(), 0);
+    return NULL;
+}
+
+static void *signal_running_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f = px_spawn(spinner, NULL);
+    CHECK(f != NULL);
+    CHECK_EQ(raise(SIGUSR1), 0);
+    /* Fibers keep running: the dump comes at a turn of the loop. */
+    int64_t until = px_now() + PX_TEST_TIMEOUT_NS;
+    for (;;) {
+        CHECK_EQ(px_yield(), 0);
+        read_stderr();
+        if (strstr(table, "(2 live)") || px_now() > until)
+            break;
+    }
+    spinning = 0;
+    CHECK_EQ(px_join(f, NULL), 0);
+    px_fiber_release(f);
+    return NULL;
+}
+
+SPEC(from_a_signal_while_fibers_run)
+{
+    CHECK_EQ(px_dump_signal(SIGKILL), PX_EINVAL);
+    CHECK_EQ(px_dump_signal(-1), PX_EINVAL);
+    CHECK_EQ(px_dump_signal(SIGUSR1), 0);
+    take_stderr();
+    int r = px_run(signal_running_main, NULL, NULL);
+    read_stderr();
+    give_stderr_back();
+    CHECK_EQ(r, 0);
+    if (strstr(table, "(2 live)") == NULL)
+        fprintf(stderr, "stderr:\n%s\n", table);
+    check_table_has("parataxis: the fibers of scheduler ");
+    check_table_has("  fiber 2 \"spinner\": ");
+    CHECK_EQ(px_dump_signal(0), 0);
+}
+
+static px_latch dumped;
+
+/* Sends the signal until a dump shows the main fiber parked on its fd: then
+** the run had nothing to do but wait in the kernel.  Then lets it go on. */
+static void *signaller(void *arg)
+{
+    (void)arg;
+    int64_t until = px_now() + PX_TEST_TIMEOUT_NS;
+    char want[64];
+    snprintf(want, sizeof want, "fd %d readable", pipefd[0]);
+    while (px_now() < until) {
+        CHECK_EQ(kill(getpid(), SIGUSR1), 0);
+        struct timespec ts = { 0, 20000000 };
+        nanosleep(&ts, NULL);
+        read_stderr();
+        if (strstr(table, want))
+            break;
+    }
+    ev_set(&dumped);
+    CHECK_EQ(write(pipefd[1], "x", 1), 1);
+    return NULL;
+}
+
+static void *signal_waiting_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_fiber_set_name(0, "reader"), 0);
+    CHECK_EQ(px_wait_fd(pipefd[0], PX_READABLE), 0);
+    return NULL;
+}
+
+SPEC(from_a_signal_while_the_run_waits_in_the_kernel)
+{
+    CHECK_EQ(pipe(pipefd), 0);
+    ev_init(&dumped);
+    CHECK_EQ(px_dump_signal(SIGUSR1), 0);
+    take_stderr();
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, signaller, NULL), 0);
+    int r = px_run(signal_waiting_main, NULL, NULL);
+    pthread_join(t, NULL);
+    read_stderr();
+    give_stderr_back();
+    CHECK_EQ(r, 0);
+    char want[128];
+    snprintf(want, sizeof want, "  fiber 1 \"reader\": parked for ");
+    check_table_has(want);
+    snprintf(want, sizeof want, " on \"fd readable\", fd %d readable\n", pipefd[0]);
+    check_table_has(want);
+    CHECK_EQ(px_dump_signal(0), 0);
+    ev_destroy(&dumped);
+    close(pipefd[0]);
+    close(pipefd[1]);
+}
+
+/* -- another thread's scheduler ---------------------------------------------------- */
+
+static px_sched *Other;
+static px_latch other_running, other_may_end;
+
+static void *other_main(void *arg)
+{
+    (void)arg;
+    ev_set(&other_running);
+    while (!ev_wait_n_ns(&other_may_end, 1, 0))
+        CHECK_EQ(px_sleep(PX_MSEC(1)), 0);
+    return NULL;
+}
+
+static void *other_thread(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_sched_run(Other), 0);
+    return NULL;
+}
+
+SPEC(refuses_a_scheduler_running_on_another_thread)
+{
+    ev_init(&other_running);
+    ev_init(&other_may_end);
+    CHECK((Other = px_sched_new(NULL)) != NULL);
+    CHECK_EQ(px_sched_post(Other, other_main, NULL), 0);
+    nseen = 0;
+    CHECK_EQ(px_sched_inspect(Other, keep, NULL), 0);   /* not running yet: no fiber */
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, other_thread, NULL), 0);
+    EV_WAIT(&other_running, 1);
+    CHECK_EQ(px_sched_inspect(Other, keep, NULL), PX_ETHREAD);
+    CHECK_EQ(px_dump(Other, NULL), PX_ETHREAD);
+    ev_set(&other_may_end);
+    pthread_join(t, NULL);
+    CHECK_EQ(px_sched_inspect(Other, keep, NULL), PX_ETHREAD);   /* bound to that thread */
+    CHECK_EQ(px_sched_inspect(Other, NULL, NULL), PX_ETHREAD);
+    px_sched_free(Other);
+    ev_destroy(&other_running);
+    ev_destroy(&other_may_end);
+}
+
+SPECS(lists_every_live_fiber_with_its_state, names_what_each_fiber_waits_for_and_who_holds_it,
+      tells_how_long_each_fiber_waited, shows_where_each_fiber_is,
+      from_a_signal_while_fibers_run, from_a_signal_while_the_run_waits_in_the_kernel,
+      refuses_a_scheduler_running_on_another_thread)
