@@ -373,7 +373,6 @@ static volatile int spinning = 1;
 static void *spinner(void *arg)
 {
     (void)arg;
-    CHECK_EQ(px_fiber_set_name(0, "spinner"), 0);
     while (spinning)
         CHECK_EQ(px_yield(), 0);
     return NULL;
@@ -384,6 +383,7 @@ static void *signal_running_main(void *arg)
     (void)arg;
     px_fiber *f = px_spawn(spinner, NULL);
     CHECK(f != NULL);
+    CHECK_EQ(px_fiber_set_name(px_fiber_id(f), "spinner"), 0);   /* before it runs */
     CHECK_EQ(raise(SIGUSR1), 0);
     /* Fibers keep running: the dump comes at a turn of the loop. */
     int64_t until = px_now() + PX_TEST_TIMEOUT_NS;
