@@ -230,10 +230,11 @@ struct px_sched {
 
     px__poll poll;           /* its fibers' fd waits (poll.c) */
 
-    /* Time, as the loop last looked: milliseconds since clock_t0, stamped on
-    ** each park for the dump's "waited" (cheaper than a clock read a park). */
+    /* Time, as the scheduler last looked: milliseconds since clock_t0,
+    ** stamped on each park for the dump's "waited" (a clock read per park
+    ** would cost more than the park).  It looks when it expires deadlines,
+    ** after a wait in the kernel, and when it takes in posts. */
     uint32_t clock_ms;
-    unsigned batches;        /* counts batches: every CLOCK_EVERY-th looks */
     int64_t clock_t0;
     int64_t vnow;            /* the virtual clock's time (opts.clock) */
 

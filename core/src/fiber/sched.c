@@ -478,8 +478,15 @@ static void take_item(px_sched *s, px__item *it)
     free(it);
 }
 
+/* Sets s->clock_ms, the time parks are stamped with, from `now`. */
+static void look_at_clock(px_sched *s, int64_t now)
+{
+    s->clock_ms = (uint32_t)((uint64_t)(now - s->clock_t0) / 1000000u);
+}
+
 static void drain_inbox(px_sched *s)
 {
+    look_at_clock(s, px_now());   /* seldom: a look costs nothing here */
     pthread_mutex_lock(&s->lock);
     px__item *it = s->inbox;
     s->inbox = s->inbox_tail = NULL;
@@ -494,20 +501,11 @@ static void drain_inbox(px_sched *s)
 
 /* -- the loop ------------------------------------------------------------- */
 
-/* Every CLOCK_EVERY-th batch the loop looks at the clock, if nothing else
-** made it look (a deadline, a wait in the kernel): the time each park is
-** stamped with (f->park_ms) is never older than that many batches. */
-#define CLOCK_EVERY 64
-
-static void look_at(px_sched *s, int64_t now)
-{
-    s->clock_ms = (uint32_t)((uint64_t)(now - s->clock_t0) / 1000000u);
-}
 
 static void expire(px_sched *s)
 {
     int64_t now = px_now();
-    look_at(s, now);
+    look_at_clock(s, now);
     px__tnode *n = px__tset_expire(&s->tset, now, 0);
     while (n) {
         px__tnode *next = px__tset_after(n);
@@ -522,11 +520,11 @@ static void run_hosted(px_sched *s, px_fiber *f);
 /* One turn of C fiber f on stack st, until it switches back. */
 static inline void run_on(px_sched *s, px_fiber *f, const px__stack *st)
 {
-    px__stack_running(px__fiber_number(f->id), st);
+    px__stack_running(f->id, st);
     px__context_switch(&s->ctx, &f->ctx);
     px__stack_running(0, NULL);
     if (!px__stack_intact(st))
-        px__stack_overflowed(px__fiber_number(f->id));
+        px__stack_overflowed(f->id);
 }
 
 /* A fiber on a shared stack: its bytes go there first, and once it left,
@@ -614,7 +612,7 @@ static int wait_kernel(px_sched *s, int64_t until)
     }
     if (s->opts.clock == PX_CLOCK_VIRTUAL)
         s->vnow += px__clock_real() - real;   /* it waited for the outside: time went by */
-    look_at(s, px_now());
+    look_at_clock(s, px_now());
     pthread_mutex_lock(&s->lock);
     s->sleeping = 0;
     s->signalled = 0;
@@ -683,8 +681,6 @@ static int turn(px_sched *s)
         }
         if (s->forked)
             return PX_EFORKED;   /* the child of a fork made on this thread */
-        if (!PX__LIKELY(++s->batches % CLOCK_EVERY != 0) && s->tset.count == 0)
-            look_at(s, px_now());
         if (s->tset.count)
             expire(s);
         /* Fibers wait on fds: one look per batch, however busy the run. */

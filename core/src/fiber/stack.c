@@ -53,7 +53,7 @@ static atomic_long guarded_live;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct sigaction old_segv;
 
-static _Thread_local uint64_t run_number;
+static _Thread_local uint64_t run_id;
 static _Thread_local const void *run_guard_lo, *run_guard_hi;
 static _Thread_local void *alt_mem;
 static _Thread_local int alt_users;
@@ -64,11 +64,12 @@ static size_t round_page(size_t n)
 }
 
 /* Async-signal-safe: write(2) only. */
-void px__stack_overflowed(uint64_t fiber_number)
+void px__stack_overflowed(uint64_t fiber_id)
 {
     char buf[80], num[24];
     size_t n = 0, k = 0;
     const char *a = "parataxis: fiber ", *b = " overflowed its stack\n";
+    uint64_t fiber_number = px_fiber_number(fiber_id);
     do
         num[k++] = (char)('0' + fiber_number % 10);
     while ((fiber_number /= 10) && k < sizeof num);
@@ -87,7 +88,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 {
     const char *addr = si->si_addr;
     if (run_guard_lo && addr >= (const char *)run_guard_lo && addr < (const char *)run_guard_hi)
-        px__stack_overflowed(run_number);
+        px__stack_overflowed(run_id);
     /* Not ours: the previous handler, or the default action on return. */
     if (old_segv.sa_flags & SA_SIGINFO) {
         old_segv.sa_sigaction(sig, si, uc);
@@ -426,9 +427,9 @@ void px__stack_pool_free(px__stack_pool *p)
     altstack_release();
 }
 
-void px__stack_running(uint64_t fiber_number, const px__stack *s)
+void px__stack_running(uint64_t fiber_id, const px__stack *s)
 {
-    run_number = fiber_number;
+    run_id = fiber_id;
 
     if (s && (s->guarded || s->slab)) { /* its own guard, or its slab's */
         run_guard_lo = s->map;

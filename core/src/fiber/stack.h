@@ -59,10 +59,11 @@ int px__stack_mappable(size_t size);
 
 /* Is the canary below a slab stack intact?  Always 1 for guarded stacks. */
 int px__stack_intact(const px__stack *s);
-/* Which fiber runs on which stack (thread-local), for the overflow message:
- * its number (px_fiber_number); (0, NULL) while the scheduler itself runs. */
-void px__stack_running(uint64_t fiber_number, const px__stack *s);
-/* Print "parataxis: fiber N overflowed its stack" and abort. */
-void px__stack_overflowed(uint64_t fiber_number);
+/* Which fiber runs on which stack (thread-local), for the overflow message;
+ * (0, NULL) while the scheduler itself runs. */
+void px__stack_running(uint64_t fiber_id, const px__stack *s);
+/* Print "parataxis: fiber N overflowed its stack" (N its number, as
+ * px_fiber_number) and abort. */
+void px__stack_overflowed(uint64_t fiber_id);
 
 #endif
