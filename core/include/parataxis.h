@@ -625,7 +625,8 @@ PX_API void px_timer_free(px_timer *t);
 ** With PARATAXIS_TRACE set in the environment to anything but "" or "0" (read
 ** once per process, by the first px_sched_new or px_sched_run), every scheduler
 ** writes one line to stderr per fiber event, each with one write(2):
-** "parataxis trace <seconds since the first scheduler> fiber <id> <event>", the
+** "parataxis trace <seconds since the first scheduler> fiber <number>[ "<name>"]
+** <event>" (the fiber's px_fiber_number and its name, if it has one), the
 ** events being spawn, park "<reason>", wake "<reason>", timeout "<reason>",
 ** cancel "<reason>", nomem "<reason>" (a park on a shared stack that could not
 ** keep its stack: see px_sched_opts.shared_stacks) and exit.
@@ -1307,9 +1308,12 @@ typedef struct px_fiber_info {
     int fd;                      /* an fd wait: the fd, else -1 */
     unsigned events;             /* an fd wait: PX_READABLE and/or PX_WRITABLE */
     int64_t deadline;            /* on px_now()'s clock; INT64_MAX: none */
-    int64_t parked_ns;           /* how long it has waited, to the scheduler's last
-                                 ** look at the clock (it looks at least once a
-                                 ** millisecond while it waits, and between batches) */
+    /* How long it has waited, to a millisecond and to the scheduler's look at
+    ** the clock before it parked: the scheduler looks whenever deadlines are
+    ** due, after each wait in the kernel and when it takes in posts (a park
+    ** costs no clock reading), so in a run without any of them -- fibers that
+    ** only hand each other work -- it can read long. */
+    int64_t parked_ns;
     /* Where it is: a C fiber's function (its symbol, when the dynamic linker
     ** knows it, else NULL; fn is its address), or a hosted fiber's text from
     ** px_sched_opts.describe ("" without one). */
@@ -1358,10 +1362,10 @@ PX_API int px_dump_signal(int signo);
 ** pthread_key_t does per thread.  A fiber that never sets one pays nothing.
 **
 ** px_local_new makes a key.  destroy(value), when not NULL, runs once for each
-** non-NULL value a fiber still holds when it ends or is discarded with its
-** scheduler (px_sched_free: a run cancelled or left parked, the child of a
-** fork), on the scheduler's thread, px_self() being that fiber while it
-** ended normally; it may not park.  inherit(value), when not NULL, gives a new
+** non-NULL value a fiber still holds when it ends -- on the scheduler's thread,
+** px_self() being that fiber -- or is discarded with its scheduler (on the
+** thread of px_sched_free, off-fiber: a run left with parked fibers, the
+** child of a fork); it may not park.  inherit(value), when not NULL, gives a new
 ** fiber its value from its spawner's at px_spawn (px_spawn_sized,
 ** px_spawn_hosted and the group spawns too): what it returns is the child's
 ** value (return the same pointer to share it, a copy to own one, NULL for

@@ -6,7 +6,8 @@
 ** The program of fiber_demo.py and fiber_demo.lua: a producer and two consumers
 ** on a channel, a mutex handed over in FIFO order, a timeout that fires at the
 ** interrupted wait, timer handlers delivered as fibers, and a deadlock the
-** engine explains -- who waits on whom.
+** engine explains -- a dump of the named fibers while they wait, then the
+** report: who waits on whom.
 */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -22,7 +23,8 @@ static void say(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    printf("%7.1f ms  fiber %" PRIu64 ": ", (double)(px_now() - start) / 1e6, px_self());
+    printf("%7.1f ms  fiber %" PRIu64 ": ", (double)(px_now() - start) / 1e6,
+           px_fiber_number(px_self()));
     vprintf(fmt, ap);
     putchar('\n');
     va_end(ap);
@@ -167,10 +169,19 @@ static void *other(void *arg)
     return NULL;
 }
 
+/* Named fibers and mutexes: the dump and the report say who is who. */
 static void *deadlock(void *arg)
 {
     (void)arg;
+    px_fiber_set_name(0, "main");
     px_fiber *x = px_spawn(one, NULL), *y = px_spawn(other, NULL);
+    px_fiber_set_name(px_fiber_id(x), "transfer a->b");
+    px_fiber_set_name(px_fiber_id(y), "transfer b->a");
+    px_yield();   /* each takes its first mutex */
+    px_yield();   /* and parks on its second */
+    printf("px_dump while they wait:\n");
+    px_dump(NULL, stdout);
+    fflush(stdout);
     px_join(x, NULL);
     px_join(y, NULL);
     return NULL;
@@ -189,6 +200,8 @@ int main(void)
 
     ma = px_mutex_new();
     mb = px_mutex_new();
+    px_object_set_name(ma, "account a");
+    px_object_set_name(mb, "account b");
     printf("px_run(deadlock); the engine's report, on stderr:\n");
     fflush(stdout);   /* stdout is buffered when piped: the report must not overtake it */
     r = px_run(deadlock, NULL, NULL);

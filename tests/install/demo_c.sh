@@ -38,7 +38,10 @@ has "status=0"
 for l in "left got 0" "right got 1" "pipeline total = 10" \
          "the mutex went to the fibers in the order they asked: 1, 2, 3, 4" \
          "fired at the interrupted wait" "timer handler fired in a fiber" \
-         "the engine's report" "wait-for cycle"; do
+         "the engine's report" "wait-for cycle" "px_dump while they wait:" \
+         '  fiber 2 "transfer a->b": parked for ' \
+         'waits on mutex "account b"@' 'held by fiber 3 "transfer b->a"' \
+         '  fiber 1 "main": running'; do
     has "$l"
 done
 [ "$(grep -cF 'timer handler fired in a fiber' "$work/out")" = 2 ] || fail "not two handler calls"

@@ -937,6 +937,7 @@ struct run_main {
 static void *run_main_fiber(void *arg)
 {
     struct run_main *m = arg;
+    px__fiber_here()->fn = m->fn;   /* what a dump says the fiber runs */
     m->result = m->fn(m->arg);
     return NULL;
 }
