@@ -23,6 +23,24 @@ atomic_size_t px__names_count;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static entry **buckets;
 static size_t nbuckets;
+static pthread_once_t fork_watching = PTHREAD_ONCE_INIT;
+
+/* A fork while another thread holds the lock would leave it locked in the
+** child, and the table half changed: fork() waits for the lock instead. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+static void fork_after(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+static void fork_watch(void)
+{
+    pthread_atfork(fork_prepare, fork_after, fork_after);
+}
 
 static size_t slot(const void *object, size_t n)
 {
@@ -83,6 +101,7 @@ int px_object_set_name(const void *object, const char *name)
         memcpy(e->name, name, len);
         e->name[len] = '\0';
     }
+    pthread_once(&fork_watching, fork_watch);   /* before the lock is ever taken */
     pthread_mutex_lock(&lock);
     int r = e ? make_room() : 0;
     if (r == 0 && nbuckets != 0) {

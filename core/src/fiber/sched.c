@@ -579,7 +579,8 @@ void px__sched_turn_over(px_sched *s, px_fiber *f, int status)
 ** released on return.  Returns PX_EINTR when a signal ended the wait. */
 static int wait_kernel(px_sched *s, int64_t until)
 {
-    int64_t real = px__clock_real();
+    int virtual_clock = s->opts.clock == PX_CLOCK_VIRTUAL;
+    int64_t real = virtual_clock ? px__clock_real() : 0;
     s->sleeping = 1;
     pthread_mutex_unlock(&s->lock);
     struct pollfd pfd = { .fd = s->efd, .events = POLLIN };
@@ -610,7 +611,7 @@ static int wait_kernel(px_sched *s, int64_t until)
         ssize_t got = read(s->efd, &v, sizeof v);
         (void)got;   /* EAGAIN: another look emptied it */
     }
-    if (s->opts.clock == PX_CLOCK_VIRTUAL)
+    if (virtual_clock)
         s->vnow += px__clock_real() - real;   /* it waited for the outside: time went by */
     look_at_clock(s, px_now());
     pthread_mutex_lock(&s->lock);
