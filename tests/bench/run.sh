@@ -27,6 +27,7 @@ if [ "${2:-}" != "--no-build" ]; then
     # bench_fiber, bench_sync and bench_switch exist only where Boost has them,
     # the Lua module (for bench_lua_fibers.lua) where SWIG and Lua 5.4 are.
     targets="bench_timers bench_tset bench_wake bench_faults prof_px io_pool skynet_px bench_structure"
+    targets="$targets bench_observe prof_fiber"
     for t in bench_fiber bench_sync bench_switch parataxis_core io_echo_load io_echo_epoll \
              io_echo_uv io_latency_uv io_lateness io_echo_px io_latency_px io_rss_px; do
         if cmake --build "$build" --target help 2>/dev/null | grep -q "$t"; then
@@ -144,6 +145,13 @@ fi
 say "== structured concurrency (targets: group <= 1.2x a spawn loop + joins; select over"
 say "   2 channels <= 1.0x Go's select)"
 step env PXB_GO="$gobin" GOMAXPROCS=1 "$bin/bench_structure"
+
+say "== seeing into a run: locals, names, a dump, sleeps on the virtual clock (issue 24)"
+step "$bin/bench_observe" 5
+if command -v valgrind >/dev/null 2>&1; then
+    say "instructions per op of the fiber hot paths (callgrind; names and locals unused)"
+    sh "$here/prof_fiber.sh" "$bin/prof_fiber" | tee -a "$out"
+fi
 
 # Cold fan-outs (issue 25): skynet in C, Python and Lua and a million parked
 # fibers, each case a fresh process, beside Go (tests/bench/go_skynet, built
