@@ -240,6 +240,167 @@ SPEC(names_what_each_fiber_waits_for_and_who_holds_it)
     close(pipefd[1]);
 }
 
+/* Every other kind of wait: each fiber's reason, kind, object and holder. */
+
+static px_rwlock *RW;
+static px_sem *Sem;
+static px_barrier *Bar;
+static px_once *Once;
+static px_waitgroup *WG;
+static px_chan *C2;
+static px_latch job_may_end;
+
+static void *reads_then_waits(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_rdlock(RW), 0);
+    px_event_wait(Never);
+    CHECK_EQ(px_rwlock_rdunlock(RW), 0);
+    return NULL;
+}
+
+static void *writes(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_rwlock_wrlock(RW), 0);
+    CHECK_EQ(px_rwlock_wrunlock(RW), 0);
+    return NULL;
+}
+
+static void *acquires(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_sem_acquire(Sem), 0);
+    return NULL;
+}
+
+static void *arrives(void *arg)
+{
+    (void)arg;
+    CHECK(px_barrier_arrive_and_wait(Bar) >= 0);
+    return NULL;
+}
+
+static int slow_init(void *arg)
+{
+    (void)arg;
+    px_event_wait(Never);
+    return 0;
+}
+
+static void *inits(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_once_do(Once, slow_init, NULL), 0);
+    return NULL;
+}
+
+static void *waits_for_the_group(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_waitgroup_wait(WG), 0);
+    return NULL;
+}
+
+static void *selects(void *arg)
+{
+    (void)arg;
+    px_select_case cases[] = { { .kind = PX_SELECT_RECV, .obj = C2 },
+                               { .kind = PX_SELECT_EVENT, .obj = Never } };
+    CHECK(px_select(cases, 2) >= 0);
+    return NULL;
+}
+
+static void *job(void *arg)
+{
+    EV_WAIT(&job_may_end, 1);
+    return arg;
+}
+
+static void *runs_a_job(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_run_blocking(job, NULL, NULL, 0, NULL), 0);
+    return NULL;
+}
+
+static void *joins(void *arg)
+{
+    CHECK_EQ(px_join(arg, NULL), 0);
+    return NULL;
+}
+
+typedef struct kind_case {
+    px_fiber_fn fn;
+    const char *reason, *kind;
+    const void **object;     /* NULL: none */
+    int holder;              /* the index of the holding fiber, or -1 */
+} kind_case;
+
+static void *every_kind_main(void *arg)
+{
+    (void)arg;
+    const kind_case k[] = {
+        { reads_then_waits, "Event wait", "event", (const void **)&Never, -1 },
+        { writes, "RwLock write lock", "rwlock", (const void **)&RW, 0 },
+        { acquires, "Semaphore acquire", "semaphore", (const void **)&Sem, -1 },
+        { arrives, "Barrier arrive", "barrier", (const void **)&Bar, -1 },
+        { inits, "Event wait", "event", (const void **)&Never, -1 },   /* runs slow_init */
+        { inits, "Once init", "once", (const void **)&Once, 4 },
+        { waits_for_the_group, "WaitGroup wait", "waitgroup", (const void **)&WG, -1 },
+        { selects, "select", "select", NULL, -1 },
+        { runs_a_job, "blocking job", "blocking job", NULL, -1 },
+        { joins, "fiber join", "fiber", NULL, 0 },
+    };
+    enum { N = sizeof k / sizeof k[0] };
+    px_fiber *f[N];
+    for (int i = 0; i < N; i++) {
+        CHECK((f[i] = px_spawn(k[i].fn, i == N - 1 ? f[0] : NULL)) != NULL);
+        CHECK_EQ(px_yield(), 0);   /* in order: 0 reads first, 4 runs the Once */
+    }
+    CHECK_EQ(px_sleep(PX_MSEC(1)), 0);   /* the job is on its pool thread */
+    inspect();
+    for (int i = 0; i < N; i++) {
+        const px_fiber_info *in = by_number((uint64_t)i + 2);
+        CHECK(in != NULL && in->state == PX_FIBER_PARKED);
+        if (strcmp(in->reason, k[i].reason) != 0 || strcmp(in->kind, k[i].kind) != 0) {
+            fprintf(stderr, "fiber %d: %s %s\n", i + 2, in->reason, in->kind);
+            exit(1);
+        }
+        if (k[i].object)
+            CHECK(in->object == *k[i].object);
+        if (k[i].holder >= 0) {
+            CHECK_EQ(in->nholders, 1);
+            CHECK_EQ(in->holders[0], px_fiber_id(f[k[i].holder]));
+        }
+    }
+    /* Let every one go. */
+    ev_set(&job_may_end);
+    CHECK(px_event_set(Never) >= 0);
+    CHECK_EQ(px_sem_release(Sem), 0);
+    CHECK(px_barrier_arrive_and_wait(Bar) >= 0);
+    CHECK_EQ(px_waitgroup_done(WG), 0);
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(px_join(f[i], NULL), 0);
+        px_fiber_release(f[i]);
+    }
+    return NULL;
+}
+
+SPEC(names_every_kind_of_wait)
+{
+    CHECK((Never = px_event_new()) && (RW = px_rwlock_new()) && (Sem = px_sem_new(0)));
+    CHECK((Bar = px_barrier_new(2)) && (Once = px_once_new()) && (WG = px_waitgroup_new()));
+    CHECK((C2 = px_chan_new(0)) != NULL);
+    CHECK_EQ(px_waitgroup_add(WG, 1), 0);
+    ev_init(&job_may_end);
+    CHECK_EQ(px_run(every_kind_main, NULL, NULL), 0);
+    ev_destroy(&job_may_end);
+    CHECK(!px_event_free(Never) && !px_rwlock_free(RW) && !px_sem_free(Sem));
+    CHECK(!px_barrier_free(Bar) && !px_once_free(Once) && !px_waitgroup_free(WG));
+    CHECK_EQ(px_chan_free(C2), 0);
+}
+
 /* -- how long ----------------------------------------------------------------- */
 
 static void *long_wait_main(void *arg)
@@ -515,6 +676,7 @@ SPEC(refuses_a_scheduler_running_on_another_thread)
 }
 
 SPECS(lists_every_live_fiber_with_its_state, names_what_each_fiber_waits_for_and_who_holds_it,
+      names_every_kind_of_wait,
       tells_how_long_each_fiber_waited, shows_where_each_fiber_is,
       from_a_signal_while_fibers_run, from_a_signal_while_the_run_waits_in_the_kernel,
       refuses_a_scheduler_running_on_another_thread)
