@@ -336,10 +336,13 @@ class Group:
         before the with block."""
         if self._p is None:
             raise RuntimeError("cancel of a group before its with block")
+        # The flag first: from another thread, the C cancel can end the
+        # members and the block (cffi lets go of the GIL) before this thread
+        # runs again, and `cancelled` must say so by then.
+        self._token.cancel()
         rc = lib.px_group_cancel(self._p)
         if rc < 0:
             raise_for(rc)
-        self._token.cancel()
         return rc == 1
 
     @property
