@@ -1061,7 +1061,7 @@ static void frame_line(PyFrameObject *f, char *buf, size_t cap, size_t *len)
     const char *name = code_text((PyObject *)code, PY_VERSION_HEX >= 0x030B0000 ? "co_qualname"
                                                                             : "co_name", &kn);
     size_t fl = strlen(file);
-    int body = strcmp(name, "Fiber._main") == 0 && fl >= 10
+    int body = (strcmp(name, "Fiber._main") == 0 || strcmp(name, "_main") == 0) && fl >= 10
                && strcmp(file + fl - 10, "_fibers.py") == 0;
     if (!body && *len + 1 < cap) {
         int w = snprintf(buf + *len, cap - *len, "%sFile \"%s\", line %d, in %s",
