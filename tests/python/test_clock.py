@@ -146,7 +146,7 @@ def test_waits_in_real_time_while_a_pool_job_runs():
         return job_took, sleeper.join() - t0
     r0 = time.monotonic()
     job_took, slept = virtual(main)
-    assert 0.02 <= job_took < 600, job_took        # the clock moved with real time
+    assert 0.01 <= job_took < 600, job_took        # the clock moved with real time
     assert abs(slept - HOUR) < EPS                 # then jumped to the hour
     assert time.monotonic() - r0 < 10.0
 
@@ -178,6 +178,6 @@ def test_waits_in_real_time_while_an_fd_wait_is_pending():
         thread.join()
         a.close()
         b.close()
-    assert 0.02 <= waited < 600, waited            # real time, not the hour
+    assert 0.01 <= waited < 600, waited            # real time, not the hour
     assert abs(slept - HOUR) < EPS
     assert time.monotonic() - r0 < 10.0

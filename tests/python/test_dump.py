@@ -97,7 +97,7 @@ def test_names_what_each_fiber_waits_for_and_who_holds_it():
         "holder", "transfer", "consumer", "reader"))
     now = fiber_records["now"]
     assert (holder_rec.state, holder_rec.reason) == ("parked", "sleep")
-    assert 3599 < holder_rec.deadline - now <= 3600           # on px.now()'s clock
+    assert 3500 < holder_rec.deadline - now <= 3600           # on px.now()'s clock
     assert (transfer.reason, transfer.kind, transfer.object_name) == (
         "Mutex lock", "mutex", "accounts")
     assert transfer.holders == (h_number[0],) and transfer.deadline is None

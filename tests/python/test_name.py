@@ -3,6 +3,7 @@ given a name, numbers count from 1 in each run, and deadlock reports print
 `fiber <number> "<name>"` and the names of the objects."""
 import re
 import threading
+import time
 
 import pytest
 
@@ -86,7 +87,9 @@ def test_naming_an_unknown_or_ended_fiber_is_refused():
         t = threading.Thread(target=thread_run)
         t.start()
         try:
-            while not other:
+            end = time.monotonic() + 10
+            while not other:            # the other run's main fiber has started
+                assert t.is_alive() and time.monotonic() < end, "the other run did not start"
                 px.sleep(0.001)
             with pytest.raises(px.NoFiberError, match="not of this run"):
                 other[0].name = "another thread's"   # a live fiber of another run
