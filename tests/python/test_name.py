@@ -133,7 +133,8 @@ def test_reports_print_numbers_and_names():
         h = px.spawn(holder, m, held)   # named after its function
         held.wait()
         t = px.spawn(m.lock, name="transfer")
-        numbers.update(holder=h.number, transfer=t.number)
+        queued = [px.spawn(m.lock) for _ in range(10)]     # numbers of two digits
+        numbers.update(holder=h.number, transfer=t.number, queued=[q.number for q in queued])
         t.join()
     numbers = {}
     with pytest.raises(px.DeadlockError) as e:
@@ -146,3 +147,8 @@ def test_reports_print_numbers_and_names():
                      rf'held by fiber {h} "{holder_name}"\n', report), report
     assert f'fiber {h} "{holder.__qualname__}": parked on "Event wait"' in report, report
     assert f'fiber 1 "{main.__qualname__}": parked on "fiber join"' in report, report
+    assert numbers["queued"][-1] >= 10
+    for q in numbers["queued"]:         # named after their function, Mutex.lock
+        assert re.search(rf'\n  fiber {q} "Mutex.lock": parked on "Mutex lock", waits on '
+                         rf'mutex "accounts"@0x[0-9a-f]+ held by fiber {h} "{holder_name}"\n',
+                         report), report

@@ -132,7 +132,7 @@ def _unnamed() -> Dict[int, str]:
 
 # A fiber in a report: `fiber 3`, unless a quoted text (a wait's reason, an
 # object's or a fiber's name) holds it, or it is named (`fiber 3 "poller"`).
-_FIBER_REF = re.compile(r'"[^"\n]*"|\bfiber (\d+)(?! ")')
+_FIBER_REF = re.compile(r'"[^"\n]*"|\bfiber (\d+)(?!\d| ")')
 
 
 def _name_report(report: str, names: Dict[int, str]) -> str:
