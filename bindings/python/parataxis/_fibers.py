@@ -283,19 +283,16 @@ def _factory(key: Optional[int], call: Any) -> "Fiber[Any]":
     # run() makes it and then the Python handler it reaches, which may wait).
     run = _host.current()
     assert run is not None              # only a run's turns call it
-    # It is the fiber whose turn it is (px_self): named here, as its spawn
-    # was C's.
+    # It is the fiber whose turn it is (px_self).  Its name, as any fiber's
+    # default one, is told to C when a dump or a report needs it: its
+    # function's, or "timer handler" (Call.run says nothing).
     if key is not None:
         fn, args, ctx = _take_posted(key)
-        name = _default_name(fn)
         fiber = Fiber(run, fn, args, ctx)
     else:
-        name = "timer handler"
         fiber = Fiber(run, call.run, (), run.context.copy())
-        fiber._name = name
+        fiber._name = "timer handler"
     fiber.id = lib.px_self()
-    if name is not None:
-        lib.px_fiber_set_name(0, name.encode("utf-8", "replace"))
     return fiber
 
 
