@@ -376,9 +376,10 @@ class VirtualClock:
     It stands still while any fiber can run, and when every fiber waits on
     time alone it jumps to the next deadline at once: an hour's sleep takes
     no real time.  While something from outside could still come -- a fiber
-    waits on an fd or a socket, a run_blocking job runs, a timer queue owes
-    the run a handler call, a cancel scope is open -- the run waits in the
-    kernel and the clock moves with real time meanwhile.  px.now() on the
+    waits on an fd or a socket, a run_blocking job runs, a timer queue
+    (which keeps real time) owes the run a handler call -- the run waits in
+    the kernel and the clock moves with real time meanwhile.  An open
+    cancel_scope does not: a sleep inside it is jumped over all the same.  px.now() on the
     run's thread, sleep, timeout, move_on_after, select's deadlines and
     the dump all read it; other threads keep real time.  It starts at the
     real reading of px.now() when the run begins.  One VirtualClock may be
