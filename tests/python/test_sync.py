@@ -379,14 +379,14 @@ def test_deadlock_report_names_the_holders_and_prints_the_cycle():
                 pass
         f = px.spawn(one, a, b)
         g = px.spawn(one, b, a)
-        ids["f"], ids["g"] = f.id, g.id
+        ids["f"], ids["g"] = f.number, g.number
         f.join()
         g.join()
     with pytest.raises(px.DeadlockError) as e:
         px.run(main)
     report = str(e.value)
     assert '"Mutex lock"' in report and "wait-for cycle" in report, report
-    assert f"held by fiber {ids['f']}" in report and f"held by fiber {ids['g']}" in report
+    assert f"held by fiber {ids['f']} " in report and f"held by fiber {ids['g']} " in report
 
 
 # -- Mutex and RwLock: the rules of tests/c/sync/family.c over their lock rows -----------
@@ -986,14 +986,14 @@ def test_deadlock_report_names_readers_and_writer_and_prints_the_cycle():
             except px.Cancelled:
                 pass
         f, g = px.spawn(reader), px.spawn(locker)
-        ids["r"], ids["w"] = f.id, g.id
+        ids["r"], ids["w"] = f.number, g.number
         f.join()
         g.join()
     with pytest.raises(px.DeadlockError) as e:
         px.run(main)
     report = str(e.value)
     assert '"RwLock write lock"' in report and '"Mutex lock"' in report, report
-    assert str(ids["r"]) in report and f"held by fiber {ids['w']}" in report, report
+    assert f"fiber {ids['r']} " in report and f"held by fiber {ids['w']} " in report, report
     assert "wait-for cycle" in report, report
 
 
@@ -1312,14 +1312,15 @@ def test_deadlock_report_names_the_runner_and_prints_the_cycle():
         g = px.spawn(holder)
         until(lambda: m.owner == g.id, "the holder holds")
         f = px.spawn(runner)
-        ids["runner"], ids["holder"] = f.id, g.id
+        ids["runner"], ids["holder"] = f.number, g.number
         f.join()
         g.join()
     with pytest.raises(px.DeadlockError) as e:
         px.run(main)
     report = str(e.value)
     assert '"Once init"' in report and '"Mutex lock"' in report, report
-    assert str(ids["runner"]) in report and f"held by fiber {ids['holder']}" in report, report
+    assert (f"fiber {ids['runner']} " in report
+            and f"held by fiber {ids['holder']} " in report), report
 
 
 # -- Semaphore ---------------------------------------------------------------------------------

@@ -617,16 +617,16 @@ def test_deadlock_report_names_the_wait_and_the_primitive(k):
     def main():
         h = k.make()
         k.arm(h)
-        ids["main"] = px.current_id()
-        ids["waiter"] = spawn_waiting(k, h, interrupted(k, h, contextlib.nullcontext())).id
+        ids["main"] = px.current_fiber().number
+        ids["waiter"] = spawn_waiting(k, h, interrupted(k, h, contextlib.nullcontext())).number
         px.Event().wait()               # nothing will ever set it
     with pytest.raises(px.DeadlockError) as e:
         px.run(main)
     report = str(e.value)
     assert f'"{k.reason}"' in report, report
-    assert str(ids["waiter"]) in report
+    assert f"fiber {ids['waiter']} " in report, report
     if k.has_holder:
-        assert f"held by fiber {ids['main']}" in report, report
+        assert f"held by fiber {ids['main']} " in report, report
 
 
 # -- another run's object -----------------------------------------------------------------

@@ -64,10 +64,19 @@ def main(n: int) -> str:
     assert_type(px.map(work, [1, 2], concurrency=2), List[int])
     assert_type(px.select(ch.recv_case(), px.deadline_case(px.now() + 1)), Tuple[int, Any])
     assert_type(px.select(ch.recv_case(), default=None), Tuple[Optional[int], Any])
+    assert_type(px.spawn(work, 1, name="worker").name, Optional[str])
+    assert_type(f.number, int)
+    assert_type(px.current_fiber(), px.Fiber[Any])
+    assert_type(px.Mutex(name="accounts").name, Optional[str])
+    records = px.dump(file=None)
+    assert_type(records, List[px.FiberInfo])
+    assert_type(records[0].deadline, Optional[float])
+    px.dump_signal(None)
     return str(f.join()) + "".join(items)
 
 
 assert_type(px.run(main, 1), str)
+assert_type(px.run(main, 1, clock=px.VirtualClock()), str)
 '''
 
 

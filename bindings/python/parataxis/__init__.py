@@ -20,6 +20,11 @@ wait_writable, run_blocking and getaddrinfo on the C blocking pool:
 
     assert px.run(main) == [0, 1, 2]
 
+Seeing into a run: fibers and objects have names (spawn(fn, name=...),
+Mutex(name=...)), dump() lists every fiber with what it waits for and where
+it is, dump_signal(signal.SIGUSR1) prints that on a signal, and
+run(main, clock=VirtualClock()) runs on a clock that jumps over sleeps.
+
 Structured concurrency: task groups (with px.group() as g: g.spawn(fn, ...)),
 select over channels, events, semaphores, fds and deadlines, Future with
 wait_all and wait_any, and map.
@@ -30,8 +35,10 @@ from ._core import HandlerQueue, Timer, TimerHandle, TimerQueue, now, version
 from ._errors import (BusyError, Cancelled, Closed, ClosedResourceError, DeadlockError, Error,
                       ForkedError, InvalidArgument, NoFiberError, NoMemory, NotOwnerError,
                       NotSupportedError, OwnerDiedError, Timeout, WrongSchedulerError)
-from ._fibers import (CancellationToken, Fiber, Scheduler, cancel_scope, current_id,
-                      move_on_after, run, scheduler, sleep, spawn, timeout, yield_)
+from ._fibers import (CancellationToken, Fiber, Scheduler, VirtualClock, cancel_scope,
+                      current_fiber, current_id, move_on_after, run, scheduler, sleep, spawn,
+                      timeout, yield_)
+from ._dump import FiberInfo, dump, dump_signal
 from ._net import (blocking_cancelled, create_connection, create_server, getaddrinfo,
                    notify_closing, run_blocking, socket, wait_readable, wait_writable)
 from ._streams import SocketStream, open_tcp_stream, serve_tcp
@@ -44,7 +51,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "TimerQueue", "TimerHandle", "Timer", "HandlerQueue", "now", "version",
-    "run", "spawn", "Fiber", "sleep", "yield_", "current_id", "scheduler", "Scheduler",
+    "run", "spawn", "Fiber", "sleep", "yield_", "current_id", "current_fiber", "scheduler",
+    "Scheduler", "VirtualClock", "dump", "dump_signal", "FiberInfo",
     "timeout", "move_on_after", "CancellationToken", "cancel_scope",
     "Mutex", "RwLock", "WaitGroup", "Barrier", "Once", "Semaphore", "Event", "Channel",
     "select", "SelectCase", "readable_case", "writable_case", "deadline_case",

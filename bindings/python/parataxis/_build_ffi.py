@@ -17,7 +17,9 @@ import cffi
 # The C API's declarations, generated from the header (the reference): its
 # text without comments, PX_API and the C++ guard, each integer #define as a
 # constant whose value the compiler gives ("..."); other preprocessor lines
-# (the include guard, function-like macros) are left out.
+# (the include guard, function-like macros) are left out.  An array whose
+# length is such a constant (px_fiber_info.object_name) gets its length from
+# the compiler too ("[...]"), as cffi's parser takes only numbers there.
 API_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           "..", "..", "..", "core", "include", "parataxis.h")
 _CONSTANT = re.compile(r"#\s*define\s+(PX_\w+)\s+\(?-?\d+u?\)?\s*$")
@@ -30,7 +32,8 @@ def header_cdef(path: str = API_HEADER) -> str:
     out = []
     for line in text.splitlines():
         if not line.lstrip().startswith("#"):
-            out.append(re.sub(r"\bPX_API\s+", "", line))
+            line = re.sub(r"\bPX_API\s+", "", line)
+            out.append(re.sub(r"\[\s*PX_\w+\s*\]", "[...]", line))
         elif _CONSTANT.match(line.strip()):
             out.append(_CONSTANT.sub(r"#define \1 ...", line.strip()))
     return "\n".join(line for line in out if line.strip()) + "\n"

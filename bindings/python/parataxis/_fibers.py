@@ -20,7 +20,7 @@ from typing import (Any, Callable, Dict, Generic, List, Literal, Optional, Tuple
 
 from greenlet import getcurrent, greenlet
 
-from . import _core, _host
+from . import _core, _dump, _host
 from ._errors import (BusyError, Cancelled, Closed, DeadlockError,
                       NoFiberError, Timeout, raise_for)
 from ._parataxis import ffi, lib
@@ -39,15 +39,17 @@ _ns = _core._ns           # the one duration rule of the binding
 class Fiber(Generic[T]):
     """A fiber spawned by spawn(): join() it for its result.
 
-    `id` is its 64-bit id (never reused in the process), `done` tells whether
-    its function returned or raised.  An exception it ended with is raised by
+    `id` is its 64-bit id (never reused in the process), `number` the small
+    number reports print for it (1 for a run's first fiber), `name` its name
+    (its function's __qualname__ unless spawn was given one; settable while
+    it lives), `done` tells whether its function returned or raised.  An exception it ended with is raised by
     join(); one nobody joined is reported through sys.unraisablehook when the
     Fiber is dropped.  It runs in its own contextvars context: a copy of its
     spawner's at spawn (a handler's fiber: of the context px.run was called in).
     """
 
     __slots__ = ("_f", "_run", "id", "_fn", "_args", "_ctx", "_done", "_result", "_exc",
-                 "_joined", "_group", "_future", "__weakref__")
+                 "_joined", "_group", "_future", "_name", "__weakref__")
 
     def __init__(self, run: "_Run", fn: Callable[..., T], args: Tuple[Any, ...] = (),
                  ctx: Optional[contextvars.Context] = None) -> None:
@@ -64,6 +66,44 @@ class Fiber(Generic[T]):
         self._joined = False
         self._group: Any = None                 # the px.group it is a member of
         self._future: Any = None                # its px.Future, once one was asked for
+        # _name is set only for a name given (spawn's name=, the setter): else
+        # the name is the function's, looked up when asked for -- and given
+        # to C only when a dump or a deadlock report needs it (_dump.py,
+        # name_by_default in _host.c): at every spawn it would cost ~8%.
+
+    @property
+    def name(self) -> Optional[str]:
+        """Its name, as reports and dumps print it (`fiber 3 "fetch"`): its
+        function's __qualname__ unless spawn(..., name=) gave another, or
+        None for one without either (a functools.partial).  Never waits.
+
+        Setting it renames the fiber (None: unnamed); reports keep the
+        first 63 bytes of its UTF-8.  Raises NoFiberError for a fiber that
+        has ended or that is not of the caller's run (another run's, or
+        off-run), TypeError for what is not a str or None."""
+        try:
+            name: Optional[str] = self._name
+            return name
+        except AttributeError:
+            pass
+        fn = self._fn                           # once done: its __qualname__, or None
+        name = fn if isinstance(fn, str) else getattr(fn, "__qualname__", None)
+        return name if isinstance(name, str) else None
+
+    @name.setter
+    def name(self, name: Optional[str]) -> None:
+        _check_name(name)
+        if self._done or self._run is not _host.current() or not self.id:
+            raise NoFiberError(f"cannot name fiber {self.id}: "
+                               + ("it has ended" if self._done else "it is not of this run"))
+        _set_name(self.id, name)
+        self._name = name
+
+    @property
+    def number(self) -> int:
+        """The number reports and dumps print for it: its count within its
+        run, 1 for the run's first fiber (main).  Never waits; any thread."""
+        return int(lib.px_fiber_number(self.id))
 
     @property
     def done(self) -> bool:
@@ -157,6 +197,28 @@ class Fiber(Generic[T]):
         return f"<parataxis.Fiber {self.id}{what} {state}>"
 
 
+def _check_name(name: object) -> None:
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"a name is a str or None, not {type(name).__name__}")
+
+
+def _set_name(fid: int, name: Optional[str]) -> None:
+    # px_fiber_set_name of fiber fid (0: the calling one) of this thread's run.
+    rc = lib.px_fiber_set_name(fid, ffi.NULL if name is None
+                               else name.encode("utf-8", "replace"))
+    if rc == lib.PX_ENOFIBER:
+        raise NoFiberError(f"fiber {fid} is no live fiber of this run")
+    if rc != 0:
+        raise_for(rc)
+
+
+def _default_name(fn: Callable[..., Any]) -> Optional[str]:
+    # A fiber's default name: its function's __qualname__, if a str (as
+    # name_of in _host.c has it).
+    name = getattr(fn, "__qualname__", None)
+    return name if isinstance(name, str) else None
+
+
 def _report(exc: BaseException, fid: int, obj: object) -> None:
     hook = getattr(sys, "unraisablehook", None)
     if hook is not None:
@@ -189,6 +251,7 @@ class _Run:
         self.scheduler: Optional[Scheduler] = None
         self.thread = threading.get_ident()
         self.cancelled = False                  # the run cancelled every fiber
+        self.virtual = False                    # on a virtual clock (run(clock=))
         # The context handler fibers copy: the one run() was called in.
         self.context = contextvars.copy_context()
 
@@ -220,10 +283,17 @@ def _factory(key: Optional[int], call: Any) -> "Fiber[Any]":
     # run() makes it and then the Python handler it reaches, which may wait).
     run = _host.current()
     assert run is not None              # only a run's turns call it
+    # It is the fiber whose turn it is (px_self).  Its name, as any fiber's
+    # default one, is told to C when a dump or a report needs it: its
+    # function's, or "timer handler" (Call.run says nothing).
     if key is not None:
         fn, args, ctx = _take_posted(key)
-        return Fiber(run, fn, args, ctx)
-    return Fiber(run, call.run, (), run.context.copy())
+        fiber = Fiber(run, fn, args, ctx)
+    else:
+        fiber = Fiber(run, call.run, (), run.context.copy())
+        fiber._name = "timer handler"
+    fiber.id = lib.px_self()
+    return fiber
 
 
 # Scheduler.post's calls, by key, from the post until their fiber starts:
@@ -299,9 +369,44 @@ class Scheduler:
         return f"<parataxis.Scheduler of thread {self._run.thread:#x} {state}>"
 
 
-def run(main: Callable[..., T], *args: Any) -> T:
+class VirtualClock:
+    """A clock of the run's own, for tests of code that sleeps:
+    px.run(main, clock=px.VirtualClock()).
+
+    It stands still while any fiber can run, and when every fiber waits on
+    time alone it jumps to the next deadline at once: an hour's sleep takes
+    no real time.  While something from outside could still come -- a fiber
+    waits on an fd or a socket, a run_blocking job runs, a timer queue
+    (which keeps real time) owes the run a handler call -- the run waits in
+    the kernel and the clock moves with real time meanwhile.  An open
+    cancel_scope does not: a sleep inside it is jumped over all the same.  px.now() on the
+    run's thread, sleep, timeout, move_on_after, select's deadlines and
+    the dump all read it; other threads keep real time.  It starts at the
+    real reading of px.now() when the run begins.  One VirtualClock may be
+    given to any number of runs: each run has a clock of its own.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<parataxis.VirtualClock>"
+
+
+def _clock_code(clock: Optional[VirtualClock]) -> int:
+    if clock is None:
+        return int(lib.PX_CLOCK_REAL)
+    if isinstance(clock, VirtualClock):
+        return int(lib.PX_CLOCK_VIRTUAL)
+    raise TypeError(f"run: clock must be a px.VirtualClock or None, not {type(clock).__name__}")
+
+
+def run(main: Callable[..., T], *args: Any, clock: Optional[VirtualClock] = None) -> T:
     """Runs main(*args) as the first fiber of a new scheduler on this thread,
     until every fiber ended; returns main's result or raises its exception.
+    The main fiber is named after main's __qualname__, and is fiber 1.
+
+    clock=px.VirtualClock() runs it on a virtual clock (see VirtualClock);
+    None, the default, on the real one.  Anything else: TypeError.
 
     When main raises (or any fiber ends with KeyboardInterrupt or SystemExit),
     every other fiber is cancelled first: each wait raises Cancelled, their
@@ -313,11 +418,14 @@ def run(main: Callable[..., T], *args: Any) -> T:
     """
     if not callable(main):
         raise TypeError("run: main must be callable")
+    code = _clock_code(clock)
     r = _Run()
     r.root = getcurrent()
-    _host.begin(r, r.root, _factory)
+    r.virtual = code == lib.PX_CLOCK_VIRTUAL
+    _host.begin(r, r.root, _factory, code)
     r.alive = True
     deadlock: Optional[bool] = None
+    names: Dict[int, str] = {}                  # unnamed fibers of a deadlock report
     try:
         fiber: Fiber[T] = Fiber(r, main, args)
         r.main = fiber
@@ -327,6 +435,11 @@ def run(main: Callable[..., T], *args: Any) -> T:
             if rc == lib.PX_EDEADLK:            # unwind them all, then say why
                 if deadlock is None:
                     deadlock = r.failure is None    # unless something failed first
+                    if deadlock:                # the fibers the report names are parked
+                        try:
+                            names = _dump._unnamed()
+                        except Exception:       # pragma: no cover - no memory: numbers only
+                            names = {}
                 r.cancel()
                 continue
             if rc != 0:
@@ -339,7 +452,8 @@ def run(main: Callable[..., T], *args: Any) -> T:
     if signal_failure is not None:              # Ctrl-C came first: the rest followed
         r.failure = signal_failure
     if deadlock:                                # what the unwinding raised follows
-        raise DeadlockError(report or "deadlock") from r.failure
+        raise DeadlockError(_dump._name_report(report, names) if report
+                            else "deadlock") from r.failure
     if r.failure is not None:
         raise r.failure
     fiber._joined = True
@@ -347,18 +461,36 @@ def run(main: Callable[..., T], *args: Any) -> T:
     return result
 
 
-def spawn(fn: Callable[..., T], *args: Any) -> Fiber[T]:
+def spawn(fn: Callable[..., T], *args: Any, name: Optional[str] = None) -> Fiber[T]:
     """Starts fn(*args) as a new fiber of the running scheduler; returns its
     Fiber.  It first runs when the caller next waits, yields or ends.  Never
-    waits.  Raises NoFiberError outside run, TypeError unless fn is callable."""
+    waits.
+
+    `name` names it in reports and dumps (`fiber 4 "poller"`); by default it
+    is named after fn's __qualname__.  Raises NoFiberError outside run,
+    TypeError unless fn is callable or for a name that is not a str."""
     r = _host.current()
     if r is None:
         raise NoFiberError("spawn outside px.run")
     if not callable(fn):
         raise TypeError("spawn: fn must be callable")
     fiber: Fiber[T] = Fiber(r, fn, args)
-    fiber._f, fiber.id = _host.spawn(fiber)
+    if name is None:                # named after fn when a dump or report needs it
+        fiber._f, fiber.id = _host.spawn(fiber)
+    else:
+        _check_name(name)
+        fiber._name = name
+        fiber._f, fiber.id = _host.spawn(fiber, name)
     return fiber
+
+
+def current_fiber() -> Fiber[Any]:
+    """The calling fiber's Fiber: px.current_fiber().name = "..." renames it.
+    Never waits.  Raises NoFiberError off-fiber."""
+    f: Optional[Fiber[Any]] = _host.current_fiber()
+    if f is None:
+        raise NoFiberError("current_fiber() off-fiber")
+    return f
 
 
 def sleep(seconds: float) -> None:

@@ -23,6 +23,7 @@
 */
 #include "_host.h"
 #include <greenlet.h>   /* greenlet's C API: from its package directory */
+#include <frameobject.h>
 
 #include <pthread.h>
 #include <stdint.h>
@@ -46,6 +47,8 @@ typedef struct hfiber {
     PyObject *cur;           /* the greenlet it parked in last, when not glet (see pass_turn) */
     PyObject *scope;         /* its innermost open Python scope (see scope_push) */
     PyObject *job;           /* the Fiber, until its greenlet takes it */
+    PyObject *fiber;         /* the Fiber while its greenlet runs it (borrowed:
+                                the worker holds it), for current_fiber() */
 } hfiber;
 
 /* Idle workers kept at most: a greenlet whose fiber ended waits (parked in
@@ -74,6 +77,9 @@ typedef struct hrun {
     struct hrun *forked;     /* the run of the parent of a fork that this one hides */
     int end;                 /* what ended the run: 0 or an error code */
     int closing;             /* finish_run: workers end instead of retiring */
+    int inspecting;          /* inspect() is under way: describe only notes whose */
+    hfiber *seen;            /* the fiber describe was last called for, and its id */
+    uint64_t seen_id;        /* (inspect's visit reads them: see h_inspect) */
 } hrun;
 
 static _Thread_local hrun *run_here;
@@ -479,7 +485,10 @@ static PyObject *worker(PyObject *self, PyObject *args)
         PyObject *job = h->job;
         h->job = NULL;
         h->call.fn = NULL;              /* its handler call is the job's now */
+        h->fiber = job;
         v = run_job(job);
+        if (!r->closing)                /* else h may be freed: see release_fiber */
+            h->fiber = NULL;
         Py_DECREF(job);
         if (v == NULL)
             return NULL;
@@ -605,14 +614,18 @@ static void on_wait(void *ctx, int entering)
         PyEval_RestoreThread(r->waiting);
 }
 
-PyDoc_STRVAR(begin_doc, "begin(run, root, factory): starts this thread's run with a new "
-                        "scheduler, from greenlet `root`.");
+static size_t describe(void *ctx, uint64_t id, void *host_ctx, char *buf, size_t cap);
+
+PyDoc_STRVAR(begin_doc, "begin(run, root, factory, clock=0): starts this thread's run with a "
+                        "new scheduler, from greenlet `root`, on clock `clock` (PX_CLOCK_REAL "
+                        "or PX_CLOCK_VIRTUAL).");
 
 static PyObject *h_begin(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *obj, *root, *factory;
-    if (!PyArg_ParseTuple(args, "OOO", &obj, &root, &factory))
+    int clock = PX_CLOCK_REAL;
+    if (!PyArg_ParseTuple(args, "OOO|i", &obj, &root, &factory, &clock))
         return NULL;
     /* In the child of a fork in a fiber, the parent's run is not ours (its
     ** fibers run in the parent): a new one may start, and hides it until it
@@ -629,10 +642,13 @@ static PyObject *h_begin(PyObject *self, PyObject *args)
         return PyErr_NoMemory();
     px_sched_opts o = { .on_deadlock = keep_report, .on_deadlock_ctx = r,
                         .on_wait = on_wait, .on_wait_ctx = r,
-                        .token_scopes_hold = 1 };   /* as px_run: nobody can hold it */
+                        .token_scopes_hold = 1,     /* as px_run: nobody can hold it */
+                        .clock = clock, .describe = describe, .describe_ctx = r };
     r->s = px_sched_new(&o);
     if (r->s == NULL) {
         free(r);
+        if (clock != PX_CLOCK_REAL && clock != PX_CLOCK_VIRTUAL)
+            return fail(PX_EINVAL);
         return PyErr_NoMemory();
     }
     r->pid = getpid();
@@ -718,13 +734,54 @@ static PyObject *h_loop(PyObject *self, PyObject *noargs)
     return PyLong_FromLong(r->end);
 }
 
-PyDoc_STRVAR(spawn_doc, "spawn(fiber) -> (handle, id): makes a fiber of this thread's run "
-                        "that will run fiber._main() on a greenlet; returns a capsule of its "
-                        "px_fiber (for wait(JOIN, ...) and release) and its id.");
+static PyObject *name_str;       /* "name" */
 
-static PyObject *h_spawn(PyObject *self, PyObject *job)
+/* Names fiber `id` (0: the calling one) `name`: a str, else nothing.  Out of
+** memory, or for a name with no UTF-8 (lone surrogates), it goes unnamed:
+** names are for reports. */
+static void name_fiber(uint64_t id, PyObject *name)
+{
+    const char *text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    if (text == NULL)
+        PyErr_Clear();
+    else
+        (void)px_fiber_set_name(id, text);
+}
+
+/* The Fiber of fiber h (borrowed): the one its greenlet runs, or the job it
+** will run; NULL for a handler's fiber before its first turn. */
+static PyObject *fiber_of(hfiber *h)
+{
+    return h->fiber != NULL ? h->fiber : h->job;
+}
+
+/* Gives fiber `id` (h's), which C has no name for, its default one, its
+** Fiber's name (its function's __qualname__, see Fiber.name), as the dump
+** that needs it is made: naming every fiber at its spawn measured ~8% of a
+** spawn and join.  Never raises. */
+static void name_by_default(uint64_t id, hfiber *h)
+{
+    PyObject *job = fiber_of(h);
+    PyObject *name = job != NULL ? PyObject_GetAttr(job, name_str) : NULL;
+    if (name != NULL)
+        name_fiber(id, name);
+    PyErr_Clear();
+    Py_XDECREF(name);
+}
+
+PyDoc_STRVAR(spawn_doc, "spawn(fiber[, name]) -> (handle, id): makes a fiber of this thread's "
+                        "run that will run fiber._main() on a greenlet, named `name` (a str; "
+                        "None or none: by default, see name_by_default); returns a capsule of "
+                        "its px_fiber (for wait(JOIN, ...) and release) and its id.");
+
+static PyObject *h_spawn(PyObject *self, PyObject *const *args, Py_ssize_t n)
 {
     (void)self;
+    if (n < 1 || n > 2) {
+        PyErr_SetString(PyExc_TypeError, "spawn(fiber[, name])");
+        return NULL;
+    }
+    PyObject *job = args[0];
     hrun *r = need_run();
     if (r == NULL)
         return NULL;
@@ -738,6 +795,8 @@ static PyObject *h_spawn(PyObject *self, PyObject *job)
         free(h);
         return PyErr_NoMemory();
     }
+    if (n == 2)
+        name_fiber(px_fiber_id(f), args[1]);
     PyObject *handle = PyCapsule_New(f, PXH_FIBER_CAPSULE, NULL);
     if (handle == NULL) {
         px_fiber_release(f);    /* it runs, detached */
@@ -746,17 +805,18 @@ static PyObject *h_spawn(PyObject *self, PyObject *job)
     return Py_BuildValue("(NK)", handle, (unsigned long long)px_fiber_id(f));
 }
 
-PyDoc_STRVAR(group_spawn_doc, "group_spawn(group, fiber) -> (rc, handle, id): makes a fiber of "
-                              "this thread's run, a member of `group` (a Prim of a px_group), "
-                              "that will run fiber._main() on a greenlet; rc 0 with spawn's "
+PyDoc_STRVAR(group_spawn_doc, "group_spawn(group, fiber[, name]) -> (rc, handle, id): makes a "
+                              "fiber of this thread's run, a member of `group` (a Prim of a "
+                              "px_group), named as spawn's, that will run fiber._main() on a "
+                              "greenlet; rc 0 with spawn's "
                               "handle and id, or the C code that refused it (PX_ECANCELED, "
                               "PX_ECLOSED, ...) with None and 0.");
 
 static PyObject *h_group_spawn(PyObject *self, PyObject *const *args, Py_ssize_t n)
 {
     (void)self;
-    if (n != 2) {
-        PyErr_SetString(PyExc_TypeError, "group_spawn(group, fiber)");
+    if (n < 2 || n > 3) {
+        PyErr_SetString(PyExc_TypeError, "group_spawn(group, fiber[, name])");
         return NULL;
     }
     hrun *r = need_run();
@@ -776,6 +836,8 @@ static PyObject *h_group_spawn(PyObject *self, PyObject *const *args, Py_ssize_t
         free(h);
         return Py_BuildValue("(iOK)", rc, Py_None, 0ULL);
     }
+    if (n == 3)
+        name_fiber(px_fiber_id(f), args[2]);
     /* The handle is spawn's (the Fiber releases it), the group's hold aside. */
     PyObject *handle = PyCapsule_New(f, PXH_FIBER_CAPSULE, NULL);
     if (handle == NULL) {
@@ -935,6 +997,229 @@ static PyObject *h_scope_top(PyObject *self, PyObject *noargs)
     (void)self, (void)noargs;
     hfiber *h = calling_fiber();
     return Py_NewRef(h != NULL && h->scope != NULL ? h->scope : Py_None);
+}
+
+/* -- seeing into a run: the current fiber, where each fiber is -------------- */
+
+PyDoc_STRVAR(current_fiber_doc, "current_fiber() -> the Fiber whose body the calling fiber "
+                                "runs, or None (off-fiber).");
+
+static PyObject *h_current_fiber(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    hfiber *h = calling_fiber();
+    return Py_NewRef(h != NULL && h->fiber != NULL ? h->fiber : Py_None);
+}
+
+/* The innermost frame of fiber h: the thread's when its greenlet is the one
+** running (the fiber calling dump(), or the one whose pull a signal's dump
+** came in), else its greenlet's gr_frame.  A new reference, or NULL when it
+** has none (no greenlet yet: it has not started).  Never raises. */
+static PyFrameObject *frame_of(hfiber *h)
+{
+    PyObject *g = running_in(h);
+    if (g == NULL)
+        return NULL;
+    PyObject *cur = (PyObject *)PyGreenlet_GetCurrent();
+    PyObject *frame;
+    if (g == cur)
+        frame = (PyObject *)PyThreadState_GetFrame(PyThreadState_Get());
+    else
+        frame = PyObject_GetAttrString(g, "gr_frame");
+    Py_XDECREF(cur);
+    if (frame == NULL)
+        PyErr_Clear();
+    if (frame == Py_None || (frame != NULL && !PyFrame_Check(frame)))
+        Py_CLEAR(frame);
+    return (PyFrameObject *)frame;
+}
+
+/* The UTF-8 text of attribute `name` of code object `code` (a static "?"
+** when it has none), and its reference in *keep (to drop after use). */
+static const char *code_text(PyObject *code, const char *name, PyObject **keep)
+{
+    *keep = PyObject_GetAttrString(code, name);
+    const char *t = *keep != NULL && PyUnicode_Check(*keep) ? PyUnicode_AsUTF8(*keep) : NULL;
+    if (t == NULL) {
+        PyErr_Clear();
+        return "?";
+    }
+    return t;
+}
+
+/* Appends frame f's line to buf (`File "f", line n, in name`), unless it is
+** the body every fiber runs in (Fiber._main), which says nothing. */
+static void frame_line(PyFrameObject *f, char *buf, size_t cap, size_t *len)
+{
+    PyCodeObject *code = PyFrame_GetCode(f);
+    PyObject *kf, *kn;
+    const char *file = code_text((PyObject *)code, "co_filename", &kf);
+    const char *name = code_text((PyObject *)code, PY_VERSION_HEX >= 0x030B0000 ? "co_qualname"
+                                                                            : "co_name", &kn);
+    size_t fl = strlen(file);
+    int body = (strcmp(name, "Fiber._main") == 0 || strcmp(name, "_main") == 0) && fl >= 10
+               && strcmp(file + fl - 10, "_fibers.py") == 0;
+    if (!body && *len + 1 < cap) {
+        int w = snprintf(buf + *len, cap - *len, "%sFile \"%s\", line %d, in %s",
+                         *len ? "\n" : "", file, PyFrame_GetLineNumber(f), name);
+        if (w > 0)
+            *len = *len + (size_t)w < cap ? *len + (size_t)w : cap - 1;
+    }
+    Py_XDECREF(kf);
+    Py_XDECREF(kn);
+    Py_DECREF(code);
+}
+
+enum { FRAMES_MAX = 48 };   /* the innermost frames a description shows */
+
+/* Fiber h's Python stack as text, outermost call first, into buf (cap > 0
+** bytes, NUL-terminated); returns its length.  The GIL is held. */
+static size_t stack_text(hfiber *h, char *buf, size_t cap)
+{
+    PyFrameObject *frames[FRAMES_MAX];
+    int n = 0;
+    PyFrameObject *f = frame_of(h);
+    while (f != NULL && n < FRAMES_MAX) {
+        frames[n++] = f;
+        f = PyFrame_GetBack(f);
+    }
+    size_t len = 0;
+    buf[0] = '\0';
+    if (f != NULL) {
+        int w = snprintf(buf, cap, "... (outer frames left out)");
+        len = w > 0 && (size_t)w < cap ? (size_t)w : 0;
+        Py_DECREF(f);
+    }
+    if (n == 0 && h->glet == NULL && h->cur == NULL) {
+        int w = snprintf(buf, cap, "not started yet");
+        len = w > 0 && (size_t)w < cap ? (size_t)w : 0;
+    }
+    while (n > 0) {
+        f = frames[--n];
+        frame_line(f, buf, cap, &len);
+        Py_DECREF(f);
+    }
+    return len;
+}
+
+/*
+** The scheduler's describe (px_sched_opts.describe): where hosted fiber
+** `host_ctx` is, its Python stack, for px_dump -- the dump a signal posts
+** (PARATAXIS_DUMP_SIGNAL, px.dump_signal), written in px_sched_next's turn
+** with the GIL held, or one called through cffi, which released it: the GIL
+** is taken either way.  It raises nothing (an exception under way is kept),
+** and the collector is kept off meanwhile, as a finalizer could release or
+** spawn fibers while the scheduler walks them.  While inspect() runs it only
+** notes which fiber the visit that follows is for.
+*/
+static size_t describe(void *ctx, uint64_t id, void *host_ctx, char *buf, size_t cap)
+{
+    hrun *r = ctx;
+    if (r->inspecting) {
+        r->seen = host_ctx;
+        r->seen_id = id;
+        return 0;
+    }
+    if (cap == 0 || host_ctx == NULL)
+        return 0;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    int gc = PyGC_Disable();
+    size_t len = stack_text(host_ctx, buf, cap);
+    if (px_fiber_name(id) == NULL)   /* this table has its stack; the next ones its name */
+        name_by_default(id, host_ctx);
+    if (gc)
+        PyGC_Enable();
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    PyGILState_Release(g);
+    return len;
+}
+
+/* Text of C string `s` (NULL: None): a new reference, or NULL with an error. */
+static PyObject *text_or_none(const char *s)
+{
+    if (s == NULL)
+        return Py_NewRef(Py_None);
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+}
+
+typedef struct inspection {
+    hrun *r;
+    PyObject *list;
+    int failed;
+} inspection;
+
+static int visit(void *ctx, const px_fiber_info *i)
+{
+    inspection *v = ctx;
+    hrun *r = v->r;
+    PyObject *frame = NULL, *job = NULL;
+    if (i->hosted && r->seen != NULL && r->seen_id == i->id) {
+        frame = (PyObject *)frame_of(r->seen);
+        job = fiber_of(r->seen);
+    }
+    r->seen = NULL;
+    PyObject *holders = PyTuple_New((Py_ssize_t)i->nholders);
+    for (size_t k = 0; holders != NULL && k < i->nholders; k++) {
+        PyObject *num = PyLong_FromUnsignedLongLong(px_fiber_number(i->holders[k]));
+        if (num == NULL)
+            Py_CLEAR(holders);
+        else
+            PyTuple_SET_ITEM(holders, (Py_ssize_t)k, num);
+    }
+    PyObject *item = NULL;
+    if (holders != NULL)
+        item = Py_BuildValue("(KKNiNNNNiILLNO)", (unsigned long long)i->id,
+                             (unsigned long long)i->number, text_or_none(i->name), i->state,
+                             text_or_none(i->reason), text_or_none(i->kind),
+                             text_or_none(i->object_name[0] ? i->object_name : NULL), holders,
+                             i->fd, i->events, (long long)i->deadline, (long long)i->parked_ns,
+                             frame != NULL ? frame : Py_NewRef(Py_None),
+                             job != NULL ? job : Py_None);
+    else
+        Py_XDECREF(frame);
+    if (item == NULL || PyList_Append(v->list, item) != 0) {
+        Py_XDECREF(item);
+        v->failed = 1;
+        return 1;
+    }
+    Py_DECREF(item);
+    return 0;
+}
+
+PyDoc_STRVAR(inspect_doc, "inspect() -> [(id, number, name, state, reason, kind, object_name, "
+                          "holders, fd, events, deadline_ns, waited_ns, frame, fiber)]: every "
+                          "live fiber of this thread's run (px_sched_inspect), in spawn order; "
+                          "name is its C name (None: none yet), holders are fiber numbers, "
+                          "frame the innermost Python frame of the fiber's greenlet (None "
+                          "before it started), fiber its Fiber (None for a handler's before "
+                          "its first turn).");
+
+static PyObject *h_inspect(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    hrun *r = need_run();
+    if (r == NULL)
+        return NULL;
+    inspection v = { r, PyList_New(0), 0 };
+    if (v.list == NULL)
+        return NULL;
+    /* No finalizer may run while the scheduler walks its fibers (see describe). */
+    int gc = PyGC_Disable();
+    r->inspecting = 1;
+    r->seen = NULL;
+    int rc = px_sched_inspect(r->s, visit, &v);
+    r->inspecting = 0;
+    r->seen = NULL;
+    if (gc)
+        PyGC_Enable();
+    if (v.failed || rc < 0) {
+        Py_DECREF(v.list);
+        return v.failed ? NULL : fail(rc);
+    }
+    return v.list;
 }
 
 /* -- the executor that starts handler calls as fibers ---------------------- */
@@ -1161,7 +1446,7 @@ static PyMethodDef methods[] = {
     { "current", h_current, METH_NOARGS, current_doc },
     { "cancel", h_cancel, METH_NOARGS, cancel_doc },
     { "loop", h_loop, METH_NOARGS, loop_doc },
-    { "spawn", h_spawn, METH_O, spawn_doc },
+    { "spawn", (PyCFunction)(void (*)(void))h_spawn, METH_FASTCALL, spawn_doc },
     { "release", h_release, METH_O, release_doc },
     { "group_spawn", (PyCFunction)(void (*)(void))h_group_spawn, METH_FASTCALL, group_spawn_doc },
     { "yield_", h_yield, METH_NOARGS, yield_doc },
@@ -1177,6 +1462,8 @@ static PyMethodDef methods[] = {
     { "hold", h_hold, METH_O, hold_doc },
     { "unhold", h_unhold, METH_O, unhold_doc },
     { "configure", h_configure, METH_O, configure_doc },
+    { "current_fiber", h_current_fiber, METH_NOARGS, current_fiber_doc },
+    { "inspect", h_inspect, METH_NOARGS, inspect_doc },
     { NULL, NULL, 0, NULL },
 };
 
@@ -1200,10 +1487,11 @@ PyMODINIT_FUNC PyInit__host(void)
     empty = PyTuple_New(0);
     main_name = PyUnicode_InternFromString("_main");
     ctx_name = PyUnicode_InternFromString("_ctx");
+    name_str = PyUnicode_InternFromString("name");
     worker_fn = PyCFunction_New(&worker_def, NULL);
     PyObject *m = NULL;
     if (raise_for != NULL && empty != NULL && main_name != NULL && ctx_name != NULL
-        && worker_fn != NULL)
+        && name_str != NULL && worker_fn != NULL)
         m = PyModule_Create(&module);
     if (m != NULL && (PyType_Ready(&hexec_type) != 0
                       || PyModule_AddObjectRef(m, "Executor", (PyObject *)&hexec_type) != 0

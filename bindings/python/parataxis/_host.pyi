@@ -9,17 +9,20 @@ address is a Python int.  Every fiber function (begin ... close_executor)
 raises NoFiberError when this thread runs no px.run, but current() and
 configure(); those that switch greenlets may raise what the switch raised.
 """
-from typing import Any, Callable, Optional, Set, Tuple
+from typing import Any, Callable, List, Optional, Set, Tuple
 
 from greenlet import greenlet
 
 from ._fibers import _Run
 
 def begin(run: _Run, root: greenlet,
-          factory: Callable[[Optional[int], Optional["Call"]], Any]) -> None:
-    """Starts this thread's run with a new scheduler.  BusyError while a run
-    is under way (or on a fiber).  factory(key, None) makes the Fiber of
-    Scheduler.post's call `key`, factory(None, call) that of a timer queue's."""
+          factory: Callable[[Optional[int], Optional["Call"]], Any], clock: int = ...) -> None:
+    """Starts this thread's run with a new scheduler on clock `clock`
+    (PX_CLOCK_REAL, the default, or PX_CLOCK_VIRTUAL; another: InvalidArgument),
+    whose dump shows each fiber's Python stack (px_sched_opts.describe).
+    BusyError while a run is under way (or on a fiber).  factory(key, None)
+    makes the Fiber of Scheduler.post's call `key`, factory(None, call) that
+    of a timer queue's."""
 def finish_run() -> Tuple[Optional[BaseException], Optional[str]]:
     """Ends this thread's run and frees its scheduler; returns what a signal
     raised while it waited, and the last deadlock report."""
@@ -30,13 +33,22 @@ def cancel() -> None:
 def loop() -> int:
     """From the root: runs the fibers until the run is over; returns 0 or the
     C error that ended it (PX_EDEADLK, ...)."""
-def spawn(fiber: Any) -> Tuple[object, int]:
+def spawn(fiber: Any, name: Optional[str] = ...) -> Tuple[object, int]:
     """Makes a fiber of this thread's run that runs fiber._main() on a
-    greenlet; returns (a capsule of its px_fiber, its id)."""
-def group_spawn(group: Any, fiber: Any) -> Tuple[int, object, int]:
+    greenlet, named `name` in C (none: named after fiber._fn when a dump or
+    report needs it); returns (a capsule of its px_fiber, its id)."""
+def group_spawn(group: Any, fiber: Any, name: Optional[str] = ...) -> Tuple[int, object, int]:
     """Makes a member of group (a Prim of a px_group) that runs
-    fiber._main() on a greenlet; returns (0, spawn's handle, its id) or (the
-    C code that refused it, None, 0)."""
+    fiber._main() on a greenlet, named as spawn's; returns (0, spawn's
+    handle, its id) or (the C code that refused it, None, 0)."""
+def current_fiber() -> Any:
+    """The Fiber whose body the calling fiber runs, or None off-fiber."""
+def inspect() -> List[Tuple[int, int, Optional[str], int, Optional[str], Optional[str],
+                            Optional[str], Tuple[int, ...], int, int, int, int, Any, Any]]:
+    """Every live fiber of this thread's run (px_sched_inspect), in spawn
+    order: (id, number, C name or None, state, reason, kind, object_name,
+    holders' numbers, fd, events, deadline_ns, waited_ns, innermost frame or
+    None, Fiber or None).  Never waits."""
 def release(handle: object) -> None:
     """px_fiber_release of spawn's handle (once: the handle is then spent)."""
 def yield_() -> None:

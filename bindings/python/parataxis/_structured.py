@@ -20,7 +20,8 @@ from greenlet import GreenletExit
 from . import _host
 from ._errors import (BusyError, Cancelled, Closed, DeadlockError, InvalidArgument,
                       NoFiberError, NoMemory, Timeout, raise_for)
-from ._fibers import CancellationToken, Fiber, _raise_wait, _Scope
+from ._fibers import (CancellationToken, Fiber, _check_name, _default_name, _raise_wait,
+                      _Scope)
 from ._parataxis import ffi, lib
 
 if sys.version_info >= (3, 11):
@@ -290,18 +291,20 @@ class Group:
         self._state = _OPEN
         return self
 
-    def spawn(self, fn: Callable[..., R], *args: Any) -> Fiber[R]:
+    def spawn(self, fn: Callable[..., R], *args: Any, name: Optional[str] = None) -> Fiber[R]:
         """Starts fn(*args) as a member; returns its Fiber (join() waits for
         it, as for any fiber).  It first runs when the caller next waits.
         Never waits.  Any fiber of the run may spawn into an open group: the
         block, a member (into its own group too), while the block's exit waits.
+        `name` names it as px.spawn's does (default: fn's __qualname__).
 
         Raises Cancelled (nothing spawned) once the group is cancelled,
         Closed once its with block ended, RuntimeError before it,
-        TypeError unless fn is callable, NoFiberError off-fiber,
-        WrongSchedulerError from another run."""
+        TypeError unless fn is callable or for a name that is not a str,
+        NoFiberError off-fiber, WrongSchedulerError from another run."""
         if not callable(fn):
             raise TypeError("spawn: fn must be callable")
+        _check_name(name)
         if self._state == _NEW:
             raise RuntimeError("spawn into a group before its with block")
         r = _host.current()
@@ -311,7 +314,11 @@ class Group:
             raise Closed("the group is closed: its with block ended")
         fiber: Fiber[R] = Fiber(r, fn, args)
         fiber._group = self
-        rc, fiber._f, fiber.id = _host.group_spawn(self._h, fiber)
+        if name is None:                # named after fn when a dump or report needs it
+            rc, fiber._f, fiber.id = _host.group_spawn(self._h, fiber)
+        else:
+            fiber._name = name
+            rc, fiber._f, fiber.id = _host.group_spawn(self._h, fiber, name)
         if rc != 0:
             fiber._done = True                  # never started: nothing to report
             fiber._fn = fiber._args = None
@@ -329,10 +336,13 @@ class Group:
         before the with block."""
         if self._p is None:
             raise RuntimeError("cancel of a group before its with block")
+        # The flag first: from another thread, the C cancel can end the
+        # members and the block (cffi lets go of the GIL) before this thread
+        # runs again, and `cancelled` must say so by then.
+        self._token.cancel()
         rc = lib.px_group_cancel(self._p)
         if rc < 0:
             raise_for(rc)
-        self._token.cancel()
         return rc == 1
 
     @property
@@ -467,6 +477,9 @@ def map(fn: Callable[[T], R], items: Iterable[T], concurrency: Optional[int] = N
                 return
             results[i] = fn(values[i])
 
+    # The workers' name in dumps and reports (a fiber's default name is its
+    # function's __qualname__, looked up only when one is made).
+    worker.__qualname__ = f"map({_default_name(fn)})"
     try:
         with group() as g:
             for _ in range(n if concurrency is None else min(concurrency, n)):

@@ -27,8 +27,9 @@ from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Tupl
                     overload)
 
 from . import _host
-from ._errors import Closed, ClosedResourceError, InvalidArgument, NoFiberError, NoMemory
-from ._fibers import _raise_wait
+from ._errors import (Closed, ClosedResourceError, InvalidArgument, NoFiberError, NoMemory,
+                      raise_for)
+from ._fibers import _check_name, _raise_wait
 from ._net import _fd
 from ._parataxis import ffi, lib
 
@@ -57,18 +58,41 @@ _RECV = _host.CHAN_RECV
 
 class _Primitive:
     """The C object: `_h` (a _host.Prim, which made it) and `_p`, cffi's typed
-    view of it for the calls that never park; and the run it belongs to."""
+    view of it for the calls that never park; the run it belongs to; and its
+    name, for reports and dumps (`mutex "accounts"@0x...`)."""
 
-    __slots__ = ("_p", "_h", "_run", "__weakref__")
+    __slots__ = ("_p", "_h", "_run", "_name", "__weakref__")
     _what = "primitive"
 
-    def _own(self, kind: int, n: int, ctype: str) -> None:
+    def _own(self, kind: int, n: int, ctype: str, name: Optional[str] = None) -> None:
+        _check_name(name)
         try:
             self._h = _host.Prim(kind, n)
         except MemoryError:
             raise NoMemory(f"{type(self).__name__}: out of memory") from None
         self._p = ffi.from_buffer(ctype, self._h)
         self._run: Any = None
+        self._name: Optional[str] = None
+        if name is not None:
+            self.name = name
+
+    @property
+    def name(self) -> Optional[str]:
+        """Its name (name= at construction, None for none), which deadlock
+        reports and dumps print with its kind and address, as in
+        `mutex "accounts"@0x...`.  Setting it renames it (None: unnamed); they
+        keep the first 63 bytes of its UTF-8.  Any thread; never waits.
+        TypeError for what is not a str or None."""
+        return self._name
+
+    @name.setter
+    def name(self, name: Optional[str]) -> None:
+        _check_name(name)
+        rc = lib.px_object_set_name(self._p, ffi.NULL if name is None
+                                    else name.encode("utf-8", "replace"))
+        if rc != 0:
+            raise_for(rc)
+        self._name = name
 
     def _bind(self) -> None:
         """Checks that the caller is a fiber, and keeps the run that uses the
@@ -121,8 +145,8 @@ class Mutex(_Primitive):
     __slots__ = ()
     _what = "Mutex"
 
-    def __init__(self) -> None:
-        self._own(_host.K_MUTEX, 0, "px_mutex *")
+    def __init__(self, *, name: Optional[str] = None) -> None:
+        self._own(_host.K_MUTEX, 0, "px_mutex *", name)
 
     def lock(self) -> None:
         """Waits until the caller owns it (FIFO); returns None.
@@ -229,8 +253,8 @@ class RwLock(_Primitive):
     __slots__ = ()
     _what = "RwLock"
 
-    def __init__(self) -> None:
-        self._own(_host.K_RWLOCK, 0, "px_rwlock *")
+    def __init__(self, *, name: Optional[str] = None) -> None:
+        self._own(_host.K_RWLOCK, 0, "px_rwlock *", name)
 
     def read(self) -> _Hold:
         """A context manager: rdlock() on entry, rdunlock() on exit."""
@@ -322,8 +346,8 @@ class WaitGroup(_Primitive):
     __slots__ = ()
     _what = "WaitGroup"
 
-    def __init__(self) -> None:
-        self._own(_host.K_WAITGROUP, 0, "px_waitgroup *")
+    def __init__(self, *, name: Optional[str] = None) -> None:
+        self._own(_host.K_WAITGROUP, 0, "px_waitgroup *", name)
 
     def add(self, n: int = 1) -> None:
         """Adds n (may be negative) to the count; at zero, wakes the waiters.
@@ -363,12 +387,12 @@ class Barrier(_Primitive):
     __slots__ = ()
     _what = "Barrier"
 
-    def __init__(self, parties: int) -> None:
+    def __init__(self, parties: int, *, name: Optional[str] = None) -> None:
         if isinstance(parties, bool) or not isinstance(parties, int):
             raise TypeError("Barrier(parties): an int")
         if parties < 1:
             raise ValueError("Barrier(parties): parties >= 1")
-        self._own(_host.K_BARRIER, parties, "px_barrier *")
+        self._own(_host.K_BARRIER, parties, "px_barrier *", name)
 
     def arrive_and_wait(self) -> bool:
         """Waits until `parties` fibers arrived; True for the phase's leader,
@@ -402,8 +426,8 @@ class Once(_Primitive):
     __slots__ = ()
     _what = "Once"
 
-    def __init__(self) -> None:
-        self._own(_host.K_ONCE, 0, "px_once *")
+    def __init__(self, *, name: Optional[str] = None) -> None:
+        self._own(_host.K_ONCE, 0, "px_once *", name)
 
     def do(self, fn: Callable[..., T], *args: Any) -> Optional[T]:
         """Runs fn(*args) if no fiber has: returns its result (or raises its
@@ -436,12 +460,12 @@ class Semaphore(_Primitive):
     __slots__ = ()
     _what = "Semaphore"
 
-    def __init__(self, value: int = 1) -> None:
+    def __init__(self, value: int = 1, *, name: Optional[str] = None) -> None:
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError("Semaphore(value): an int")
         if value < 0:
             raise ValueError("Semaphore(value): value >= 0")
-        self._own(_host.K_SEM, value, "px_sem *")
+        self._own(_host.K_SEM, value, "px_sem *", name)
 
     def acquire(self) -> None:
         """Takes one unit, waiting for one if none is free (FIFO).
@@ -501,8 +525,8 @@ class Event(_Primitive):
     __slots__ = ()
     _what = "Event"
 
-    def __init__(self) -> None:
-        self._own(_host.K_EVENT, 0, "px_event *")
+    def __init__(self, *, name: Optional[str] = None) -> None:
+        self._own(_host.K_EVENT, 0, "px_event *", name)
 
     def set(self) -> int:
         """Sets it and wakes every waiter; returns how many it woke.
@@ -551,12 +575,12 @@ class Channel(_Primitive, Generic[T]):
     __slots__ = ("_values", "_next", "_slot", "_closed")
     _what = "Channel"
 
-    def __init__(self, capacity: int = 0) -> None:
+    def __init__(self, capacity: int = 0, *, name: Optional[str] = None) -> None:
         if isinstance(capacity, bool) or not isinstance(capacity, int):
             raise TypeError("Channel(capacity): an int")
         if capacity < 0:
             raise ValueError("Channel(capacity): capacity >= 0")
-        self._own(_host.K_CHAN, capacity, "px_chan *")
+        self._own(_host.K_CHAN, capacity, "px_chan *", name)
         # C carries keys; the values wait here.  One slot serves every
         # receiver: a receive reads it before any other fiber runs.  recv's is
         # the Prim's (wait fills it); try_recv's is the void * px_chan_tryrecv
