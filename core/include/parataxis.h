@@ -701,8 +701,9 @@ typedef struct px_sched_opts {
     ** run, and when every fiber waits on time alone it jumps to the next
     ** deadline at once; while something from outside could still come (a
     ** fiber waits on an fd, a blocking-pool job, a park with PX_PARK_OUTSIDE,
-    ** a hold), the run waits in the kernel and the clock moves with real time
-    ** meanwhile.  px_now() on the run's thread, sleeps, timeouts, deadlines,
+    ** a px_sched_hold), the run waits in the kernel and the clock moves with
+    ** real time meanwhile.  An open cancel scope is no such thing here: its
+    ** token's cancel from another thread does not hold the clock back.  px_now() on the run's thread, sleeps, timeouts, deadlines,
     ** px_select's deadlines and the dump all read it; other threads, and the
     ** timer queue, keep real time.  It starts at px_now()'s real reading when
     ** the scheduler is made.  docs/fibers.md has the details. */
