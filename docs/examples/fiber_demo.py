@@ -5,8 +5,10 @@ Run:  make demo   (or: pip install . && python docs/examples/fiber_demo.py)
 Fibers are greenlets scheduled by the C scheduler: a producer and two consumers
 on a channel, a mutex handed over in FIFO order, a timeout that fires at the
 interrupted wait, timer handlers delivered as fibers, and a deadlock the engine
-explains -- who waits on whom.
+explains -- a dump of the named fibers while they wait, then the report: who
+waits on whom.
 """
+import sys
 import time
 
 import parataxis as px
@@ -15,7 +17,7 @@ start = time.monotonic()
 
 
 def say(what: str) -> None:
-    print(f"{(time.monotonic() - start) * 1e3:7.1f} ms  fiber {px.current_id()}: {what}")
+    print(f"{(time.monotonic() - start) * 1e3:7.1f} ms  fiber {px.current_fiber().number}: {what}")
 
 
 def pipeline() -> int:
@@ -85,7 +87,7 @@ def main() -> None:
 
 
 def deadlock() -> None:
-    a, b = px.Mutex(), px.Mutex()
+    a, b = px.Mutex(name="account a"), px.Mutex(name="account b")
 
     def one() -> None:
         with a:
@@ -99,7 +101,11 @@ def deadlock() -> None:
             with a:
                 pass
 
-    x, y = px.spawn(one), px.spawn(other)
+    x, y = px.spawn(one, name="transfer a->b"), px.spawn(other, name="transfer b->a")
+    px.yield_()   # each takes its first mutex
+    px.yield_()   # and parks on its second
+    print("px.dump() while they wait:")
+    px.dump(file=sys.stdout)
     x.join()
     y.join()
 

@@ -45,8 +45,12 @@ def test_fiber_demo_prints_what_the_other_languages_print_in_order():
                  "fired at the interrupted wait"]:
         assert want in text, text
     assert text.count("timer handler fired in a fiber") == 2, text
-    order = [line_of(lines, t) for t in ("timer handler fired in a fiber", "the engine's report",
-                                         "deadlock detected", "wait-for cycle")]
+    for want in ['fiber 2 "transfer a->b": parked', 'waits on mutex "account b"@',
+                 'held by fiber 3 "transfer b->a"']:
+        assert want in text, text
+    order = [line_of(lines, t) for t in ("timer handler fired in a fiber", "px.dump() while they wait",
+                                         "the engine's report", "deadlock detected",
+                                         "wait-for cycle")]
     assert order == sorted(order), text
 
 
