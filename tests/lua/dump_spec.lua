@@ -213,7 +213,9 @@ describe("dump", function()
     ]])
     assert.equal("dumped\n", out, err)
     assert.truthy(err:find("parataxis: the fibers of scheduler", 1, true), err)
-    assert.truthy(err:find('fiber 1 "[^"]+": ready'), err)         -- between turns
+    -- main, never shown before, has no name yet (default names are set when
+    -- something of the binding shows them): its number, and its traceback
+    assert.truthy(err:find('fiber 1: ready', 1, true), err)         -- between turns
     assert.truthy(err:find('fiber 2 "spinner": ready', 1, true), err)
     assert.truthy(err:find("spin_in_place", 1, true), err)          -- its traceback
     assert.truthy(err:find("(2 live)", 1, true), err)
@@ -240,7 +242,7 @@ describe("dump", function()
       print(DUMPED() and "dumped" or "no dump")
     ]])
     assert.equal("dumped\n", out, err)
-    assert.truthy(err:find('fiber 1 "[^"]+": parked for [%d.]+ s on "[^"]+", fd %d+ readable'), err)
+    assert.truthy(err:find('fiber 1: parked for [%d.]+ s on "[^"]+", fd %d+ readable'), err)
     assert.truthy(err:find('fiber 2 "waiter": parked for [%d.]+ s on "Event wait"'), err)
     assert.truthy(err:find("wait_for_go", 1, true), err)
   end)

@@ -177,7 +177,8 @@ typedef struct lfiber {
                                 (co NULL) nres <= 1 of them in uservalue 1 */
     int joined;              /* its error was seen by a join */
     int named;               /* it has had a name set: its own, or the default one
-                                (see name_default), which is set lazily */
+                                (name_default), which is set only when something
+                                shows it (f:name(), px.dump, a deadlock report) */
     void *slot;              /* where a parked channel recv gets its key */
     px_future *fu;           /* what its end settles (FIBER_FUTURE), or NULL */
     lgroup *group;           /* the group it is a member of (FIBER_GROUP), or NULL */
@@ -374,11 +375,6 @@ static int host_resume(void *ctx)
         /* ours yield no values; a plain coroutine.yield's are dropped */
         lua_pop(f->co, nres);
         r->current = NULL;
-        /* Named after its function at its first wait or yield, not at its
-        ** spawn (a third of a spawn's cost): a fiber that never waits is in
-        ** no deadlock report; px.dump and f:name() name the others. */
-        if (!f->named)
-            name_default(f);
         return 0;
     }
     if (st == LUA_OK) {
@@ -548,13 +544,64 @@ static int push_results(lua_State *L, lfiber *f)
     return f->nres;
 }
 
+/*
+** The deadlock report, kept for px.run's error.  A fiber gets its default
+** name only when something shows it (naming each at its spawn, or at its
+** first wait, costs a third of a spawn and join): here every fiber not named
+** yet is, and the report, which the engine wrote before, gets the names of
+** those it printed as a bare `fiber N`.
+*/
+static const char *name_of_number(lrun *r, uint64_t number)
+{
+    for (lfiber *f = r->fibers.next; f != &r->fibers; f = f->next)
+        if (px_fiber_number(f->id) == number)
+            return px_fiber_name(f->id);
+    return NULL;
+}
+
 static void on_deadlock(void *ctx, const char *report)
 {
     lrun *r = ctx;
-    size_t n = strlen(report) + 1;
+    for (lfiber *f = r->fibers.next; f != &r->fibers; f = f->next)
+        if (!f->named)
+            name_default(f);
+    size_t len = strlen(report), cap = len + 1 + 64, n = 0;
+    char *out = malloc(cap);
+    for (const char *p = report; out != NULL && *p != '\0'; ) {
+        const char *name = NULL, *q = p;
+        if (strncmp(p, "fiber ", 6) == 0 && p[6] >= '0' && p[6] <= '9' &&
+            (p == report || p[-1] == ' ' || p[-1] == '\n')) {
+            uint64_t number = 0;
+            for (q = p + 6; *q >= '0' && *q <= '9'; q++)
+                number = number * 10 + (uint64_t)(*q - '0');
+            if (strncmp(q, " \"", 2) != 0)
+                name = name_of_number(r, number);
+        } else {
+            q = p + 1;
+        }
+        size_t add = (size_t)(q - p) + (name != NULL ? strlen(name) + 3 : 0);
+        if (n + add + 1 > cap) {
+            cap = 2 * (n + add + 1);
+            char *o = realloc(out, cap);
+            if (o == NULL) {
+                free(out);
+                out = NULL;
+                break;
+            }
+            out = o;
+        }
+        memcpy(out + n, p, (size_t)(q - p));
+        n += (size_t)(q - p);
+        if (name != NULL)
+            n += (size_t)sprintf(out + n, " \"%s\"", name);
+        p = q;
+    }
+    if (out != NULL)
+        out[n] = '\0';
+    else if ((out = malloc(len + 1)) != NULL)
+        memcpy(out, report, len + 1);
     free(r->report);
-    if ((r->report = malloc(n)) != NULL)
-        memcpy(r->report, report, n);
+    r->report = out;
 }
 
 /* Ends a run: frees the scheduler, forgets every handle of it, frees what
