@@ -2869,37 +2869,37 @@ static void *local_inherit(void *value)
 static int l_fiber_local(lua_State *L)
 {
     static const char *const where = "px.fiber_local";
-    int iref = LUA_NOREF, dref = LUA_NOREF;
-    if (!lua_isnoneornil(L, 1)) {
-        if (lua_type(L, 1) != LUA_TTABLE)
-            return arg_error(L, where, 1, "opts", "a table { inherit = fn, destroy = fn }");
+    static const char *const opt[2] = { "inherit", "destroy" };
+    if (!lua_isnoneornil(L, 1) && lua_type(L, 1) != LUA_TTABLE)
+        return arg_error(L, where, 1, "opts", "a table { inherit = fn, destroy = fn }");
+    lua_settop(L, 1);
+    if (lua_istable(L, 1)) {
         lua_pushnil(L);
         while (lua_next(L, 1)) {
             lua_pop(L, 1);
             const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-            if (k == NULL || (strcmp(k, "inherit") != 0 && strcmp(k, "destroy") != 0)) {
+            if (k == NULL || (strcmp(k, opt[0]) != 0 && strcmp(k, opt[1]) != 0)) {
                 lua_pushfstring(L, "%s: unknown option %s (inherit, destroy)", where,
                                 luaL_tolstring(L, -1, NULL));
                 push_error_msg(L, PX_EINVAL);
                 return lua_error(L);
             }
         }
-        lua_settop(L, 1);
-        const char *opt[2] = { "inherit", "destroy" };
-        for (int k = 0; k < 2; k++) {
+    }
+    for (int k = 0; k < 2; k++) {                /* inherit at 2, destroy at 3 */
+        if (lua_istable(L, 1))
             lua_getfield(L, 1, opt[k]);
-            if (!lua_isnil(L, -1)) {
-                if (lua_type(L, -1) != LUA_TFUNCTION && luaL_getmetafield(L, -1, "__call") == LUA_TNIL)
-                    return arg_error(L, where, 1, opt[k], "a function");
-                lua_settop(L, 2);
+        else
+            lua_pushnil(L);
+        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TFUNCTION) {
+            if (luaL_getmetafield(L, -1, "__call") == LUA_TNIL) {
+                lua_pushfstring(L, "%s: bad option %s: a function expected, got %s", where,
+                                opt[k], luaL_typename(L, -1));
+                push_error_msg(L, PX_EINVAL);
+                return lua_error(L);
             }
-            lua_setfield(L, LUA_REGISTRYINDEX, k ? "parataxis.fl_d" : "parataxis.fl_i");
+            lua_pop(L, 1);
         }
-    } else {
-        lua_pushnil(L);
-        lua_setfield(L, LUA_REGISTRYINDEX, "parataxis.fl_i");
-        lua_pushnil(L);
-        lua_setfield(L, LUA_REGISTRYINDEX, "parataxis.fl_d");
     }
     lkey *k = lua_newuserdatauv(L, sizeof *k, 0);
     k->k = NULL;
@@ -2909,14 +2909,13 @@ static int l_fiber_local(lua_State *L)
         return raise_code(L, PX_ENOMEM, where);
     k->ki->refs = 1;
     k->ki->iref = k->ki->dref = LUA_NOREF;
-    lua_getfield(L, LUA_REGISTRYINDEX, "parataxis.fl_i");
-    iref = luaL_ref(L, LUA_REGISTRYINDEX);   /* nil: LUA_REFNIL */
-    k->ki->iref = iref == LUA_REFNIL ? LUA_NOREF : iref;
-    lua_getfield(L, LUA_REGISTRYINDEX, "parataxis.fl_d");
-    dref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_rotate(L, 2, 1);                         /* opts key inherit destroy */
+    int dref = luaL_ref(L, LUA_REGISTRYINDEX);   /* nil: LUA_REFNIL */
     k->ki->dref = dref == LUA_REFNIL ? LUA_NOREF : dref;
+    int iref = luaL_ref(L, LUA_REGISTRYINDEX);
+    k->ki->iref = iref == LUA_REFNIL ? LUA_NOREF : iref;
     /* destroy is always set: it frees the box */
-    if ((k->k = px_local_new(local_destroy, k->ki->iref != LUA_NOREF ? local_inherit : NULL)) == NULL)
+    if ((k->k = px_local_new(local_destroy, iref != LUA_REFNIL ? local_inherit : NULL)) == NULL)
         return raise_code(L, PX_ENOMEM, where);
     return 1;
 }
