@@ -54,19 +54,26 @@ describe("clock", function()
   end)
 
   it("a_timeout_racing_a_grant_is_decided_once", function()
-    -- the release and the timeout fall on the same virtual instant: the waiter
-    -- gets the permit or times out, never both, and no permit is lost
-    for _ = 1, 200 do
+    -- the release a microsecond before the timeout, on the same virtual
+    -- instant, and a microsecond after: the waiter gets the permit or times
+    -- out, never both, and no permit is lost; either fiber may be spawned first
+    local outcomes = {}
+    for round = 1, 300 do
+      local offset = ({ -1e-6, 0, 1e-6 })[round % 3 + 1]
       px.run_with(VIRTUAL, function()
         local sem = px.semaphore(0)
         local t0 = px.now()
-        local waiter = px.spawn(function()
-          return px.timeout(1, function() sem:acquire(); return true end)
-        end)
-        local releaser = px.spawn(function() px.sleep(1); sem:release() end)
+        local function wait() return px.timeout(1, function() sem:acquire(); return true end) end
+        local function release() px.sleep(1 + offset); sem:release() end
+        local waiter, releaser
+        if round % 2 == 0 then
+          waiter = px.spawn(wait); releaser = px.spawn(release)
+        else
+          releaser = px.spawn(release); waiter = px.spawn(wait)
+        end
         local got, err = waiter:join()
         releaser:join()
-        close_to(t0 + 1, px.now())
+        close_to(t0 + 1 + offset, px.now())    -- the later of the two
         if got then
           assert.is_nil(err)
           assert.equal(0, sem:value())
@@ -74,8 +81,12 @@ describe("clock", function()
           assert.equal("ETIMEDOUT", err.code)
           assert.equal(1, sem:value())           -- the permit stayed
         end
+        outcomes[offset] = outcomes[offset] or {}
+        outcomes[offset][got and "granted" or "timed out"] = true
       end)
     end
+    assert.same({ granted = true }, outcomes[-1e-6])
+    assert.same({ ["timed out"] = true }, outcomes[1e-6])
   end)
 
   it("a_deadlock_is_still_reported", function()
