@@ -185,14 +185,14 @@ rules[#rules + 1] = { name = "deadlock_report_names_the_wait_and_the_primitive",
       local h, never = k.make(), px.event()
       if k.arm then
         local armed = false
-        px.spawn(function() armer_id = px.self(); k.arm(h); armed = true; never:wait() end)
+        px.spawn(function() armer_id = px.number(); k.arm(h); armed = true; never:wait() end)
         repeat px.yield() until armed   -- a join of w would hand w the turn first
       end
-      local w = px.spawn(function() waiter_id = px.self(); k.block(h) end)
+      local w = px.spawn(function() waiter_id = px.number(); k.block(h) end)
       w:join()
     end)
     assert.equal("EDEADLK", err.code)
-    local line = err.message:match("\n%s*(fiber " .. waiter_id .. ": [^\n]*)")
+    local line = helpers.unnamed(err.message):match("\n%s*(fiber " .. waiter_id .. ": [^\n]*)")
     assert.truthy(line, err.message)
     local named = string.format('fiber %d: parked on "%s", waits on %s@', waiter_id, k.reason, k.tag)
     assert.equal(named, line:sub(1, #named))

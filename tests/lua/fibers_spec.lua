@@ -696,7 +696,7 @@ describe("fiber", function()
     end
     local function side(mine, other, name)
       local c <close> = closer(name)
-      ids[name] = px.self()
+      ids[name] = px.number()
       local g <close> = mine:guard()
       px.yield()
       other:lock()
@@ -715,7 +715,7 @@ describe("fiber", function()
     assert.truthy(msg:find("Mutex lock", 1, true) and msg:find("fiber join", 1, true))
     assert.truthy(msg:find("wait-for cycle", 1, true))
     for _, name in ipairs({ "a", "b" }) do
-      assert.truthy(msg:find(tostring(ids[name]), 1, true))
+      assert.truthy(msg:find("fiber " .. ids[name] .. " ", 1, true), msg)
     end
     table.sort(unwound)
     assert.same({ "a", "b", "main" }, unwound)

@@ -74,4 +74,11 @@ function h.lua_child(code)
   return out
 end
 
+-- A deadlock report or dump with the fibers' names taken out: `fiber 3
+-- "worker"` becomes `fiber 3` (every fiber the report prints has a name,
+-- its function's file:line by default), for specs about the rest of a line.
+function h.unnamed(report)
+  return (report:gsub('(fiber %d+) "[^"]*"', "%1"))
+end
+
 return h

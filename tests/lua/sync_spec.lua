@@ -627,19 +627,19 @@ describe("rwlock", function()
     local err = raised(run, function()
       local fs = {
         px.spawn(function()
-          rd_id = px.self()
+          rd_id = px.number()
           l:rdlock()
           yield_until(function() return mx:owner() ~= 0 end)
           mx:lock()
         end),
         px.spawn(function()
-          wr_id = px.self()
+          wr_id = px.number()
           mx:lock()
           yield_until(function() return l:readers() == 1 end)
           l:wrlock()
         end),
         px.spawn(function()
-          late_id = px.self()
+          late_id = px.number()
           yield_until(function() return l:waiters() == 1 and mx:waiters() == 1 end)
           l:rdlock()
         end),
@@ -647,7 +647,7 @@ describe("rwlock", function()
       for _, f in ipairs(fs) do f:join() end
     end)
     assert.equal("EDEADLK", err.code)
-    local report = err.message
+    local report = h.unnamed(err.message)
     local wr_line = string.format('fiber %d: parked on "RwLock write lock", waits on (rwlock@%%S+) held by fiber %d\n',
       wr_id, rd_id)
     local at = report:match(wr_line)
@@ -1046,21 +1046,21 @@ describe("once", function()
     local runner_id, holder_id
     local err = raised(run, function()
       local runner = px.spawn(function()
-        runner_id = px.self()
+        runner_id = px.number()
         o:call(function()
           yield_until(function() return mx:owner() ~= 0 end)
           mx:lock()                                 -- never returns
         end)
       end)
       local holder = px.spawn(function()
-        holder_id = px.self()
+        holder_id = px.number()
         mx:lock()
         o:call(function() error("the action ran twice") end)   -- parks behind the runner
       end)
       runner:join(); holder:join()
     end)
     assert.equal("EDEADLK", err.code)
-    local report = err.message
+    local report = h.unnamed(err.message)
     local at = report:match(string.format('fiber %d: parked on "Once init", waits on (once@%%S+) held by fiber %d\n',
       holder_id, runner_id))
     assert.truthy(at, report)

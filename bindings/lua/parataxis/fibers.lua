@@ -37,6 +37,11 @@ local M = {
   -- px._wake(id): px_wake of fiber `id`, true when it was parked; a test hook
   -- (a wake nobody granted: every wait of the library waits on, tests/lua/stray_wake_spec.lua)
   _wake = N.wake,
+  -- seeing into a run (docs/lua.md, "Seeing into a run"): names, the dump,
+  -- fiber-local values
+  spawn_named = N.spawn_named, set_name = N.set_name, name = N.name, number = N.number,
+  dump = N.dump, dump_signal = N.dump_signal, fiber_local = N.fiber_local,
+  FiberLocal = N.FiberLocal,
 }
 
 --- true when v is a Scheduler (px.scheduler()).
@@ -232,6 +237,45 @@ local function close_group(g, err)
 end
 GroupMeta.__close = close_group
 Group.close = function(g) return close_group(g, nil) end
+
+-- The clocks of px.run_with: px.RealClock() (the default) and
+-- px.VirtualClock(), a clock of the run's own that stands still while any
+-- fiber can run and jumps to the next deadline when every fiber waits on time
+-- alone (C's PX_CLOCK_VIRTUAL; docs/lua.md, "The virtual clock").
+local Clock = { __name = "parataxis.Clock" }
+Clock.__index = Clock
+function Clock.__tostring(c) return "parataxis." .. c.kind end
+local REAL, VIRTUAL = setmetatable({ kind = "RealClock", code = 0 }, Clock),
+                      setmetatable({ kind = "VirtualClock", code = 1 }, Clock)
+function M.RealClock() return REAL end
+function M.VirtualClock() return VIRTUAL end
+
+local run_with = N.run_with
+--- px.run_with(opts, main, ...): px.run(main, ...) with options; opts.clock
+-- is px.RealClock() or px.VirtualClock().  Anything else raises EINVAL.
+function M.run_with(opts, main, ...)
+  local clock = 0
+  if opts ~= nil then
+    if type(opts) ~= "table" then raise_arg("px.run_with", 1, "opts", "a table", opts) end
+    for k in pairs(opts) do
+      if k ~= "clock" then
+        error(setmetatable({ code = "EINVAL", message = string.format(
+          "px.run_with: unknown option %s (clock)", tostring(k)) }, Error), 2)
+      end
+    end
+    local c = opts.clock
+    if c ~= nil then
+      if getmetatable(c) ~= Clock then
+        error(setmetatable({ code = "EINVAL", message = string.format(
+          "px.run_with: unknown clock %s: px.RealClock() or px.VirtualClock() expected",
+          tostring(c)) }, Error), 2)
+      end
+      clock = c.code
+    end
+  end
+  check_callable(main, "px.run_with", 2)
+  return run_with(clock, main, ...)
+end
 
 --- px.map(fn, items [, {concurrency = n}]): fn(item) for every item of the
 -- list, at most n calls at once (0 or none: all at once), in a group; the

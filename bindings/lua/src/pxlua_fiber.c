@@ -35,6 +35,9 @@
 #include <lua.h>
 
 #include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <lualib.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +176,9 @@ typedef struct lfiber {
     int state, nres;         /* F_*; results at the top of co once ended, or
                                 (co NULL) nres <= 1 of them in uservalue 1 */
     int joined;              /* its error was seen by a join */
+    int named;               /* it has had a name set: its own, or the default one
+                                (name_default), which is set only when something
+                                shows it (f:name(), px.dump, a deadlock report) */
     void *slot;              /* where a parked channel recv gets its key */
     px_future *fu;           /* what its end settles (FIBER_FUTURE), or NULL */
     lgroup *group;           /* the group it is a member of (FIBER_GROUP), or NULL */
@@ -208,6 +214,17 @@ static const char fiber_mt = 0;
 /* The run under way on this thread: px.run does not nest. */
 static _Thread_local lrun *cur_run;
 static _Thread_local uint64_t runs;      /* the serial of the last run begun */
+
+/* The Lua state the engine's callbacks into Lua (a fiber-local value's
+** destroy and inherit, describe) run on: the running coroutine while a C
+** function of ours calls into the engine (a spawn, key:set, px.dump), else
+** the thread that runs px.run -- the running one while the scheduler has the
+** CPU.  in_cb counts the fiber-local callbacks under way: they may not wait
+** nor spawn. */
+static _Thread_local lua_State *cb_L;
+static _Thread_local int in_cb;
+
+static void name_default(lfiber *f);
 
 static void link_fiber(lrun *r, lfiber *f)
 {
@@ -479,6 +496,8 @@ static lfiber *spawn_at(lua_State *L, lrun *r, int base, int gidx, int *rc)
     f->co = co;
     f->nargs = nargs + 1;
     f->run = r;
+    lua_State *cb = cb_L;
+    cb_L = L;                                /* a fiber-local value's inherit */
     if (gidx != 0) {
         f->group = lua_touserdata(L, gidx);
         *rc = px_group_spawn_hosted(f->group->g, &HOST_OPS, f, &f->h);
@@ -486,6 +505,7 @@ static lfiber *spawn_at(lua_State *L, lrun *r, int base, int gidx, int *rc)
         f->h = px_spawn_hosted(r->s, &HOST_OPS, f);
         *rc = f->h != NULL ? 0 : PX_ENOMEM;
     }
+    cb_L = cb;
     if (f->h == NULL) {
         f->run = NULL;
         f->group = NULL;
@@ -524,13 +544,64 @@ static int push_results(lua_State *L, lfiber *f)
     return f->nres;
 }
 
+/*
+** The deadlock report, kept for px.run's error.  A fiber gets its default
+** name only when something shows it (naming each at its spawn, or at its
+** first wait, costs a third of a spawn and join): here every fiber not named
+** yet is, and the report, which the engine wrote before, gets the names of
+** those it printed as a bare `fiber N`.
+*/
+static const char *name_of_number(lrun *r, uint64_t number)
+{
+    for (lfiber *f = r->fibers.next; f != &r->fibers; f = f->next)
+        if (px_fiber_number(f->id) == number)
+            return px_fiber_name(f->id);
+    return NULL;
+}
+
 static void on_deadlock(void *ctx, const char *report)
 {
     lrun *r = ctx;
-    size_t n = strlen(report) + 1;
+    for (lfiber *f = r->fibers.next; f != &r->fibers; f = f->next)
+        if (!f->named)
+            name_default(f);
+    size_t len = strlen(report), cap = len + 1 + 64, n = 0;
+    char *out = malloc(cap);
+    for (const char *p = report; out != NULL && *p != '\0'; ) {
+        const char *name = NULL, *q = p;
+        if (strncmp(p, "fiber ", 6) == 0 && p[6] >= '0' && p[6] <= '9' &&
+            (p == report || p[-1] == ' ' || p[-1] == '\n')) {
+            uint64_t number = 0;
+            for (q = p + 6; *q >= '0' && *q <= '9'; q++)
+                number = number * 10 + (uint64_t)(*q - '0');
+            if (strncmp(q, " \"", 2) != 0)
+                name = name_of_number(r, number);
+        } else {
+            q = p + 1;
+        }
+        size_t add = (size_t)(q - p) + (name != NULL ? strlen(name) + 3 : 0);
+        if (n + add + 1 > cap) {
+            cap = 2 * (n + add + 1);
+            char *o = realloc(out, cap);
+            if (o == NULL) {
+                free(out);
+                out = NULL;
+                break;
+            }
+            out = o;
+        }
+        memcpy(out + n, p, (size_t)(q - p));
+        n += (size_t)(q - p);
+        if (name != NULL)
+            n += (size_t)sprintf(out + n, " \"%s\"", name);
+        p = q;
+    }
+    if (out != NULL)
+        out[n] = '\0';
+    else if ((out = malloc(len + 1)) != NULL)
+        memcpy(out, report, len + 1);
     free(r->report);
-    if ((r->report = malloc(n)) != NULL)
-        memcpy(r->report, report, n);
+    r->report = out;
 }
 
 /* Ends a run: frees the scheduler, forgets every handle of it, frees what
@@ -552,8 +623,21 @@ static void end_run(lrun *r)
     luaL_unref(r->L, LUA_REGISTRYINDEX, r->keep);
 }
 
-/* px.run(main, ...): main's results; re-raises its error; EDEADLK with the report. */
-static int l_run(lua_State *L)
+static size_t describe(void *ctx, uint64_t id, void *host_ctx, char *buf, size_t cap);
+
+/* px.run(main, ...): main's results; re-raises its error; EDEADLK with the
+** report.  px.run_with's C half is the same with a clock (fibers.lua checks
+** the options): _run_with(clock, main, ...). */
+static int run_at(lua_State *L, int clock);
+static int l_run(lua_State *L) { return run_at(L, PX_CLOCK_REAL); }
+static int l_run_with(lua_State *L)
+{
+    int clock = (int)luaL_checkinteger(L, 1);
+    lua_remove(L, 1);
+    return run_at(L, clock);
+}
+
+static int run_at(lua_State *L, int clock)
 {
     check_callable(L, 1, "px.run");
     if (cur_run != NULL || px_self() != 0)
@@ -569,9 +653,13 @@ static int l_run(lua_State *L)
     o.on_deadlock_ctx = &r;
     o.on_wait = on_wait;
     o.on_wait_ctx = &r;
+    o.clock = clock;
+    o.describe = describe;
+    o.describe_ctx = &r;
     r.s = px_sched_new(&o);
     if (r.s == NULL)
-        return raise_code(L, PX_ENOMEM, "px.run");
+        return raise_code(L, clock != PX_CLOCK_REAL && clock != PX_CLOCK_VIRTUAL
+                                 ? PX_EINVAL : PX_ENOMEM, "px.run");
     lua_createtable(L, POOL_MAX, 0);
     r.keep = luaL_ref(L, LUA_REGISTRYINDEX);
     int rc;
@@ -582,6 +670,8 @@ static int l_run(lua_State *L)
         return raise_code(L, PX_ENOMEM, "px.run");
     }
     cur_run = &r;
+    lua_State *cb = cb_L;
+    cb_L = L;                        /* fiber-local values end on this thread */
     r.sigint = pxlua_sigint_begin(L, r.s);
     rc = px_sched_run(r.s);
     if (rc == PX_EDEADLK) {
@@ -598,6 +688,7 @@ static int l_run(lua_State *L)
     int interrupted = r.sigint && pxlua_sigint_end();
     char *report = r.report;
     end_run(&r);
+    cb_L = cb;
     if (interrupted) {
         free(report);
         return luaL_error(L, "interrupted!");   /* as the interpreter says it */
@@ -640,6 +731,12 @@ static lrun *need_run(lua_State *L, const char *where)
     lrun *r = cur_run;
     if (r == NULL)
         raise_code(L, PX_ENOFIBER, where);
+    if (in_cb) {
+        lua_pushfstring(L, "%s: cannot spawn in a fiber-local value's inherit or "
+                        "destroy function", where);
+        push_error_msg(L, PX_EPERM);
+        lua_error(L);
+    }
     return r;
 }
 
@@ -668,6 +765,12 @@ typedef pxlua_wait_op wait_op;
 static void check_waitable(lua_State *L, const char *where)
 {
     lrun *r = cur_run;
+    if (in_cb) {
+        lua_pushfstring(L, "%s: cannot wait in a fiber-local value's inherit or "
+                        "destroy function", where);
+        push_error_msg(L, PX_ENOFIBER);
+        lua_error(L);
+    }
     if (r == NULL || r->current == NULL)
         return;                      /* off-fiber: the px call says ENOFIBER */
     if (r->current->co != L) {
@@ -2157,6 +2260,748 @@ static int group_gc(lua_State *L)
     return 0;
 }
 
+/* -- Seeing into a run: names, the dump, fiber-local values ------------------ */
+
+/*
+** The function a fiber runs, as "short_src:linedefined", into buf ("" when
+** it cannot be told): the level above body() while the fiber has started,
+** else the function spawn_at left on its coroutine.  Raises nothing and
+** allocates nothing (describe calls it too).
+*/
+static void default_name(lua_State *co, char *buf, size_t cap)
+{
+    lua_Debug ar;
+    buf[0] = '\0';
+    if (co == NULL)
+        return;
+    if (lua_getstack(co, 0, &ar)) {
+        int lo = 0, hi = 1;                  /* the deepest level: body() */
+        while (lua_getstack(co, hi, &ar)) {
+            lo = hi;
+            hi *= 2;
+        }
+        while (hi - lo > 1) {
+            int mid = lo + (hi - lo) / 2;
+            if (lua_getstack(co, mid, &ar))
+                lo = mid;
+            else
+                hi = mid;
+        }
+        if (lo < 1 || !lua_getstack(co, lo - 1, &ar) || !lua_getinfo(co, "S", &ar))
+            return;
+    } else {
+        if (lua_gettop(co) < 2 || !lua_checkstack(co, 1))
+            return;
+        lua_pushvalue(co, 2);                /* body fn args... */
+        if (!lua_getinfo(co, ">S", &ar))
+            return;
+    }
+    char tmp[LUA_IDSIZE + 16];
+    if (ar.linedefined > 0)
+        snprintf(tmp, sizeof tmp, "%s:%d", ar.short_src, ar.linedefined);
+    else
+        snprintf(tmp, sizeof tmp, "%s", ar.short_src);
+    size_t n = strlen(tmp);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, tmp, n);
+    buf[n] = '\0';
+}
+
+static void name_default(lfiber *f)
+{
+    char buf[PX_NAME_MAX];
+    f->named = 1;
+    default_name(f->co, buf, sizeof buf);
+    if (buf[0] != '\0' && f->h != NULL)
+        (void)px_fiber_set_name(f->id, buf);
+}
+
+/* Whether the value at idx is a Fiber. */
+static lfiber *to_lfiber(lua_State *L, int idx)
+{
+    lfiber *f = lua_touserdata(L, idx);
+    if (f == NULL || !lua_getmetatable(L, idx))
+        return NULL;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &fiber_mt);
+    int same = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return same ? f : NULL;
+}
+
+/* The live fiber of this thread's run that argument idx names (a Fiber or an
+** id); idx 0: the calling fiber.  NULL, or raises ENOFIBER (`strict`). */
+static lfiber *fiber_arg(lua_State *L, int idx, const char *where, int strict)
+{
+    lrun *r = cur_run;
+    uint64_t id = 0;
+    if (idx == 0) {
+        if (r != NULL && r->current != NULL)
+            return r->current;
+        if (strict) {
+            lua_pushfstring(L, "%s: not called in a fiber", where);
+            push_error_msg(L, PX_ENOFIBER);
+            lua_error(L);
+        }
+        return NULL;
+    }
+    lfiber *g = to_lfiber(L, idx);
+    if (g != NULL) {
+        if (r != NULL && g->run == r && g->state == F_LIVE && g->h != NULL)
+            return g;
+        id = g->id;
+    } else if (lua_isinteger(L, idx)) {
+        id = (uint64_t)lua_tointeger(L, idx);
+        for (lfiber *f = r != NULL ? r->fibers.next : NULL; f != NULL && f != &r->fibers;
+             f = f->next)
+            if (f->id == id)
+                return f;
+    } else {
+        arg_error(L, where, idx, "fiber", "a Fiber or a fiber id");
+    }
+    if (strict) {
+        lua_pushfstring(L, "%s: fiber %I (id %I) is no live fiber of this thread's run "
+                        "(it ended, or never was)", where, (lua_Integer)px_fiber_number(id),
+                        (lua_Integer)id);
+        push_error_msg(L, PX_ENOFIBER);
+        lua_error(L);
+    }
+    return NULL;
+}
+
+static int set_name_of(lua_State *L, lfiber *f, int nidx, const char *where)
+{
+    const char *name = NULL;
+    if (!lua_isnil(L, nidx)) {
+        if (lua_type(L, nidx) != LUA_TSTRING)
+            return arg_error(L, where, nidx, "name", "a string or nil");
+        name = lua_tostring(L, nidx);
+    }
+    int rc = px_fiber_set_name(f->id, name);
+    if (rc != 0)
+        return raise_code(L, rc, where);
+    f->named = 1;
+    return 0;
+}
+
+/* px.set_name([fiber,] name): names a live fiber of the run (a Fiber or an
+** id; none: the calling one); nil removes its name.  ENOFIBER for any other. */
+static int l_set_name(lua_State *L)
+{
+    if (lua_gettop(L) >= 2)
+        return set_name_of(L, fiber_arg(L, 1, "px.set_name", 1), 2, "px.set_name");
+    lua_settop(L, 1);
+    return set_name_of(L, fiber_arg(L, 0, "px.set_name", 1), 1, "px.set_name");
+}
+
+/* px.name([fiber]): its name (by default, its function's "file:line"); nil
+** when it has none, or is no live fiber of the run. */
+static int l_name(lua_State *L)
+{
+    lfiber *f = fiber_arg(L, lua_isnoneornil(L, 1) ? 0 : 1, "px.name", 0);
+    const char *name = NULL;
+    if (f != NULL) {
+        if (!f->named)
+            name_default(f);
+        name = px_fiber_name(f->id);
+    }
+    if (name == NULL)
+        lua_pushnil(L);
+    else
+        lua_pushstring(L, name);
+    return 1;
+}
+
+/* px.number([fiber]): the number reports print for it (1 for a run's main);
+** any fiber, ended too; 0 off-fiber. */
+static int l_number(lua_State *L)
+{
+    uint64_t id;
+    lfiber *g;
+    if (lua_isnoneornil(L, 1))
+        id = px_self();
+    else if ((g = to_lfiber(L, 1)) != NULL)
+        id = g->id;
+    else if (lua_isinteger(L, 1))
+        id = (uint64_t)lua_tointeger(L, 1);
+    else
+        return arg_error(L, "px.number", 1, "fiber", "a Fiber or a fiber id");
+    lua_pushinteger(L, (lua_Integer)px_fiber_number(id));
+    return 1;
+}
+
+static int fiber_name(lua_State *L)
+{
+    (void)check_fiber(L, "fiber:name");
+    lua_settop(L, 1);
+    return l_name(L);
+}
+
+static int fiber_set_name(lua_State *L)
+{
+    (void)check_fiber(L, "fiber:set_name");
+    lua_settop(L, 2);
+    return set_name_of(L, fiber_arg(L, 1, "fiber:set_name", 1), 2, "fiber:set_name");
+}
+
+static int fiber_number(lua_State *L)
+{
+    (void)check_fiber(L, "fiber:number");
+    lua_settop(L, 1);
+    return l_number(L);
+}
+
+/* px.spawn_named(name, fn, ...): px.spawn(fn, ...) with its name. */
+static int l_spawn_named(lua_State *L)
+{
+    if (lua_type(L, 1) != LUA_TSTRING)
+        return arg_error(L, "px.spawn_named", 1, "name", "a string");
+    check_callable(L, 2, "px.spawn_named");
+    lrun *r = need_run(L, "px.spawn_named");
+    int rc;
+    lfiber *f = spawn_at(L, r, 2, 0, &rc);
+    if (f == NULL)
+        return raise_code(L, rc, "px.spawn_named");
+    f->named = 1;
+    (void)px_fiber_set_name(f->id, lua_tostring(L, 1));   /* only ENOMEM: no name */
+    return 1;
+}
+
+/* obj:set_name(name) and obj:name() of every sync object and the Future:
+** their userdata hold the C object first; upvalue 1 is the metatable's name,
+** 2 the method's. */
+static void *named_object(lua_State *L)
+{
+    const char *where = lua_tostring(L, lua_upvalueindex(2));
+    void *p = ((lsync *)check_ud(L, 1, lua_tostring(L, lua_upvalueindex(1)), where))->p;
+    if (p == NULL)
+        raise_code(L, PX_EINVAL, where);
+    return p;
+}
+
+static int object_set_name(lua_State *L)
+{
+    void *p = named_object(L);
+    const char *where = lua_tostring(L, lua_upvalueindex(2));
+    if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TSTRING)
+        return arg_error(L, where, 2, "name", "a string or nil");
+    int rc = px_object_set_name(p, lua_tostring(L, 2));
+    if (rc != 0)
+        return raise_code(L, rc, where);
+    return 0;
+}
+
+static int object_name(lua_State *L)
+{
+    char buf[PX_NAME_MAX];
+    if (px_object_name(named_object(L), buf, sizeof buf) == 0)
+        lua_pushnil(L);
+    else
+        lua_pushstring(L, buf);
+    return 1;
+}
+
+/* Adds set_name and name to the methods table out[cls] of metatable mt. */
+static void add_naming(lua_State *L, const char *cls, const char *mt, const char *prefix)
+{
+    lua_getfield(L, -1, cls);
+    lua_pushstring(L, mt);
+    lua_pushfstring(L, "%s:set_name", prefix);
+    lua_pushcclosure(L, object_set_name, 2);
+    lua_setfield(L, -2, "set_name");
+    lua_pushstring(L, mt);
+    lua_pushfstring(L, "%s:name", prefix);
+    lua_pushcclosure(L, object_name, 2);
+    lua_setfield(L, -2, "name");
+    lua_pop(L, 1);
+}
+
+/* -- the dump -- */
+
+static int traceback_p(lua_State *L)
+{
+    lua_State *co = lua_touserdata(L, 1);
+    luaL_traceback(L, co, NULL, co == L ? 1 : 0);
+    return 1;
+}
+
+/*
+** px_sched_opts.describe of a Lua run: the traceback of the fiber's coroutine
+** (a fiber not started yet: its function).  Called by px_sched_inspect and
+** px_dump, from px.dump (on its coroutine, cb_L) or from a signal's dump at a
+** turn of the loop (on the run's thread, r->L): it raises nothing and runs no
+** Lua code -- the traceback is made under a pcall with the collector stopped.
+*/
+static size_t describe(void *ctx, uint64_t id, void *host_ctx, char *buf, size_t cap)
+{
+    lrun *r = ctx;
+    lfiber *f = host_ctx;
+    lua_State *L = cb_L != NULL ? cb_L : r->L;
+    lua_Debug ar;
+    size_t len = 0;
+    (void)id;
+    if (cap == 0)
+        return 0;
+    buf[0] = '\0';
+    if (f == NULL || f->co == NULL || L == NULL || !lua_checkstack(L, 4))
+        return 0;
+    if (!lua_getstack(f->co, 0, &ar)) {
+        char fn[PX_NAME_MAX];
+        default_name(f->co, fn, sizeof fn);
+        int k = snprintf(buf, cap, "not started: function <%s>", fn);
+        return k < 0 ? 0 : (size_t)k < cap ? (size_t)k : cap - 1;
+    }
+    int gc = lua_gc(L, LUA_GCISRUNNING);
+    lua_gc(L, LUA_GCSTOP);
+    lua_pushcfunction(L, traceback_p);
+    lua_pushlightuserdata(L, f->co);
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK) {
+        size_t n;
+        const char *s = lua_tolstring(L, -1, &n);
+        static const char body_level[] = "\n\t[C]: in ?";   /* body(): not the fiber's */
+        if (n >= sizeof body_level - 1 &&
+            memcmp(s + n - (sizeof body_level - 1), body_level, sizeof body_level - 1) == 0)
+            n -= sizeof body_level - 1;
+        len = n < cap ? n : cap - 1;
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+    }
+    lua_pop(L, 1);
+    if (gc)
+        lua_gc(L, LUA_GCRESTART);
+    return len;
+}
+
+/* One fiber of px_sched_inspect, copied out (its pointers last only the visit). */
+typedef struct drec {
+    px_fiber_info i;             /* its pointers unused */
+    int has_name;
+    char name[PX_NAME_MAX], reason[64], kind[32];
+    char *where;
+} drec;
+
+typedef struct dcoll { drec *v; size_t n, cap; int nomem; } dcoll;
+
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src != NULL ? src : "");
+}
+
+static int collect(void *ctx, const px_fiber_info *i)
+{
+    dcoll *c = ctx;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 16;
+        drec *v = realloc(c->v, cap * sizeof *v);
+        if (v == NULL) {
+            c->nomem = 1;
+            return 1;
+        }
+        c->v = v;
+        c->cap = cap;
+    }
+    drec *d = &c->v[c->n];
+    d->i = *i;
+    d->has_name = i->name != NULL;
+    copy_text(d->name, sizeof d->name, i->name);
+    copy_text(d->reason, sizeof d->reason, i->reason);
+    copy_text(d->kind, sizeof d->kind, i->kind);
+    const char *w = i->where != NULL ? i->where : "";
+    size_t wn = strlen(w) + 1;
+    if ((d->where = malloc(wn)) != NULL)
+        memcpy(d->where, w, wn);
+    if (d->where == NULL) {
+        c->nomem = 1;
+        return 1;
+    }
+    c->n++;
+    return 0;
+}
+
+static void free_coll(dcoll *c)
+{
+    for (size_t k = 0; k < c->n; k++)
+        free(c->v[k].where);
+    free(c->v);
+}
+
+static void set_str(lua_State *L, const char *k, const char *v)
+{
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_int(lua_State *L, const char *k, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void push_record(lua_State *L, const drec *d)
+{
+    static const char *const states[] = { "ready", "running", "parked", "ended" };
+    const px_fiber_info *i = &d->i;
+    lua_createtable(L, 0, 14);
+    set_int(L, "number", (lua_Integer)i->number);
+    set_int(L, "id", (lua_Integer)i->id);
+    if (d->has_name)
+        set_str(L, "name", d->name);
+    set_str(L, "state", states[i->state & 3]);
+    lua_createtable(L, (int)i->nholders, 0);
+    for (size_t h = 0; h < i->nholders; h++) {
+        lua_pushinteger(L, (lua_Integer)px_fiber_number(i->holders[h]));
+        lua_rawseti(L, -2, (lua_Integer)h + 1);
+    }
+    lua_setfield(L, -2, "holders");
+    if (i->state == PX_FIBER_PARKED) {
+        set_str(L, "reason", d->reason);
+        if (d->kind[0])
+            set_str(L, "kind", d->kind);
+        if (i->object_name[0])
+            set_str(L, "object_name", i->object_name);
+        if (i->fd >= 0) {
+            set_int(L, "fd", i->fd);
+            set_str(L, "events", (i->events & PX_READABLE) && (i->events & PX_WRITABLE)
+                                     ? "readable writable"
+                                     : i->events & PX_READABLE ? "readable" : "writable");
+        }
+        if (i->deadline != INT64_MAX) {
+            lua_pushnumber(L, (lua_Number)i->deadline / 1e9);
+            lua_setfield(L, -2, "deadline");
+        }
+        lua_pushnumber(L, (lua_Number)i->parked_ns / 1e9);
+        lua_setfield(L, -2, "waited");
+    }
+    set_str(L, "traceback", d->where);
+}
+
+/*
+** px.dump([file]): a record of every live fiber of the run, in spawn order,
+** and px_dump's table written to `file` (a Lua file; none: stderr; false:
+** nothing).  The fibers not named yet get their default name first.
+*/
+static int l_dump(lua_State *L)
+{
+    lrun *r = cur_run;
+    if (r == NULL)
+        return raise_code(L, PX_ENOFIBER, "px.dump");
+    FILE *out = stderr;
+    if (lua_isboolean(L, 1) && !lua_toboolean(L, 1)) {
+        out = NULL;
+    } else if (!lua_isnoneornil(L, 1)) {
+        luaL_Stream *ls = luaL_testudata(L, 1, LUA_FILEHANDLE);
+        if (ls == NULL)
+            return arg_error(L, "px.dump", 1, "file", "a file, or false");
+        if (ls->closef == NULL)
+            return raise_code(L, PX_EINVAL, "px.dump: the file is closed");
+        out = ls->f;
+    }
+    lua_settop(L, 1);
+    if (!lua_checkstack(L, 8))
+        return raise_code(L, PX_ENOMEM, "px.dump");
+    for (lfiber *f = r->fibers.next; f != &r->fibers; f = f->next)
+        if (!f->named)
+            name_default(f);
+    dcoll c = { NULL, 0, 0, 0 };
+    lua_State *cb = cb_L;
+    cb_L = L;
+    int n = px_sched_inspect(r->s, collect, &c);
+    if (n >= 0 && !c.nomem && out != NULL) {
+        if (out != stderr)
+            fflush(out);
+        n = px_dump(r->s, out);
+        fflush(out);
+    }
+    cb_L = cb;
+    if (n < 0 || c.nomem) {
+        free_coll(&c);
+        return raise_code(L, n < 0 ? n : PX_ENOMEM, "px.dump");
+    }
+    lua_createtable(L, (int)(c.n < INT32_MAX ? c.n : 0), 0);
+    for (size_t k = 0; k < c.n; k++) {
+        push_record(L, &c.v[k]);
+        lua_rawseti(L, -2, (lua_Integer)k + 1);
+    }
+    free_coll(&c);
+    return 1;
+}
+
+/* px.dump_signal(signo): a number, or a name ("SIGUSR1", "USR1"); 0 or nil
+** puts the previous handler back. */
+static int l_dump_signal(lua_State *L)
+{
+    static const struct { const char *name; int signo; } names[] = {
+        { "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "USR1", SIGUSR1 },
+        { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "ALRM", SIGALRM }, { "WINCH", SIGWINCH },
+        { "CONT", SIGCONT }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN }, { "TTOU", SIGTTOU },
+        { "URG", SIGURG }, { "PROF", SIGPROF }, { "VTALRM", SIGVTALRM }, { "PIPE", SIGPIPE },
+        { "CHLD", SIGCHLD }, { "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ }, { "PWR", SIGPWR },
+        { "SYS", SIGSYS }, { "IO", SIGIO },
+    };
+    int signo = -1;
+    if (lua_isnoneornil(L, 1)) {
+        signo = 0;
+    } else if (lua_isinteger(L, 1)) {
+        lua_Integer v = lua_tointeger(L, 1);
+        signo = v >= 0 && v < 1024 ? (int)v : 1024;
+    } else if (lua_type(L, 1) == LUA_TSTRING) {
+        const char *s = lua_tostring(L, 1);
+        if (strncmp(s, "SIG", 3) == 0)
+            s += 3;
+        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+            if (strcmp(s, names[k].name) == 0)
+                signo = names[k].signo;
+        if (signo < 0)
+            return arg_error(L, "px.dump_signal", 1, "signal",
+                             "a signal's number or name (\"SIGUSR1\", \"USR1\")");
+    } else {
+        return arg_error(L, "px.dump_signal", 1, "signal", "a signal's number or name");
+    }
+    int rc = px_dump_signal(signo);
+    if (rc != 0)
+        return raise_code(L, rc, "px.dump_signal");
+    return 0;
+}
+
+/* -- fiber-local values -- */
+
+/*
+** px.fiber_local{ inherit = fn, destroy = fn }: a key (px_local) whose value
+** in each fiber is a box -- a registry reference to the Lua value, and the
+** key's functions (kinfo, counted: the key and every box, since a fiber keeps
+** its value after the key is collected).  destroy and inherit run the Lua
+** functions on cb_L, under a pcall: an error is reported with warn() and
+** counts as done (destroy) or as no value (inherit).  The box goes with its
+** fiber: destroyed exactly once, when the fiber ends or its run is discarded
+** (px_sched_free in end_run), or when key:set replaces it.
+*/
+typedef struct kinfo { int refs; int iref, dref; } kinfo;
+typedef struct lkey { px_local *k; kinfo *ki; } lkey;
+typedef struct lbox { int vref; kinfo *ki; } lbox;
+
+static void kinfo_unref(lua_State *L, kinfo *ki)
+{
+    if (--ki->refs > 0)
+        return;
+    luaL_unref(L, LUA_REGISTRYINDEX, ki->iref);
+    luaL_unref(L, LUA_REGISTRYINDEX, ki->dref);
+    free(ki);
+}
+
+static int tostring_p(lua_State *L)
+{
+    luaL_tolstring(L, 1, NULL);
+    return 1;
+}
+
+/* Reports the error on top of L with warn(), and pops it. */
+static void warn_error(lua_State *L, const char *what)
+{
+    lua_pushcfunction(L, tostring_p);
+    lua_rotate(L, -2, 1);
+    const char *msg = lua_pcall(L, 1, 1, 0) == LUA_OK ? lua_tostring(L, -1) : NULL;
+    lua_warning(L, what, 1);
+    lua_warning(L, msg != NULL ? msg : "(an error value that tostring cannot show)", 0);
+    lua_pop(L, 1);
+}
+
+static void local_destroy(void *value)
+{
+    lbox *b = value;
+    lua_State *L = cb_L;
+    if (L == NULL || !lua_checkstack(L, 4))
+        return;                              /* cannot be: never off a run */
+    in_cb++;
+    if (b->ki->dref != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, b->ki->dref);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, b->vref);
+        if (lua_pcall(L, 1, 0, 0) != LUA_OK)
+            warn_error(L, "parataxis: a fiber-local value's destroy function raised: ");
+    }
+    luaL_unref(L, LUA_REGISTRYINDEX, b->vref);
+    kinfo_unref(L, b->ki);
+    free(b);
+    in_cb--;
+}
+
+/* inherit_p(box, fn, value): the child's box gets fn(value); false for nil. */
+static int inherit_p(lua_State *L)
+{
+    lbox *nb = lua_touserdata(L, 1);
+    lua_call(L, 1, 1);
+    if (lua_isnil(L, -1))
+        return 0;
+    nb->vref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static void *local_inherit(void *value)
+{
+    lbox *b = value, *nb;
+    lua_State *L = cb_L;
+    if (L == NULL || !lua_checkstack(L, 5) || (nb = malloc(sizeof *nb)) == NULL)
+        return NULL;
+    in_cb++;
+    lua_pushcfunction(L, inherit_p);
+    lua_pushlightuserdata(L, nb);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, b->ki->iref);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, b->vref);
+    int ok = 0;
+    if (lua_pcall(L, 3, 1, 0) != LUA_OK)
+        warn_error(L, "parataxis: a fiber-local value's inherit function raised: ");
+    else {
+        ok = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+    }
+    in_cb--;
+    if (!ok) {
+        free(nb);
+        return NULL;
+    }
+    nb->ki = b->ki;
+    nb->ki->refs++;
+    return nb;
+}
+
+#define LOCAL_MT "parataxis.FiberLocal"
+
+static int l_fiber_local(lua_State *L)
+{
+    static const char *const where = "px.fiber_local";
+    static const char *const opt[2] = { "inherit", "destroy" };
+    if (!lua_isnoneornil(L, 1) && lua_type(L, 1) != LUA_TTABLE)
+        return arg_error(L, where, 1, "opts", "a table { inherit = fn, destroy = fn }");
+    lua_settop(L, 1);
+    if (lua_istable(L, 1)) {
+        lua_pushnil(L);
+        while (lua_next(L, 1)) {
+            lua_pop(L, 1);
+            const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+            if (k == NULL || (strcmp(k, opt[0]) != 0 && strcmp(k, opt[1]) != 0)) {
+                lua_pushfstring(L, "%s: unknown option %s (inherit, destroy)", where,
+                                luaL_tolstring(L, -1, NULL));
+                push_error_msg(L, PX_EINVAL);
+                return lua_error(L);
+            }
+        }
+    }
+    for (int k = 0; k < 2; k++) {                /* inherit at 2, destroy at 3 */
+        if (lua_istable(L, 1))
+            lua_getfield(L, 1, opt[k]);
+        else
+            lua_pushnil(L);
+        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TFUNCTION) {
+            if (luaL_getmetafield(L, -1, "__call") == LUA_TNIL) {
+                lua_pushfstring(L, "%s: bad option %s: a function expected, got %s", where,
+                                opt[k], luaL_typename(L, -1));
+                push_error_msg(L, PX_EINVAL);
+                return lua_error(L);
+            }
+            lua_pop(L, 1);
+        }
+    }
+    lkey *k = lua_newuserdatauv(L, sizeof *k, 0);
+    k->k = NULL;
+    k->ki = NULL;
+    luaL_setmetatable(L, LOCAL_MT);
+    if ((k->ki = malloc(sizeof *k->ki)) == NULL)
+        return raise_code(L, PX_ENOMEM, where);
+    k->ki->refs = 1;
+    k->ki->iref = k->ki->dref = LUA_NOREF;
+    lua_rotate(L, 2, 1);                         /* opts key inherit destroy */
+    int dref = luaL_ref(L, LUA_REGISTRYINDEX);   /* nil: LUA_REFNIL */
+    k->ki->dref = dref == LUA_REFNIL ? LUA_NOREF : dref;
+    int iref = luaL_ref(L, LUA_REGISTRYINDEX);
+    k->ki->iref = iref == LUA_REFNIL ? LUA_NOREF : iref;
+    /* destroy is always set: it frees the box */
+    if ((k->k = px_local_new(local_destroy, iref != LUA_REFNIL ? local_inherit : NULL)) == NULL)
+        return raise_code(L, PX_ENOMEM, where);
+    return 1;
+}
+
+static lkey *check_key(lua_State *L, const char *where)
+{
+    lkey *k = check_ud(L, 1, LOCAL_MT, where);
+    if (k->k == NULL)
+        raise_code(L, PX_EINVAL, where);
+    return k;
+}
+
+/* key:get(): the calling fiber's value, nil when it has none (or off-fiber). */
+static int local_get(lua_State *L)
+{
+    lkey *k = check_key(L, "local:get");
+    lbox *b = px_local_get(k->k);
+    if (b == NULL)
+        lua_pushnil(L);
+    else
+        lua_rawgeti(L, LUA_REGISTRYINDEX, b->vref);
+    return 1;
+}
+
+/* key:set(v): the calling fiber's value is v (nil: none); the value it
+** replaces, unless it is v itself, is destroyed now.  ENOFIBER off-fiber. */
+static int local_set(lua_State *L)
+{
+    lkey *k = check_key(L, "local:set");
+    lua_settop(L, 2);
+    if (in_cb) {
+        lua_pushliteral(L, "local:set: cannot set a fiber-local value in an inherit or "
+                        "destroy function");
+        push_error_msg(L, PX_EPERM);
+        return lua_error(L);
+    }
+    if (px_self() == 0)
+        return raise_code(L, PX_ENOFIBER, "local:set");
+    lbox *old = px_local_get(k->k), *nb = NULL;
+    if (old != NULL) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, old->vref);
+        int same = lua_rawequal(L, -1, 2);
+        lua_pop(L, 1);
+        if (same)
+            return 0;
+    }
+    if (!lua_isnil(L, 2)) {
+        lua_pushvalue(L, 2);
+        int ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        if ((nb = malloc(sizeof *nb)) == NULL) {
+            luaL_unref(L, LUA_REGISTRYINDEX, ref);
+            return raise_code(L, PX_ENOMEM, "local:set");
+        }
+        nb->vref = ref;
+        nb->ki = k->ki;
+        nb->ki->refs++;
+    }
+    lua_State *cb = cb_L;
+    cb_L = L;
+    int rc = px_local_set(k->k, nb);
+    cb_L = cb;
+    if (rc != 0) {
+        if (nb != NULL) {
+            luaL_unref(L, LUA_REGISTRYINDEX, nb->vref);
+            kinfo_unref(L, nb->ki);
+            free(nb);
+        }
+        return raise_code(L, rc, "local:set");
+    }
+    return 0;
+}
+
+static int local_gc(lua_State *L)
+{
+    lkey *k = luaL_testudata(L, 1, LOCAL_MT);   /* see sync_gc */
+    if (k == NULL)
+        return 0;
+    if (k->k != NULL)
+        px_local_free(k->k);                      /* the fibers keep their values */
+    k->k = NULL;
+    if (k->ki != NULL)
+        kinfo_unref(L, k->ki);
+    k->ki = NULL;
+    return 0;
+}
+
 /* -- The module table ------------------------------------------------------ */
 
 static int any_tostring(lua_State *L)
@@ -2200,11 +3045,18 @@ int pxlua_fibers(lua_State *L)
         { "select", l_select }, { "readable", l_readable }, { "writable", l_writable },
         { "deadline", l_deadline },
         { "future", l_future }, { "wait_all", l_wait_all }, { "wait_any", l_wait_any },
-        { "group", l_group },
+        { "group", l_group }, { "run_with", l_run_with },
+        { "set_name", l_set_name }, { "name", l_name }, { "number", l_number },
+        { "spawn_named", l_spawn_named }, { "dump", l_dump },
+        { "dump_signal", l_dump_signal }, { "fiber_local", l_fiber_local },
         { NULL, NULL }
     };
     static const luaL_Reg fiber_m[] = {
-        { "join", fiber_join }, { "id", fiber_id }, { "done", fiber_done }, { NULL, NULL } };
+        { "join", fiber_join }, { "id", fiber_id }, { "done", fiber_done },
+        { "name", fiber_name }, { "set_name", fiber_set_name }, { "number", fiber_number },
+        { NULL, NULL } };
+    static const luaL_Reg local_m[] = {
+        { "get", local_get }, { "set", local_set }, { NULL, NULL } };
     static const luaL_Reg future_m[] = {
         { "set", future_set }, { "fail", future_fail }, { "wait", future_wait },
         { "done", future_done }, { NULL, NULL } };
@@ -2275,6 +3127,16 @@ int pxlua_fibers(lua_State *L)
     new_class(L, GROUP_MT, "Group", group_m, group_gc);
     luaL_getmetatable(L, GROUP_MT);             /* fibers.lua adds __close */
     lua_setfield(L, -2, "GroupMeta");
+    new_class(L, LOCAL_MT, "FiberLocal", local_m, local_gc);
+    add_naming(L, "Mutex", MUTEX_MT, "mutex");
+    add_naming(L, "RwLock", RWLOCK_MT, "rwlock");
+    add_naming(L, "WaitGroup", WAITGROUP_MT, "waitgroup");
+    add_naming(L, "Barrier", BARRIER_MT, "barrier");
+    add_naming(L, "Once", ONCE_MT, "once");
+    add_naming(L, "Semaphore", SEM_MT, "semaphore");
+    add_naming(L, "Event", EVENT_MT, "event");
+    add_naming(L, "Channel", CHAN_MT, "channel");
+    add_naming(L, "Future", FUTURE_MT, "future");
     luaL_newmetatable(L, SELECT_CASE_MT);       /* a select case: a plain table */
     lua_pop(L, 1);
     pxlua_exec_open(L);             /* px.scheduler() (pxlua_exec.c) */
