@@ -6,13 +6,14 @@
 -- Fibers are coroutines scheduled by the C scheduler: a producer and two
 -- consumers on a channel, a mutex handed over in FIFO order, a timeout that
 -- fires at the interrupted wait, timer handlers delivered as fibers, and a
--- deadlock the engine explains -- who waits on whom.
+-- deadlock the engine explains -- a dump of the named fibers while they wait,
+-- then the report: who waits on whom.
 local px = require "parataxis"
 
 local t0 = px.now()
 
 local function say(what)
-  print(string.format("%7.1f ms  fiber %d: %s", (px.now() - t0) * 1e3, px.self(), what))
+  print(string.format("%7.1f ms  fiber %d: %s", (px.now() - t0) * 1e3, px.number(), what))
 end
 
 local function pipeline()
@@ -73,14 +74,20 @@ end)
 
 local ok, err = pcall(px.run, function()
   local a, b = px.mutex(), px.mutex()
-  local x = px.spawn(function()
+  a:set_name("account a"); b:set_name("account b")
+  local x = px.spawn_named("transfer a->b", function()
     local ga <close> = a:guard(); px.yield()
     local gb <close> = b:guard()
   end)
-  local y = px.spawn(function()
+  local y = px.spawn_named("transfer b->a", function()
     local gb <close> = b:guard(); px.yield()
     local ga <close> = a:guard()
   end)
+  px.yield()   -- each takes its first mutex
+  px.yield()   -- and parks on its second
+  print("px.dump() while they wait:")
+  io.stdout:flush()
+  px.dump(io.stdout)
   x:join(); y:join()
 end)
 assert(not ok and err.code == "EDEADLK")

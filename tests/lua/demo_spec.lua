@@ -46,8 +46,13 @@ describe("docs", function()
                             "fired at the interrupted wait" }) do
       line_of(lines, want)
     end
-    local order = { line_of(lines, "timer handler fired in a fiber"), line_of(lines, "the engine's report"),
-                    line_of(lines, "deadlock detected"), line_of(lines, "wait-for cycle") }
+    for _, want in ipairs({ 'fiber 2 "transfer a->b": parked', 'waits on mutex "account b"@',
+                            'held by fiber 3 "transfer b->a"' }) do
+      line_of(lines, want)
+    end
+    local order = { line_of(lines, "timer handler fired in a fiber"), line_of(lines, "px.dump() while they wait"),
+                    line_of(lines, "the engine's report"), line_of(lines, "deadlock detected"),
+                    line_of(lines, "wait-for cycle") }
     for i = 2, #order do assert.is_true(order[i - 1] < order[i]) end
   end)
 

@@ -179,12 +179,16 @@ static void print_wait(const dump *d, const px_fiber_info *i)
     }
 }
 
-/* Each line of text, indented under its fiber's line. */
+/* Each line of text, indented under its fiber's line (a tab that starts a
+** line, as in a Lua traceback, is two spaces more). */
 static void print_indented(FILE *out, const char *text)
 {
     while (*text) {
+        int tabs = 0;
+        while (*text == '\t')
+            text++, tabs++;
         size_t len = strcspn(text, "\n");
-        fprintf(out, "      %.*s\n", (int)len, text);
+        fprintf(out, "      %*s%.*s\n", 2 * tabs, "", (int)len, text);
         text += len + (text[len] == '\n');
     }
 }
