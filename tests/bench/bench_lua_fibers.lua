@@ -167,6 +167,21 @@ local function px_map_1000()
   end)
 end
 
+-- 100 fibers sleep an hour 100 times each on the virtual clock (issue 24):
+-- the real time a sleep costs when time jumps.
+local function px_virtual_sleep()
+  local fibers, sleeps = 100, 100
+  local t = clock()
+  px.run_with({ clock = px.VirtualClock() }, function()
+    local fs = {}
+    for i = 1, fibers do
+      fs[i] = px.spawn(function() for _ = 1, sleeps do px.sleep(3600) end end)
+    end
+    for i = 1, fibers do fs[i]:join() end
+  end)
+  return (clock() - t) / (fibers * sleeps)
+end
+
 -- copas 1.x (Debian's 1.2.0 package is Copas 1.1.7): addthread creates the
 -- coroutine and runs it at once, to its end here, as a socket-less thread;
 -- its function gets the socket (nil) first.
@@ -222,6 +237,7 @@ local cells = {
   { "1,000 px.spawn then 1,000 joins (per fiber)", px_spawn_loop_1000 },
   { "select over 2 channels, 2 producers (per value)", px_select2 },
   { "px.map over 1,000 items, 16 at once (per item)", px_map_1000 },
+  { "a one-hour px.sleep on px.VirtualClock (100 x 100)", px_virtual_sleep },
 }
 local copas_rows, copas_lacks = {}, {}
 if copas then

@@ -203,6 +203,8 @@ if "$py" -c "import parataxis" 2>/dev/null; then
     else
         step "$py" "$here/bench_python_structure.py"
     fi
+    say "== Python sleeps on a virtual clock beside trio's MockClock (issue 24)"
+    step "$py" "$here/bench_python_clock.py"
     # Fiber I/O (issue 21): its servers and pool cases run in $py, beside
     # gevent, asyncio, uvloop and trio where $py has them; io_echo_load is the
     # load generator built above.
