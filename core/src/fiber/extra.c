@@ -83,10 +83,9 @@ const char *px__extra_name(const px_fiber *f)
     return x ? x->name : NULL;
 }
 
-void px__extra_ended(px_fiber *f, int discarding)
+void px__extra_ended(px_fiber *f)
 {
     px__extra *x = extra_of(f);
-    (void)discarding;
     /* A destructor may set values (of other keys, or this one again): take
     ** the table first, then run them, and whatever was set meanwhile goes too. */
     while (x->nvals) {

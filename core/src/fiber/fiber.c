@@ -174,7 +174,7 @@ static inline void fiber_end(px_sched *s, px_fiber *f)
     px__sched_id_remove(s, f->id);
     PX__FIBER_TRACE(f, "exit", NULL);
     if (!PX__LIKELY(f->extra == 0))
-        px__extra_ended(f, 0);
+        px__extra_ended(f);
     px_fiber *last = f->joiners;
     f->joiners = NULL;
     if (last == NULL)
@@ -240,7 +240,7 @@ void px__fiber_discard(px_sched *s, px_fiber *f)
             px__sched_unstarted(s, f->fn, f->arg);
         release_running(s, f);
         if (f->extra != 0)
-            px__extra_ended(f, 1);
+            px__extra_ended(f);
     }
     px__future_fiber_freed(f);
     px__list_unlink(&f->all_link);

@@ -404,9 +404,9 @@ const char *px__extra_name(const px_fiber *f);
 /* New fiber f, spawned by `parent` (NULL: not by a fiber), inherits what its
 ** parent's keys pass on (px_local_new's inherit). */
 void px__extra_spawned(px_fiber *f, px_fiber *parent);
-/* f ended (`discarding`: with its scheduler): its values are destroyed and
+/* f ended, or is discarded with its scheduler: its values are destroyed and
 ** its slot is freed. */
-void px__extra_ended(px_fiber *f, int discarding);
+void px__extra_ended(px_fiber *f);
 /* Frees s's table of slots (px_sched_free, after every fiber went). */
 void px__extra_free_all(px_sched *s);
 

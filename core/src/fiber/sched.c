@@ -501,7 +501,6 @@ static void drain_inbox(px_sched *s)
 
 /* -- the loop ------------------------------------------------------------- */
 
-
 static void expire(px_sched *s)
 {
     int64_t now = px_now();
@@ -701,17 +700,20 @@ static int turn(px_sched *s)
 
 /* -- life ----------------------------------------------------------------- */
 
+/* 1 when px_sched_new must refuse `opts`.  A default stack no address space
+** holds would leave every spawn, and every posted function, without a fiber. */
+static int opts_refused(const px_sched_opts *opts)
+{
+    return opts && ((opts->stack_size != 0 && !px__stack_mappable(opts->stack_size)) ||
+                    opts->shared_stacks > PX_SHARED_STACKS_MAX ||
+                    (opts->clock != PX_CLOCK_REAL && opts->clock != PX_CLOCK_VIRTUAL));
+}
+
 px_sched *px_sched_new(const px_sched_opts *opts)
 {
     px__trace_init();
     px__dump_read_env();
-    /* A default stack no address space holds would leave every spawn, and
-    ** every posted function, without a fiber: refuse it here. */
-    if (opts && opts->stack_size != 0 && !px__stack_mappable(opts->stack_size))
-        return NULL;
-    if (opts && opts->shared_stacks > PX_SHARED_STACKS_MAX)
-        return NULL;
-    if (opts && opts->clock != PX_CLOCK_REAL && opts->clock != PX_CLOCK_VIRTUAL)
+    if (opts_refused(opts))
         return NULL;
     px_sched *s = calloc(1, sizeof *s);
     if (s == NULL)
@@ -954,9 +956,7 @@ int px_run_with(const px_sched_opts *opts, px_fiber_fn main, void *arg, void **r
         *result = NULL;
     if (main == NULL)
         return PX_EINVAL;
-    if (opts && ((opts->clock != PX_CLOCK_REAL && opts->clock != PX_CLOCK_VIRTUAL) ||
-                 opts->shared_stacks > PX_SHARED_STACKS_MAX ||
-                 (opts->stack_size != 0 && !px__stack_mappable(opts->stack_size))))
+    if (opts_refused(opts))
         return PX_EINVAL;
     if (px__sched_tl != NULL)
         return PX_EBUSY;
