@@ -703,10 +703,11 @@ typedef struct px_sched_opts {
     ** fiber waits on an fd, a blocking-pool job, a park with PX_PARK_OUTSIDE,
     ** a px_sched_hold), the run waits in the kernel and the clock moves with
     ** real time meanwhile.  An open cancel scope is no such thing here: its
-    ** token's cancel from another thread does not hold the clock back.  px_now() on the run's thread, sleeps, timeouts, deadlines,
-    ** px_select's deadlines and the dump all read it; other threads, and the
-    ** timer queue, keep real time.  It starts at px_now()'s real reading when
-    ** the scheduler is made.  docs/fibers.md has the details. */
+    ** token's cancel from another thread does not hold the clock back.
+    ** px_now() on the run's thread, sleeps, timeouts, deadlines, px_select's
+    ** deadlines and the dump all read it; other threads, and the timer queue,
+    ** keep real time.  It starts at px_now()'s real reading when the
+    ** scheduler is made.  docs/fibers.md has the details. */
     int clock;
     /* Where a hosted fiber is, for px_dump and px_sched_inspect (NULL:
     ** nothing): writes at most `cap` bytes of text (a stack, a traceback) for
