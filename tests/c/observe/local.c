@@ -277,6 +277,29 @@ SPEC(the_destructor_runs_once_when_the_run_is_discarded)
     CHECK_EQ(px_event_free(Never), 0);
 }
 
+/* -- pulled fibers ----------------------------------------------------------- */
+
+SPEC(a_pulled_fiber_ends_as_itself)
+{
+    CHECK((K = px_local_new(destroy, NULL)) != NULL);
+    memset(destroyed, 0, sizeof destroyed);
+    px_sched *s = px_sched_new(NULL);
+    CHECK(s != NULL);
+    px_fiber *f = px_spawn_hosted(s, &(px_host_ops){ NULL, NULL, NULL }, &values[7]);
+    CHECK(f != NULL);
+    void *ctx;
+    CHECK_EQ(px_sched_next(s, 0, &ctx), 1);   /* its turn: the host runs it */
+    CHECK(ctx == &values[7]);
+    CHECK_EQ(px_local_set(K, &values[6]), 0);
+    destroyed_by = 0;
+    CHECK_EQ(px_sched_next(s, PX_HOST_DONE, &ctx), 0);   /* it ended */
+    CHECK_EQ(destroyed[6], 1);
+    CHECK_EQ(destroyed_by, px_fiber_id(f));   /* px_self() was the fiber that ended */
+    px_fiber_release(f);
+    px_sched_free(s);
+    px_local_free(K);
+}
+
 /* -- fork --------------------------------------------------------------------- */
 
 static int marks[2];   /* a pipe: each destroy writes 'p' (parent) or 'c' (child) */
@@ -329,4 +352,4 @@ SPECS(a_value_is_per_fiber, a_spawned_fiber_inherits_when_asked,
       without_inherit_a_new_fiber_starts_empty, changes_in_a_child_do_not_reach_its_parent,
       replacing_a_value_destroys_the_old_one, the_destructor_runs_once_when_the_fiber_ends,
       the_destructor_runs_once_when_the_run_is_discarded,
-      the_destructor_runs_once_in_a_fork_child)
+      the_destructor_runs_once_in_a_fork_child, a_pulled_fiber_ends_as_itself)
