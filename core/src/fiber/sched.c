@@ -847,9 +847,9 @@ int px_sched_next(px_sched *s, int status, void **host_ctx)
     } else if (s->cur != NULL && (!s->cur->hosted || s->cur->ops.resume != NULL)) {
         return PX_EBUSY;     /* a C fiber's or a resumed host's turn: not the puller's */
     } else if (s->cur != NULL) {
-        px_fiber *f = s->cur;   /* the turn that ends */
-        s->cur = NULL;
+        px_fiber *f = s->cur;   /* the turn that ends: an end's destructors run as f */
         px__sched_turn_over(s, f, status);
+        s->cur = NULL;
         if (f->state == PX__FIBER_DONE)
             px__fiber_reap(s, f);
     }
