@@ -632,6 +632,23 @@ SPEC(from_a_signal_while_the_run_waits_in_the_kernel)
     close(pipefd[1]);
 }
 
+/* glibc keeps two signals under SIGRTMIN for itself: sigaction refuses them. */
+SPEC(a_refused_signal_leaves_the_one_in_place)
+{
+    struct sigaction now;
+    CHECK_EQ(px_dump_signal(SIGUSR1), 0);
+    CHECK_EQ(sigaction(SIGUSR1, NULL, &now), 0);
+    void (*ours)(int) = now.sa_handler;
+    CHECK(ours != SIG_DFL);
+    if (px_dump_signal(SIGRTMIN - 1) == PX_EINVAL) {
+        CHECK_EQ(sigaction(SIGUSR1, NULL, &now), 0);
+        CHECK(now.sa_handler == ours);   /* SIGUSR1 still dumps: it does not kill */
+    }
+    CHECK_EQ(px_dump_signal(0), 0);
+    CHECK_EQ(sigaction(SIGUSR1, NULL, &now), 0);
+    CHECK(now.sa_handler == SIG_DFL);
+}
+
 /* -- another thread's scheduler ---------------------------------------------------- */
 
 static px_sched *Other;
@@ -679,4 +696,4 @@ SPECS(lists_every_live_fiber_with_its_state, names_what_each_fiber_waits_for_and
       names_every_kind_of_wait,
       tells_how_long_each_fiber_waited, shows_where_each_fiber_is,
       from_a_signal_while_fibers_run, from_a_signal_while_the_run_waits_in_the_kernel,
-      refuses_a_scheduler_running_on_another_thread)
+      refuses_a_scheduler_running_on_another_thread, a_refused_signal_leaves_the_one_in_place)
