@@ -305,26 +305,33 @@ static int start_reader(void)
     return 0;
 }
 
+/* Makes on_signal signo's handler; 0, or -1 when signo cannot be caught. */
+static int catch_signal(int signo, struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(signo, &sa, old);
+}
+
 int px_dump_signal(int signo)
 {
     if (signo < 0 || signo >= NSIG || signo == SIGKILL || signo == SIGSTOP)
         return PX_EINVAL;
     pthread_mutex_lock(&sig_lock);
     int r = signo ? start_reader() : 0;
-    if (r == 0 && sig_no != 0) {
-        sigaction(sig_no, &sig_old, NULL);
-        sig_no = 0;
-    }
-    if (r == 0 && signo != 0) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sa.sa_flags = SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(signo, &sa, &sig_old) != 0)
-            r = PX_EINVAL;
-        else
-            sig_no = signo;
+    /* The new one first: a signal refused leaves the one we had in place. */
+    struct sigaction old;
+    memset(&old, 0, sizeof old);
+    if (r == 0 && signo != 0 && catch_signal(signo, &old) != 0) {
+        r = PX_EINVAL;
+    } else if (r == 0 && signo != sig_no) {
+        if (sig_no != 0)
+            sigaction(sig_no, &sig_old, NULL);
+        sig_old = old;   /* the same signal again keeps the handler it had before us */
+        sig_no = signo;
     }
     pthread_mutex_unlock(&sig_lock);
     return r;
