@@ -611,8 +611,10 @@ static int wait_kernel(px_sched *s, int64_t until)
         ssize_t got = read(s->efd, &v, sizeof v);
         (void)got;   /* EAGAIN: another look emptied it */
     }
+    /* It waited for the outside: time went by -- up to the last deadline there
+    ** is, which a jump may have reached already (a sleep for ever). */
     if (virtual_clock)
-        s->vnow += px__clock_real() - real;   /* it waited for the outside: time went by */
+        s->vnow = px__deadline_finite(px__deadline_after(s->vnow, px__clock_real() - real));
     look_at_clock(s, px_now());
     pthread_mutex_lock(&s->lock);
     s->sleeping = 0;
