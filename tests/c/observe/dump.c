@@ -429,6 +429,57 @@ SPEC(tells_how_long_each_fiber_waited)
     CHECK_EQ(px_event_free(Never), 0);
 }
 
+/* A scheduler's milliseconds fill 32 bits in 49.7 days (a server's uptime, or
+** one sleep on a virtual clock): a wait that began after is still measured. */
+static void *parks_late(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_sleep(50 * 24 * HOUR), 0);
+    px_event_wait(Never);
+    return NULL;
+}
+
+static void *later_wait_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f = px_spawn(parks_late, NULL);
+    CHECK(f != NULL);
+    CHECK_EQ(px_sleep(50 * 24 * HOUR + HOUR), 0);
+    inspect();
+    const px_fiber_info *i = by_number(2);
+    CHECK_EQ(i->state, PX_FIBER_PARKED);
+    CHECK(i->parked_ns >= HOUR - PX_MSEC(1) && i->parked_ns <= HOUR + PX_MSEC(1));
+    CHECK(px_event_set(Never) >= 0);
+    CHECK_EQ(px_join(f, NULL), 0);
+    px_fiber_release(f);
+    return NULL;
+}
+
+static void quiet(void *ctx, const char *text)
+{
+    (void)ctx;
+    (void)text;
+}
+
+SPEC(tells_how_long_a_wait_after_fifty_days_took)
+{
+    CHECK((Never = px_event_new()) != NULL);
+    px_sched_opts o = { .clock = PX_CLOCK_VIRTUAL, .on_deadlock = quiet };
+    CHECK_EQ(px_run_with(&o, later_wait_main, NULL, NULL), 0);
+    /* Between runs, on the scheduler's own clock: the wait began at its end. */
+    CHECK_EQ(px_event_free(Never), 0);
+    CHECK((Never = px_event_new()) != NULL);
+    px_sched *s = px_sched_new(&o);
+    CHECK(s != NULL);
+    CHECK_EQ(px_sched_post(s, parks_late, NULL), 0);
+    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    nseen = 0;
+    CHECK_EQ(px_sched_inspect(s, keep, NULL), 1);
+    CHECK(seen[0].parked_ns < PX_MSEC(1));
+    px_sched_free(s);
+    CHECK_EQ(px_event_free(Never), 0);
+}
+
 /* -- where -------------------------------------------------------------------- */
 
 /* Exported (not static): the dynamic linker knows it by name. */
@@ -696,4 +747,5 @@ SPECS(lists_every_live_fiber_with_its_state, names_what_each_fiber_waits_for_and
       names_every_kind_of_wait,
       tells_how_long_each_fiber_waited, shows_where_each_fiber_is,
       from_a_signal_while_fibers_run, from_a_signal_while_the_run_waits_in_the_kernel,
-      refuses_a_scheduler_running_on_another_thread, a_refused_signal_leaves_the_one_in_place)
+      refuses_a_scheduler_running_on_another_thread, a_refused_signal_leaves_the_one_in_place,
+      tells_how_long_a_wait_after_fifty_days_took)
