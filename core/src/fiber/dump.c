@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "fiber/fiber.h"
 
 #define WHERE_MAX 4096   /* bytes of a hosted fiber's description */
@@ -54,7 +55,11 @@ static void describe_wait(const px_fiber *f, int64_t now, px_fiber_info *i)
     }
     if (px__tset_contains(&f->timer))
         i->deadline = f->timer.deadline;
-    int64_t since = f->s->clock_t0 + (int64_t)f->park_ms * 1000000;
+    /* park_ms counts milliseconds since clock_t0 in 32 bits, which wrap in 49.7
+    ** days: the wait is measured back from now, in the same 32 bits. */
+    int64_t now_ms = (now - f->s->clock_t0) / 1000000;
+    uint32_t ago_ms = (uint32_t)now_ms - f->park_ms;
+    int64_t since = f->s->clock_t0 + (now_ms - (int64_t)ago_ms) * 1000000;
     i->parked_ns = now > since ? now - since : 0;
 }
 
@@ -98,6 +103,13 @@ static int check(px_sched **s)
     return 0;
 }
 
+/* The time of s's clock, which its parks were stamped with: a virtual one is
+** s's own, on its thread between runs too. */
+static int64_t sched_now(const px_sched *s)
+{
+    return s->opts.clock == PX_CLOCK_VIRTUAL ? s->vnow : px__clock_real();
+}
+
 int px_sched_inspect(px_sched *s, int (*visit)(void *ctx, const px_fiber_info *info), void *ctx)
 {
     int r = check(&s);
@@ -108,7 +120,7 @@ int px_sched_inspect(px_sched *s, int (*visit)(void *ctx, const px_fiber_info *i
     char *buf = malloc(WHERE_MAX);
     if (buf == NULL)
         return PX_ENOMEM;
-    int64_t now = px_now();
+    int64_t now = sched_now(s);
     int n = 0;
     for (px__list *l = s->all.next; l != &s->all; l = l->next) {
         px_fiber *f = px__fiber_of_all(l);
@@ -214,7 +226,7 @@ int px_dump(px_sched *s, FILE *out)
     int r = check(&s);
     if (r != 0)
         return r;
-    dump d = { out ? out : stderr, s, px_now() };
+    dump d = { out ? out : stderr, s, sched_now(s) };
     fprintf(d.out, "parataxis: the fibers of scheduler %" PRIu64 "%s:\n", s->serial,
             s->opts.clock == PX_CLOCK_VIRTUAL ? " (virtual clock)" : "");
     r = px_sched_inspect(s, print_info, &d);
