@@ -37,6 +37,7 @@
 #include "fiber/fiber.h"
 #include "base/fork.h"
 #include "base/trace.h"
+#include "base/names.h"
 
 _Thread_local px_sched *px__sched_tl;
 
@@ -892,6 +893,7 @@ void px_sched_free(px_sched *s)
 {
     if (s == NULL)
         return;
+    px__names_forget(s);   /* given up: its name goes with it */
     if (s->pulling && px__sched_tl == s) {
         s->cur = NULL;   /* a pulled run given up between two pulls */
         run_leave(s, 0);
