@@ -5,6 +5,7 @@
 ** waits in the kernel.
 */
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../spec.h"
@@ -683,6 +684,43 @@ SPEC(from_a_signal_while_the_run_waits_in_the_kernel)
     close(pipefd[1]);
 }
 
+/* The child of a fork has a pipe and a reader of its own: its signal dumps
+** its schedulers, not its parent's. */
+static void *child_dump_main(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_fiber_set_name(0, "in the child"), 0);
+    CHECK_EQ(raise(SIGUSR1), 0);
+    int64_t until = px_now() + PX_SEC(2);
+    do {
+        CHECK_EQ(px_sleep(PX_MSEC(5)), 0);
+        read_stderr();
+    } while (strstr(table, "(1 live)") == NULL && px_now() < until);
+    return NULL;
+}
+
+SPEC(from_a_signal_in_the_child_of_a_fork)
+{
+#ifdef PX_TEST_TSAN
+    exit(77);   /* TSan does not follow a fork of a threaded process (tests/c/fork) */
+#endif
+    CHECK_EQ(px_dump_signal(SIGUSR1), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        take_stderr();
+        int r = px_run(child_dump_main, NULL, NULL);
+        read_stderr();
+        give_stderr_back();
+        _exit(r == 0 && strstr(table, "  fiber 1 \"in the child\": ") ? 0 : 1);
+    }
+    int ws;
+    CHECK_EQ(waitpid(pid, &ws, 0), pid);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    CHECK_EQ(px_dump_signal(0), 0);
+}
+
 /* glibc keeps two signals under SIGRTMIN for itself: sigaction refuses them. */
 SPEC(a_refused_signal_leaves_the_one_in_place)
 {
@@ -748,4 +786,4 @@ SPECS(lists_every_live_fiber_with_its_state, names_what_each_fiber_waits_for_and
       tells_how_long_each_fiber_waited, shows_where_each_fiber_is,
       from_a_signal_while_fibers_run, from_a_signal_while_the_run_waits_in_the_kernel,
       refuses_a_scheduler_running_on_another_thread, a_refused_signal_leaves_the_one_in_place,
-      tells_how_long_a_wait_after_fifty_days_took)
+      tells_how_long_a_wait_after_fifty_days_took, from_a_signal_in_the_child_of_a_fork)
