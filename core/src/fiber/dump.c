@@ -281,9 +281,40 @@ static void *reader(void *arg)
     }
 }
 
+/* The pipe, its write end never blocking (the handler's); 0 or PX_ENOMEM. */
+static int open_pipe(void)
+{
+    if (pipe2(sig_pipe, O_CLOEXEC) != 0)
+        return PX_ENOMEM;
+    fcntl(sig_pipe[1], F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+/* A fork waits for sig_lock, so that the child finds the pipe whole. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&sig_lock);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&sig_lock);
+}
+
+/* The reader stayed in the parent, and the pipe is the parent's too: the
+** child's handler writes to a pipe of its own, which a reader of its own
+** reads once the child makes a scheduler (px__dump_read_env). */
 static void forked_child(void)
 {
-    sig_thread = 0;   /* the reader stayed in the parent */
+    sig_thread = 0;
+    if (sig_pipe[0] >= 0) {
+        close(sig_pipe[0]);
+        close(sig_pipe[1]);
+        sig_pipe[0] = sig_pipe[1] = -1;
+        if (sig_no != 0)
+            open_pipe();   /* none: the handler's write fails, harmless */
+    }
+    pthread_mutex_unlock(&sig_lock);
 }
 
 /* The pipe and its reader, made once (again in a fork's child); 0 or PX_ENOMEM. */
@@ -291,14 +322,11 @@ static int start_reader(void)
 {
     static int watching;
     if (!watching) {
-        pthread_atfork(NULL, NULL, forked_child);
+        pthread_atfork(fork_prepare, fork_parent, forked_child);
         watching = 1;
     }
-    if (sig_pipe[0] < 0) {
-        if (pipe2(sig_pipe, O_CLOEXEC) != 0)
-            return PX_ENOMEM;
-        fcntl(sig_pipe[1], F_SETFL, O_NONBLOCK);   /* the handler never blocks */
-    }
+    if (sig_pipe[0] < 0 && open_pipe() != 0)
+        return PX_ENOMEM;
     if (!sig_thread) {
         pthread_t t;
         pthread_attr_t a;
@@ -386,4 +414,8 @@ static void read_env(void)
 void px__dump_read_env(void)
 {
     pthread_once(&sig_env_once, read_env);
+    pthread_mutex_lock(&sig_lock);
+    if (sig_no != 0 && !sig_thread)
+        start_reader();   /* the child of a fork: its signal dumps its schedulers */
+    pthread_mutex_unlock(&sig_lock);
 }
