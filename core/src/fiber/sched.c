@@ -901,6 +901,12 @@ void px_sched_free(px_sched *s)
     reg_remove(s);   /* from now on no wake by id reaches it */
     if (px__sched_forked(s) && (!s->forked || s->running))
         return;   /* a parent's: its lock, its stacks and its handlers are not ours */
+    /* What the free calls (destructors, handlers) runs off any fiber, also when
+    ** a fiber of this thread's run frees s: that run steps aside meanwhile. */
+    px_sched *outer = px__sched_tl;
+    const int64_t *outer_clock = px__clock_virtual;
+    px__sched_tl = NULL;
+    px__clock_virtual = NULL;
     while (!px__list_empty(&s->all))
         px__fiber_discard(s, px__fiber_of_all(s->all.next));
     while (s->free_recs) {
@@ -923,6 +929,8 @@ void px_sched_free(px_sched *s)
             free(it);
         }
     }
+    px__sched_tl = outer;
+    px__clock_virtual = outer_clock;
     px__extra_free_all(s);
     px__tset_destroy(&s->tset);
     px__shared_free(s);
