@@ -4,6 +4,7 @@
 ** where it is; on demand, and on a signal while fibers run or while the run
 ** waits in the kernel.
 */
+#include <ctype.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -734,6 +735,80 @@ SPEC(from_a_signal_in_the_child_of_a_fork)
     CHECK_EQ(px_dump_signal(0), 0);
 }
 
+/* Two schedulers dump at once, as a signal makes every scheduler do: each
+** table comes whole, its lines not cut by the other's. */
+enum { DUMPERS = 2, DUMPS = 20, PARKED = 40 };
+static px_latch dumpers_ready, dumpers_go;
+
+static void *parks_on(void *arg)
+{
+    CHECK_EQ(px_event_wait(arg), 0);
+    return NULL;
+}
+
+static void *dumper_main(void *arg)
+{
+    (void)arg;
+    px_event *e = px_event_new();
+    CHECK(e != NULL);
+    for (int i = 0; i < PARKED; i++) {
+        px_fiber *f = px_spawn(parks_on, e);
+        CHECK(f != NULL);
+        px_fiber_release(f);
+    }
+    CHECK_EQ(px_yield(), 0);   /* they all park */
+    ev_set(&dumpers_ready);
+    EV_WAIT(&dumpers_go, 1);
+    for (int i = 0; i < DUMPS; i++)
+        CHECK_EQ(px_dump(NULL, stderr), PARKED + 1);
+    CHECK(px_event_set(e) >= 0);
+    CHECK_EQ(px_yield(), 0);   /* they all end */
+    CHECK_EQ(px_event_free(e), 0);
+    return NULL;
+}
+
+static void *dumper(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_run(dumper_main, NULL, NULL), 0);
+    return NULL;
+}
+
+/* "  fiber N: parked for ... waits on event@0x<hex>\n", nothing else in it. */
+static int whole_line(const char *line)
+{
+    const char *p = strstr(line, "waits on event@0x");
+    if (strncmp(line, "  fiber ", 8) != 0 || strstr(line + 8, "fiber") || p == NULL)
+        return 0;
+    for (p += strlen("waits on event@0x"); isxdigit((unsigned char)*p); p++)
+        ;
+    return strcmp(p, "\n") == 0;
+}
+
+SPEC(tables_written_at_once_do_not_mix)
+{
+    ev_init(&dumpers_ready);
+    ev_init(&dumpers_go);
+    take_stderr();
+    pthread_t t[DUMPERS];
+    for (int i = 0; i < DUMPERS; i++)
+        CHECK_EQ(pthread_create(&t[i], NULL, dumper, NULL), 0);
+    EV_WAIT(&dumpers_ready, DUMPERS);
+    ev_set(&dumpers_go);
+    for (int i = 0; i < DUMPERS; i++)
+        CHECK_EQ(pthread_join(t[i], NULL), 0);
+    fflush(stderr);
+    rewind(err);
+    char line[512];
+    int whole = 0;
+    while (fgets(line, sizeof line, err))
+        whole += whole_line(line);
+    give_stderr_back();
+    CHECK_EQ(whole, DUMPERS * DUMPS * PARKED);
+    ev_destroy(&dumpers_ready);
+    ev_destroy(&dumpers_go);
+}
+
 /* glibc keeps two signals under SIGRTMIN for itself: sigaction refuses them. */
 SPEC(a_refused_signal_leaves_the_one_in_place)
 {
@@ -799,4 +874,5 @@ SPECS(lists_every_live_fiber_with_its_state, names_what_each_fiber_waits_for_and
       tells_how_long_each_fiber_waited, shows_where_each_fiber_is,
       from_a_signal_while_fibers_run, from_a_signal_while_the_run_waits_in_the_kernel,
       refuses_a_scheduler_running_on_another_thread, a_refused_signal_leaves_the_one_in_place,
-      tells_how_long_a_wait_after_fifty_days_took, from_a_signal_in_the_child_of_a_fork)
+      tells_how_long_a_wait_after_fifty_days_took, from_a_signal_in_the_child_of_a_fork,
+      tables_written_at_once_do_not_mix)
