@@ -227,11 +227,13 @@ int px_dump(px_sched *s, FILE *out)
     if (r != 0)
         return r;
     dump d = { out ? out : stderr, s, sched_now(s) };
+    flockfile(d.out);   /* one table at a time: every scheduler dumps on a signal */
     fprintf(d.out, "parataxis: the fibers of scheduler %" PRIu64 "%s:\n", s->serial,
             s->opts.clock == PX_CLOCK_VIRTUAL ? " (virtual clock)" : "");
     r = px_sched_inspect(s, print_info, &d);
     fprintf(d.out, "  (%d live)\n", r < 0 ? 0 : r);
     fflush(d.out);
+    funlockfile(d.out);
     return r;
 }
 
