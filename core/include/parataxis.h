@@ -1082,11 +1082,14 @@ typedef struct px_park_info {
                                  ** so a static string; NULL shows as "?" */
     void (*dereg)(void *ctx);    /* run when the park is interrupted; may be NULL */
     void *ctx;
-    /* For deadlock reports (all optional): the object waited on, a word naming
-    ** its kind ("mutex" gives "mutex@0x...", NULL "object@0x..."), and a function
-    ** that writes the ids of the fibers holding it now into out[0..max) and
-    ** returns how many it wrote; it is called only while a report is written, on
-    ** the scheduler's thread, and lets the report find the wait-for cycle. */
+    /* For deadlock reports and dumps (all optional): the object waited on, a
+    ** word naming its kind ("mutex" gives "mutex@0x...", NULL "object@0x..."),
+    ** and a function that writes the ids of the fibers holding it now into
+    ** out[0..max) and returns how many it wrote; it is called only while a
+    ** report or a dump (px_sched_inspect) is written, on the scheduler's thread,
+    ** and lets the report find the wait-for cycle.  A dump may come at any turn
+    ** of the loop: the object must be readable then, so not on the stack of a
+    ** fiber on a shared stack (another fiber's bytes are there while it waits). */
     const void *object;
     const char *kind;
     size_t (*holders)(const void *object, uint64_t *out, size_t max);

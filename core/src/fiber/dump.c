@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "fiber/fiber.h"
 
 #define WHERE_MAX 4096   /* bytes of a hosted fiber's description */
@@ -54,7 +55,11 @@ static void describe_wait(const px_fiber *f, int64_t now, px_fiber_info *i)
     }
     if (px__tset_contains(&f->timer))
         i->deadline = f->timer.deadline;
-    int64_t since = f->s->clock_t0 + (int64_t)f->park_ms * 1000000;
+    /* park_ms counts milliseconds since clock_t0 in 32 bits, which wrap in 49.7
+    ** days: the wait is measured back from now, in the same 32 bits. */
+    int64_t now_ms = (now - f->s->clock_t0) / 1000000;
+    uint32_t ago_ms = (uint32_t)now_ms - f->park_ms;
+    int64_t since = f->s->clock_t0 + (now_ms - (int64_t)ago_ms) * 1000000;
     i->parked_ns = now > since ? now - since : 0;
 }
 
@@ -98,6 +103,13 @@ static int check(px_sched **s)
     return 0;
 }
 
+/* The time of s's clock, which its parks were stamped with: a virtual one is
+** s's own, on its thread between runs too. */
+static int64_t sched_now(const px_sched *s)
+{
+    return s->opts.clock == PX_CLOCK_VIRTUAL ? s->vnow : px__clock_real();
+}
+
 int px_sched_inspect(px_sched *s, int (*visit)(void *ctx, const px_fiber_info *info), void *ctx)
 {
     int r = check(&s);
@@ -108,7 +120,7 @@ int px_sched_inspect(px_sched *s, int (*visit)(void *ctx, const px_fiber_info *i
     char *buf = malloc(WHERE_MAX);
     if (buf == NULL)
         return PX_ENOMEM;
-    int64_t now = px_now();
+    int64_t now = sched_now(s);
     int n = 0;
     for (px__list *l = s->all.next; l != &s->all; l = l->next) {
         px_fiber *f = px__fiber_of_all(l);
@@ -218,12 +230,14 @@ int px_dump(px_sched *s, FILE *out)
     int r = check(&s);
     if (r != 0)
         return r;
-    dump d = { out ? out : stderr, s, px_now() };
+    dump d = { out ? out : stderr, s, sched_now(s) };
+    flockfile(d.out);   /* one table at a time: every scheduler dumps on a signal */
     fprintf(d.out, "parataxis: the fibers of scheduler %" PRIu64 "%s:\n", s->serial,
             s->opts.clock == PX_CLOCK_VIRTUAL ? " (virtual clock)" : "");
     r = px_sched_inspect(s, print_info, &d);
     fprintf(d.out, "  (%d live)\n", r < 0 ? 0 : r);
     fflush(d.out);
+    funlockfile(d.out);
     return r;
 }
 
@@ -273,9 +287,40 @@ static void *reader(void *arg)
     }
 }
 
+/* The pipe, its write end never blocking (the handler's); 0 or PX_ENOMEM. */
+static int open_pipe(void)
+{
+    if (pipe2(sig_pipe, O_CLOEXEC) != 0)
+        return PX_ENOMEM;
+    fcntl(sig_pipe[1], F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+/* A fork waits for sig_lock, so that the child finds the pipe whole. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&sig_lock);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&sig_lock);
+}
+
+/* The reader stayed in the parent, and the pipe is the parent's too: the
+** child's handler writes to a pipe of its own, which a reader of its own
+** reads once the child makes a scheduler (px__dump_read_env). */
 static void forked_child(void)
 {
-    sig_thread = 0;   /* the reader stayed in the parent */
+    sig_thread = 0;
+    if (sig_pipe[0] >= 0) {
+        close(sig_pipe[0]);
+        close(sig_pipe[1]);
+        sig_pipe[0] = sig_pipe[1] = -1;
+        if (sig_no != 0)
+            open_pipe();   /* none: the handler's write fails, harmless */
+    }
+    pthread_mutex_unlock(&sig_lock);
 }
 
 /* The pipe and its reader, made once (again in a fork's child); 0 or PX_ENOMEM. */
@@ -283,14 +328,11 @@ static int start_reader(void)
 {
     static int watching;
     if (!watching) {
-        pthread_atfork(NULL, NULL, forked_child);
+        pthread_atfork(fork_prepare, fork_parent, forked_child);
         watching = 1;
     }
-    if (sig_pipe[0] < 0) {
-        if (pipe2(sig_pipe, O_CLOEXEC) != 0)
-            return PX_ENOMEM;
-        fcntl(sig_pipe[1], F_SETFL, O_NONBLOCK);   /* the handler never blocks */
-    }
+    if (sig_pipe[0] < 0 && open_pipe() != 0)
+        return PX_ENOMEM;
     if (!sig_thread) {
         pthread_t t;
         pthread_attr_t a;
@@ -309,26 +351,33 @@ static int start_reader(void)
     return 0;
 }
 
+/* Makes on_signal signo's handler; 0, or -1 when signo cannot be caught. */
+static int catch_signal(int signo, struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(signo, &sa, old);
+}
+
 int px_dump_signal(int signo)
 {
     if (signo < 0 || signo >= NSIG || signo == SIGKILL || signo == SIGSTOP)
         return PX_EINVAL;
     pthread_mutex_lock(&sig_lock);
     int r = signo ? start_reader() : 0;
-    if (r == 0 && sig_no != 0) {
-        sigaction(sig_no, &sig_old, NULL);
-        sig_no = 0;
-    }
-    if (r == 0 && signo != 0) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sa.sa_flags = SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(signo, &sa, &sig_old) != 0)
-            r = PX_EINVAL;
-        else
-            sig_no = signo;
+    /* The new one first: a signal refused leaves the one we had in place. */
+    struct sigaction old;
+    memset(&old, 0, sizeof old);
+    if (r == 0 && signo != 0 && catch_signal(signo, &old) != 0) {
+        r = PX_EINVAL;
+    } else if (r == 0 && signo != sig_no) {
+        if (sig_no != 0)
+            sigaction(sig_no, &sig_old, NULL);
+        sig_old = old;   /* the same signal again keeps the handler it had before us */
+        sig_no = signo;
     }
     pthread_mutex_unlock(&sig_lock);
     return r;
@@ -371,4 +420,8 @@ static void read_env(void)
 void px__dump_read_env(void)
 {
     pthread_once(&sig_env_once, read_env);
+    pthread_mutex_lock(&sig_lock);
+    if (sig_no != 0 && !sig_thread)
+        start_reader();   /* the child of a fork: its signal dumps its schedulers */
+    pthread_mutex_unlock(&sig_lock);
 }

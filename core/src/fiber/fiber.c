@@ -15,6 +15,7 @@
 
 #include "base/compiler.h"
 #include "base/deadline.h"
+#include "base/names.h"
 #include "fiber/fiber.h"
 #include "fiber/waitq.h"
 #include "base/trace.h"
@@ -113,6 +114,7 @@ void px__fiber_first_turn(px_sched *s, px_fiber *f)
 
 void px__fiber_free(px_sched *s, px_fiber *f)
 {
+    px__names_forget(f);   /* the record goes to the next fiber, a name must not */
     px__future_fiber_freed(f);
     px__list_unlink(&f->all_link);
     rec_recycle(s, f);
@@ -242,6 +244,7 @@ void px__fiber_discard(px_sched *s, px_fiber *f)
         if (f->extra != 0)
             px__extra_ended(f);
     }
+    px__names_forget(f);
     px__future_fiber_freed(f);
     px__list_unlink(&f->all_link);
     free(f);

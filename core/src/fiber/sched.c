@@ -37,6 +37,7 @@
 #include "fiber/fiber.h"
 #include "base/fork.h"
 #include "base/trace.h"
+#include "base/names.h"
 
 _Thread_local px_sched *px__sched_tl;
 
@@ -610,8 +611,10 @@ static int wait_kernel(px_sched *s, int64_t until)
         ssize_t got = read(s->efd, &v, sizeof v);
         (void)got;   /* EAGAIN: another look emptied it */
     }
+    /* It waited for the outside: time went by -- up to the last deadline there
+    ** is, which a jump may have reached already (a sleep for ever). */
     if (virtual_clock)
-        s->vnow += px__clock_real() - real;   /* it waited for the outside: time went by */
+        s->vnow = px__deadline_finite(px__deadline_after(s->vnow, px__clock_real() - real));
     look_at_clock(s, px_now());
     pthread_mutex_lock(&s->lock);
     s->sleeping = 0;
@@ -849,9 +852,9 @@ int px_sched_next(px_sched *s, int status, void **host_ctx)
     } else if (s->cur != NULL && (!s->cur->hosted || s->cur->ops.resume != NULL)) {
         return PX_EBUSY;     /* a C fiber's or a resumed host's turn: not the puller's */
     } else if (s->cur != NULL) {
-        px_fiber *f = s->cur;   /* the turn that ends */
-        s->cur = NULL;
+        px_fiber *f = s->cur;   /* the turn that ends: an end's destructors run as f */
         px__sched_turn_over(s, f, status);
+        s->cur = NULL;
         if (f->state == PX__FIBER_DONE)
             px__fiber_reap(s, f);
     }
@@ -892,6 +895,7 @@ void px_sched_free(px_sched *s)
 {
     if (s == NULL)
         return;
+    px__names_forget(s);   /* given up: its name goes with it */
     if (s->pulling && px__sched_tl == s) {
         s->cur = NULL;   /* a pulled run given up between two pulls */
         run_leave(s, 0);
@@ -899,6 +903,12 @@ void px_sched_free(px_sched *s)
     reg_remove(s);   /* from now on no wake by id reaches it */
     if (px__sched_forked(s) && (!s->forked || s->running))
         return;   /* a parent's: its lock, its stacks and its handlers are not ours */
+    /* What the free calls (destructors, handlers) runs off any fiber, also when
+    ** a fiber of this thread's run frees s: that run steps aside meanwhile. */
+    px_sched *outer = px__sched_tl;
+    const int64_t *outer_clock = px__clock_virtual;
+    px__sched_tl = NULL;
+    px__clock_virtual = NULL;
     while (!px__list_empty(&s->all))
         px__fiber_discard(s, px__fiber_of_all(s->all.next));
     while (s->free_recs) {
@@ -921,6 +931,8 @@ void px_sched_free(px_sched *s)
             free(it);
         }
     }
+    px__sched_tl = outer;
+    px__clock_virtual = outer_clock;
     px__extra_free_all(s);
     px__tset_destroy(&s->tset);
     px__shared_free(s);

@@ -34,6 +34,7 @@
 #include "base/deadline.h"
 #include "base/fork.h"
 #include "base/list.h"
+#include "base/names.h"
 
 typedef struct item {
     px_handler_fn fn;
@@ -364,6 +365,7 @@ void px_queue_free(px_queue *q)
 {
     if (q == NULL)
         return;
+    px__names_forget(q);   /* given up: its name goes with it */
     if (forked(q)) {
         /* The child's copy of the descriptor is ours; the memory only when no
         ** thread of the parent was using the queue at the fork. */

@@ -22,6 +22,7 @@
 #include "parataxis.h"
 #include "base/clock.h"
 #include "base/deadline.h"
+#include "base/names.h"
 #include "timerq/timerq.h"
 
 typedef struct wait_item {
@@ -203,6 +204,7 @@ void px_timer_free(px_timer *t)
 {
     if (t == NULL)
         return;
+    px__names_forget(t);   /* given up: its name goes with it */
     if (forked(t)) {
         /* The parent's batches never fire here and keep their references;
         ** with none, and the lock free, the memory is ours to release. */

@@ -45,6 +45,7 @@
 #include "base/deadline.h"
 #include "base/fork.h"
 #include "base/list.h"
+#include "base/names.h"
 #include "timerq/arena.h"
 #include "timerq/timerq.h"
 #include "timerset.h"
@@ -757,6 +758,7 @@ void px_timerq_free(px_timerq *q)
 {
     if (q == NULL)
         return;
+    px__names_forget(q);   /* given up: its name goes with it */
     if (!queue_usable(q)) {
         /* The child of a fork: no worker, the lock may be held for ever, and the
         ** handlers belong to the parent.  Release the memory only. */

@@ -237,6 +237,26 @@ SPEC(waits_in_real_time_while_a_pool_job_runs)
     CHECK_EQ(slept, HOUR);
 }
 
+/* Past the last deadline there is, a wait for the outside moves no further:
+** the clock never goes back. */
+static void *sleeps_for_ever_then_waits_outside(void *arg)
+{
+    (void)arg;
+    int64_t t0 = px_now();
+    CHECK_EQ(px_sleep(INT64_MAX), 0);   /* nothing else can wake it: a jump to the end */
+    int64_t t1 = px_now();
+    CHECK(t1 > t0);
+    void *r;
+    CHECK_EQ(px_run_blocking(job, NULL, NULL, 0, &r), 0);
+    CHECK(px_now() >= t1);
+    return NULL;
+}
+
+SPEC(time_never_goes_back_after_the_last_deadline)
+{
+    run_virtual(sleeps_for_ever_then_waits_outside, NULL);
+}
+
 /* -- what stays --------------------------------------------------------------- */
 
 static char said[4096];
@@ -315,4 +335,5 @@ SPEC(an_unknown_clock_is_refused)
 SPECS(ten_thousand_hour_long_sleeps_take_no_real_time, now_stands_still_while_fibers_run,
       a_timeout_racing_a_grant_is_decided_once, waits_in_real_time_while_an_fd_wait_is_pending,
       waits_in_real_time_while_a_pool_job_runs, a_deadlock_is_still_reported,
-      other_threads_keep_real_time, an_unknown_clock_is_refused)
+      other_threads_keep_real_time, an_unknown_clock_is_refused,
+      time_never_goes_back_after_the_last_deadline)

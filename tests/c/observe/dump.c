@@ -4,7 +4,9 @@
 ** where it is; on demand, and on a signal while fibers run or while the run
 ** waits in the kernel.
 */
+#include <ctype.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../spec.h"
@@ -429,6 +431,57 @@ SPEC(tells_how_long_each_fiber_waited)
     CHECK_EQ(px_event_free(Never), 0);
 }
 
+/* A scheduler's milliseconds fill 32 bits in 49.7 days (a server's uptime, or
+** one sleep on a virtual clock): a wait that began after is still measured. */
+static void *parks_late(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_sleep(50 * 24 * HOUR), 0);
+    px_event_wait(Never);
+    return NULL;
+}
+
+static void *later_wait_main(void *arg)
+{
+    (void)arg;
+    px_fiber *f = px_spawn(parks_late, NULL);
+    CHECK(f != NULL);
+    CHECK_EQ(px_sleep(50 * 24 * HOUR + HOUR), 0);
+    inspect();
+    const px_fiber_info *i = by_number(2);
+    CHECK_EQ(i->state, PX_FIBER_PARKED);
+    CHECK(i->parked_ns >= HOUR - PX_MSEC(1) && i->parked_ns <= HOUR + PX_MSEC(1));
+    CHECK(px_event_set(Never) >= 0);
+    CHECK_EQ(px_join(f, NULL), 0);
+    px_fiber_release(f);
+    return NULL;
+}
+
+static void quiet(void *ctx, const char *text)
+{
+    (void)ctx;
+    (void)text;
+}
+
+SPEC(tells_how_long_a_wait_after_fifty_days_took)
+{
+    CHECK((Never = px_event_new()) != NULL);
+    px_sched_opts o = { .clock = PX_CLOCK_VIRTUAL, .on_deadlock = quiet };
+    CHECK_EQ(px_run_with(&o, later_wait_main, NULL, NULL), 0);
+    /* Between runs, on the scheduler's own clock: the wait began at its end. */
+    CHECK_EQ(px_event_free(Never), 0);
+    CHECK((Never = px_event_new()) != NULL);
+    px_sched *s = px_sched_new(&o);
+    CHECK(s != NULL);
+    CHECK_EQ(px_sched_post(s, parks_late, NULL), 0);
+    CHECK_EQ(px_sched_run(s), PX_EDEADLK);
+    nseen = 0;
+    CHECK_EQ(px_sched_inspect(s, keep, NULL), 1);
+    CHECK(seen[0].parked_ns < PX_MSEC(1));
+    px_sched_free(s);
+    CHECK_EQ(px_event_free(Never), 0);
+}
+
 /* -- where -------------------------------------------------------------------- */
 
 /* Exported (not static): the dynamic linker knows it by name. */
@@ -632,6 +685,147 @@ SPEC(from_a_signal_while_the_run_waits_in_the_kernel)
     close(pipefd[1]);
 }
 
+/* The child of a fork has a pipe and a reader of its own: its signal dumps
+** its schedulers, not its parent's.  Each run raises the signal in its one
+** fiber, named after its process, and waits for the dump. */
+static void *dumped_main(void *arg)
+{
+    CHECK_EQ(px_fiber_set_name(0, arg), 0);
+    CHECK_EQ(raise(SIGUSR1), 0);
+    int64_t until = px_now() + PX_SEC(2);
+    do {
+        CHECK_EQ(px_sleep(PX_MSEC(5)), 0);
+        read_stderr();
+    } while (strstr(table, "(1 live)") == NULL && px_now() < until);
+    return NULL;
+}
+
+/* 0 when a run of dumped_main(name) dumped its fiber. */
+static int run_dumped(char *name)
+{
+    char want[64];
+    snprintf(want, sizeof want, "  fiber 1 \"%s\": ", name);
+    take_stderr();
+    int r = px_run(dumped_main, name, NULL);
+    read_stderr();
+    give_stderr_back();
+    if (r != 0 || strstr(table, want) == NULL) {
+        fprintf(stderr, "the %s's stderr (run: %d):\n%s\n", name, r, table);
+        return 1;
+    }
+    return 0;
+}
+
+SPEC(from_a_signal_in_the_child_of_a_fork)
+{
+#ifdef PX_TEST_TSAN
+    exit(77);   /* TSan does not follow a fork of a threaded process (tests/c/fork) */
+#endif
+    CHECK_EQ(px_dump_signal(SIGUSR1), 0);
+    CHECK_EQ(run_dumped("parent"), 0);   /* its reader runs: the fork copies no thread mid-start */
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0)
+        _exit(run_dumped("child"));
+    int ws;
+    CHECK_EQ(waitpid(pid, &ws, 0), pid);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    CHECK_EQ(run_dumped("parent"), 0);   /* and the parent's signal still dumps the parent */
+    CHECK_EQ(px_dump_signal(0), 0);
+}
+
+/* Two schedulers dump at once, as a signal makes every scheduler do: each
+** table comes whole, its lines not cut by the other's. */
+enum { DUMPERS = 2, DUMPS = 20, PARKED = 40 };
+static px_latch dumpers_ready, dumpers_go;
+
+static void *parks_on(void *arg)
+{
+    CHECK_EQ(px_event_wait(arg), 0);
+    return NULL;
+}
+
+static void *dumper_main(void *arg)
+{
+    (void)arg;
+    px_event *e = px_event_new();
+    CHECK(e != NULL);
+    for (int i = 0; i < PARKED; i++) {
+        px_fiber *f = px_spawn(parks_on, e);
+        CHECK(f != NULL);
+        px_fiber_release(f);
+    }
+    CHECK_EQ(px_yield(), 0);   /* they all park */
+    ev_set(&dumpers_ready);
+    EV_WAIT(&dumpers_go, 1);
+    for (int i = 0; i < DUMPS; i++)
+        CHECK_EQ(px_dump(NULL, stderr), PARKED + 1);
+    CHECK(px_event_set(e) >= 0);
+    CHECK_EQ(px_yield(), 0);   /* they all end */
+    CHECK_EQ(px_event_free(e), 0);
+    return NULL;
+}
+
+static void *dumper(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_run(dumper_main, NULL, NULL), 0);
+    return NULL;
+}
+
+/* "  fiber N: parked for ... waits on event@0x<hex>\n", nothing else in it. */
+static int whole_line(const char *line)
+{
+    const char *p = strstr(line, "waits on event@0x");
+    if (strncmp(line, "  fiber ", 8) != 0 || strstr(line + 8, "fiber") || p == NULL)
+        return 0;
+    for (p += strlen("waits on event@0x"); isxdigit((unsigned char)*p); p++)
+        ;
+    return strcmp(p, "\n") == 0;
+}
+
+SPEC(tables_written_at_once_do_not_mix)
+{
+    ev_init(&dumpers_ready);
+    ev_init(&dumpers_go);
+    take_stderr();
+    pthread_t t[DUMPERS];
+    for (int i = 0; i < DUMPERS; i++)
+        CHECK_EQ(pthread_create(&t[i], NULL, dumper, NULL), 0);
+    EV_WAIT(&dumpers_ready, DUMPERS);
+    ev_set(&dumpers_go);
+    for (int i = 0; i < DUMPERS; i++)
+        CHECK_EQ(pthread_join(t[i], NULL), 0);
+    fflush(stderr);
+    rewind(err);
+    char line[512];
+    int whole = 0;
+    while (fgets(line, sizeof line, err))
+        whole += whole_line(line);
+    give_stderr_back();
+    CHECK_EQ(whole, DUMPERS * DUMPS * PARKED);
+    ev_destroy(&dumpers_ready);
+    ev_destroy(&dumpers_go);
+}
+
+/* glibc keeps two signals under SIGRTMIN for itself: sigaction refuses them. */
+SPEC(a_refused_signal_leaves_the_one_in_place)
+{
+    struct sigaction now;
+    CHECK_EQ(px_dump_signal(SIGUSR1), 0);
+    CHECK_EQ(sigaction(SIGUSR1, NULL, &now), 0);
+    void (*ours)(int) = now.sa_handler;
+    CHECK(ours != SIG_DFL);
+    if (px_dump_signal(SIGRTMIN - 1) == PX_EINVAL) {
+        CHECK_EQ(sigaction(SIGUSR1, NULL, &now), 0);
+        CHECK(now.sa_handler == ours);   /* SIGUSR1 still dumps: it does not kill */
+    }
+    CHECK_EQ(px_dump_signal(0), 0);
+    CHECK_EQ(sigaction(SIGUSR1, NULL, &now), 0);
+    CHECK(now.sa_handler == SIG_DFL);
+}
+
 /* -- another thread's scheduler ---------------------------------------------------- */
 
 static px_sched *Other;
@@ -679,4 +873,6 @@ SPECS(lists_every_live_fiber_with_its_state, names_what_each_fiber_waits_for_and
       names_every_kind_of_wait,
       tells_how_long_each_fiber_waited, shows_where_each_fiber_is,
       from_a_signal_while_fibers_run, from_a_signal_while_the_run_waits_in_the_kernel,
-      refuses_a_scheduler_running_on_another_thread)
+      refuses_a_scheduler_running_on_another_thread, a_refused_signal_leaves_the_one_in_place,
+      tells_how_long_a_wait_after_fifty_days_took, from_a_signal_in_the_child_of_a_fork,
+      tables_written_at_once_do_not_mix)

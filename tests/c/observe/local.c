@@ -277,6 +277,65 @@ SPEC(the_destructor_runs_once_when_the_run_is_discarded)
     CHECK_EQ(px_event_free(Never), 0);
 }
 
+/* -- pulled fibers ----------------------------------------------------------- */
+
+SPEC(a_pulled_fiber_ends_as_itself)
+{
+    CHECK((K = px_local_new(destroy, NULL)) != NULL);
+    memset(destroyed, 0, sizeof destroyed);
+    px_sched *s = px_sched_new(NULL);
+    CHECK(s != NULL);
+    px_fiber *f = px_spawn_hosted(s, &(px_host_ops){ NULL, NULL, NULL }, &values[7]);
+    CHECK(f != NULL);
+    void *ctx;
+    CHECK_EQ(px_sched_next(s, 0, &ctx), 1);   /* its turn: the host runs it */
+    CHECK(ctx == &values[7]);
+    CHECK_EQ(px_local_set(K, &values[6]), 0);
+    destroyed_by = 0;
+    CHECK_EQ(px_sched_next(s, PX_HOST_DONE, &ctx), 0);   /* it ended */
+    CHECK_EQ(destroyed[6], 1);
+    CHECK_EQ(destroyed_by, px_fiber_id(f));   /* px_self() was the fiber that ended */
+    px_fiber_release(f);
+    px_sched_free(s);
+    px_local_free(K);
+}
+
+/* A run left parked on another thread, freed from a fiber of this one: its
+** values are destroyed off-fiber all the same, not as the freeing fiber. */
+static px_sched *Left;
+
+static void *runs_left(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(px_sched_run(Left), PX_EDEADLK);
+    return NULL;
+}
+
+static void *frees_left(void *arg)
+{
+    (void)arg;
+    destroyed_by = 1;
+    px_sched_free(Left);
+    CHECK_EQ(destroyed[0], 1);
+    CHECK_EQ(destroyed_by, 0);   /* px_self() in destroy: no fiber */
+    return NULL;
+}
+
+SPEC(the_destructor_of_a_run_freed_from_a_fiber_runs_off_fiber)
+{
+    CHECK((K = px_local_new(destroy, NULL)) != NULL);
+    CHECK((Never = px_event_new()) != NULL);
+    memset(destroyed, 0, sizeof destroyed);
+    CHECK((Left = px_sched_new(&(px_sched_opts){ .on_deadlock = quiet })) != NULL);
+    CHECK_EQ(px_sched_post(Left, parks_with_value, &values[0]), 0);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, runs_left, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(px_run(frees_left, NULL, NULL), 0);
+    px_local_free(K);
+    CHECK_EQ(px_event_free(Never), 0);
+}
+
 /* -- fork --------------------------------------------------------------------- */
 
 static int marks[2];   /* a pipe: each destroy writes 'p' (parent) or 'c' (child) */
@@ -329,4 +388,5 @@ SPECS(a_value_is_per_fiber, a_spawned_fiber_inherits_when_asked,
       without_inherit_a_new_fiber_starts_empty, changes_in_a_child_do_not_reach_its_parent,
       replacing_a_value_destroys_the_old_one, the_destructor_runs_once_when_the_fiber_ends,
       the_destructor_runs_once_when_the_run_is_discarded,
-      the_destructor_runs_once_in_a_fork_child)
+      the_destructor_runs_once_in_a_fork_child, a_pulled_fiber_ends_as_itself,
+      the_destructor_of_a_run_freed_from_a_fiber_runs_off_fiber)

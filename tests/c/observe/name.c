@@ -182,6 +182,58 @@ SPEC(an_object_name_goes_with_the_object)
     }
 }
 
+static void *returns(void *arg)
+{
+    return arg;
+}
+
+static void *named_handle_main(void *arg)
+{
+    (void)arg;
+    char buf[PX_NAME_MAX];
+    px_fiber *f = px_spawn(returns, NULL);
+    CHECK(f != NULL);
+    uintptr_t was = (uintptr_t)f;
+    CHECK_EQ(px_object_set_name(f, "first"), 0);   /* what its joiners wait on */
+    CHECK_EQ(px_join(f, NULL), 0);
+    px_fiber_release(f);
+    /* Its record goes to the next fiber: the name must not. */
+    px_fiber *g = px_spawn(returns, NULL);
+    CHECK(g != NULL);
+    CHECK((uintptr_t)g == was);   /* the record, recycled */
+    CHECK_EQ(px_object_name(g, buf, sizeof buf), 0);
+    CHECK_EQ(px_join(g, NULL), 0);
+    px_fiber_release(g);
+    return NULL;
+}
+
+SPEC(a_fiber_handle_name_goes_with_the_handle)
+{
+    CHECK_EQ(px_run(named_handle_main, NULL, NULL), 0);
+}
+
+/* The objects outside the sync family, which a park never names, are
+** named all the same (a report of the program's own may print them). */
+SPEC(every_handle_of_the_library_drops_its_name_when_freed)
+{
+    char buf[PX_NAME_MAX];
+    px_timerq *q = px_timerq_new(NULL);
+    px_queue *dq = px_queue_new();
+    px_sched *s = px_sched_new(NULL);
+    CHECK(q && dq && s);
+    px_timer *t = px_timer_new(q);
+    CHECK(t != NULL);
+    const void *was[4] = { q, dq, s, t };
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(px_object_set_name(was[i], "named"), 0);
+    px_timer_free(t);
+    px_timerq_free(q);
+    px_queue_free(dq);
+    px_sched_free(s);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(px_object_name(was[i], buf, sizeof buf), 0);
+}
+
 /* -- the trace ---------------------------------------------------------------- */
 
 static void *traced(void *arg)
@@ -229,4 +281,5 @@ SPEC(trace_lines_carry_number_and_name)
 /* The trace spec first: run all in one process, it must make the first scheduler. */
 SPECS(trace_lines_carry_number_and_name, reports_print_numbers_and_names,
       naming_an_unknown_or_ended_fiber_is_refused, numbers_count_from_one_in_each_run,
-      an_object_name_goes_with_the_object)
+      an_object_name_goes_with_the_object, a_fiber_handle_name_goes_with_the_handle,
+      every_handle_of_the_library_drops_its_name_when_freed)
