@@ -240,7 +240,7 @@ static void *traced(void *arg)
 {
     (void)arg;
     CHECK_EQ(px_fiber_set_name(0, "worker"), 0);
-    CHECK_EQ(px_sleep(PX_USEC(10)), 0);
+    CHECK_EQ(px_sleep(PX_MSEC(20)), 0);   /* long enough to park, under qemu too */
     return NULL;
 }
 
