@@ -2317,18 +2317,6 @@ static void name_default(lfiber *f)
         (void)px_fiber_set_name(f->id, buf);
 }
 
-/* Whether the value at idx is a Fiber. */
-static lfiber *to_lfiber(lua_State *L, int idx)
-{
-    lfiber *f = lua_touserdata(L, idx);
-    if (f == NULL || !lua_getmetatable(L, idx))
-        return NULL;
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &fiber_mt);
-    int same = lua_rawequal(L, -1, -2);
-    lua_pop(L, 2);
-    return same ? f : NULL;
-}
-
 /* The live fiber of this thread's run that argument idx names (a Fiber or an
 ** id); idx 0: the calling fiber.  NULL, or raises ENOFIBER (`strict`). */
 static lfiber *fiber_arg(lua_State *L, int idx, const char *where, int strict)
@@ -2345,7 +2333,7 @@ static lfiber *fiber_arg(lua_State *L, int idx, const char *where, int strict)
         }
         return NULL;
     }
-    lfiber *g = to_lfiber(L, idx);
+    lfiber *g = to_fiber(L, idx);
     if (g != NULL) {
         if (r != NULL && g->run == r && g->state == F_LIVE && g->h != NULL)
             return g;
@@ -2420,7 +2408,7 @@ static int l_number(lua_State *L)
     lfiber *g;
     if (lua_isnoneornil(L, 1))
         id = px_self();
-    else if ((g = to_lfiber(L, 1)) != NULL)
+    else if ((g = to_fiber(L, 1)) != NULL)
         id = g->id;
     else if (lua_isinteger(L, 1))
         id = (uint64_t)lua_tointeger(L, 1);

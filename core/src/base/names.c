@@ -94,7 +94,7 @@ int px_object_set_name(const void *object, const char *name)
         return PX_EINVAL;
     entry *e = NULL;
     if (name != NULL) {
-        size_t len = strnlen(name, PX_NAME_MAX - 1);
+        size_t len = px__names_length(name);
         if ((e = malloc(sizeof *e + len + 1)) == NULL)
             return PX_ENOMEM;
         e->object = object;

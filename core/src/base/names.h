@@ -9,6 +9,16 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <string.h>
+
+#include "parataxis.h"
+
+/* How much of `name` a copy keeps: its first PX_NAME_MAX - 1 bytes, for an
+** object's name (names.c) as for a fiber's (fiber/extra.c). */
+static inline size_t px__names_length(const char *name)
+{
+    return strnlen(name, PX_NAME_MAX - 1);
+}
 
 /* How many objects have a name (names.c); read unlocked. */
 extern atomic_size_t px__names_count;

@@ -71,8 +71,7 @@ static void put_object(buf *b, const px_fiber *f)
 /* "fiber <number>", and its name when it has one: fiber `id` of s. */
 static void put_fiber(buf *b, px_sched *s, uint64_t id)
 {
-    px_fiber *f = px__sched_lookup(s, id);
-    const char *name = f ? px__extra_name(f) : NULL;
+    const char *name = px__extra_name_of(s, id);
     put(b, "fiber %llu", (unsigned long long)px__fiber_number(id));
     if (name)
         put(b, " \"%s\"", name);

@@ -63,6 +63,15 @@ static void describe_wait(const px_fiber *f, int64_t now, px_fiber_info *i)
     i->parked_ns = now > since ? now - since : 0;
 }
 
+/* A function pointer as the address dladdr looks up and %p prints: POSIX lets
+** the two convert (dlsym's rule), C11 leaves it to the platform. */
+static void *address_of(px_fiber_fn fn)
+{
+    void *addr;
+    memcpy(&addr, &fn, sizeof addr);
+    return addr;
+}
+
 static void describe_where(px_sched *s, const px_fiber *f, char *buf, px_fiber_info *i)
 {
     if (f->hosted) {
@@ -75,10 +84,7 @@ static void describe_where(px_sched *s, const px_fiber *f, char *buf, px_fiber_i
     }
     Dl_info dl;
     i->fn = f->fn;
-    /* A function pointer as the address dladdr looks up: POSIX lets the two
-    ** convert (dlsym's rule), C11 leaves it to the platform. */
-    void *addr;
-    memcpy(&addr, &f->fn, sizeof addr);
+    void *addr = address_of(f->fn);
     if (dladdr(addr, &dl) && dl.dli_sname && dl.dli_saddr == addr)
         i->where = dl.dli_sname;
 }
@@ -151,10 +157,8 @@ typedef struct dump {
 static void print_fiber(FILE *out, px_sched *s, uint64_t id, const char *name)
 {
     fprintf(out, "fiber %" PRIu64, px__fiber_number(id));
-    if (name == NULL) {
-        px_fiber *f = px__sched_lookup(s, id);
-        name = f ? px__extra_name(f) : NULL;
-    }
+    if (name == NULL)
+        name = px__extra_name_of(s, id);
     if (name)
         fprintf(out, " \"%s\"", name);
 }
@@ -217,11 +221,8 @@ static int print_info(void *ctx, const px_fiber_info *i)
     fprintf(d->out, "\n");
     if (i->where && i->where[0])
         print_indented(d->out, i->where);
-    else if (i->fn) {
-        void *addr;
-        memcpy(&addr, &i->fn, sizeof addr);
-        fprintf(d->out, "      in the function at %p\n", addr);
-    }
+    else if (i->fn)
+        fprintf(d->out, "      in the function at %p\n", address_of(i->fn));
     return 0;
 }
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/compiler.h"
+#include "base/names.h"
 #include "fiber/fiber.h"
 
 struct px_local {
@@ -83,6 +84,12 @@ const char *px__extra_name(const px_fiber *f)
     return x ? x->name : NULL;
 }
 
+const char *px__extra_name_of(px_sched *s, uint64_t id)
+{
+    px_fiber *f = px__sched_lookup(s, id);
+    return f ? px__extra_name(f) : NULL;
+}
+
 void px__extra_ended(px_fiber *f)
 {
     px__extra *x = extra_of(f);
@@ -132,7 +139,7 @@ int px_fiber_set_name(uint64_t id, const char *name)
         return PX_ENOFIBER;
     char *copy = NULL;
     if (name != NULL) {
-        size_t len = strnlen(name, PX_NAME_MAX - 1);
+        size_t len = px__names_length(name);
         if ((copy = malloc(len + 1)) == NULL)
             return PX_ENOMEM;
         memcpy(copy, name, len);

@@ -401,6 +401,9 @@ int px__deadlock_report(px_sched *s);
 /* extra.c: what a fiber has only when asked for (a name, local values). */
 /* The name of f, NULL when it has none. */
 const char *px__extra_name(const px_fiber *f);
+/* The name of live fiber `id` of s, NULL when it has none or is no such fiber
+** (a holder a report or a dump names by its id). */
+const char *px__extra_name_of(px_sched *s, uint64_t id);
 /* New fiber f, spawned by `parent` (NULL: not by a fiber), inherits what its
 ** parent's keys pass on (px_local_new's inherit). */
 void px__extra_spawned(px_fiber *f, px_fiber *parent);

@@ -139,7 +139,7 @@ SPEC(a_timeout_racing_a_grant_is_decided_once)
 /* -- from outside ------------------------------------------------------------- */
 
 static int fds[2];
-static int64_t fd_waited, slept;
+static int64_t outside_waited, slept;
 static px_latch waiting;
 
 static void *writes_later(void *arg)
@@ -158,7 +158,7 @@ static void *waits_on_fd(void *arg)
     int64_t t0 = px_now();
     ev_set(&waiting);
     CHECK_EQ(px_wait_fd(fds[0], PX_READABLE), 0);
-    fd_waited = px_now() - t0;
+    outside_waited = px_now() - t0;
     return NULL;
 }
 
@@ -171,10 +171,12 @@ static void *sleeps_an_hour(void *arg)
     return NULL;
 }
 
-static void *fd_main(void *arg)
+/* Runs *(px_fiber_fn *)arg, the fiber that waits for the outside, beside a
+** fiber that sleeps an hour. */
+static void *beside_a_sleeper(void *arg)
 {
-    (void)arg;
-    px_fiber *a = px_spawn(waits_on_fd, NULL), *b = px_spawn(sleeps_an_hour, NULL);
+    px_fiber_fn waiter = *(px_fiber_fn *)arg;
+    px_fiber *a = px_spawn(waiter, NULL), *b = px_spawn(sleeps_an_hour, NULL);
     CHECK(a && b);
     CHECK_EQ(px_join(a, NULL), 0);
     CHECK_EQ(px_join(b, NULL), 0);
@@ -190,14 +192,14 @@ SPEC(waits_in_real_time_while_an_fd_wait_is_pending)
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, writes_later, NULL), 0);
     int64_t t0 = real_now();
-    run_virtual(fd_main, NULL);
+    run_virtual(beside_a_sleeper, &(px_fiber_fn){ waits_on_fd });
     int64_t took = real_now() - t0;
     pthread_join(t, NULL);
     /* The fd took real time, and the clock went with it: no jump of an hour
     ** while the fd could still come.  Then the sleeper's hour, at once.  (The
     ** clock moves only while the run waits in the kernel, which starts a
     ** little after the writer's 50 ms began: a sanitizer's run is slow.) */
-    CHECK(fd_waited >= PX_MSEC(20) && fd_waited < PX_SEC(60));
+    CHECK(outside_waited >= PX_MSEC(20) && outside_waited < PX_SEC(60));
     CHECK_EQ(slept, HOUR);
     CHECK(took < PX_SEC(60));
     ev_destroy(&waiting);
@@ -220,27 +222,15 @@ static void *runs_a_job(void *arg)
     void *r;
     CHECK_EQ(px_run_blocking(job, &fds, NULL, 0, &r), 0);
     CHECK(r == &fds);
-    fd_waited = px_now() - t0;
-    return NULL;
-}
-
-static void *job_main(void *arg)
-{
-    (void)arg;
-    px_fiber *a = px_spawn(runs_a_job, NULL), *b = px_spawn(sleeps_an_hour, NULL);
-    CHECK(a && b);
-    CHECK_EQ(px_join(a, NULL), 0);
-    CHECK_EQ(px_join(b, NULL), 0);
-    px_fiber_release(a);
-    px_fiber_release(b);
+    outside_waited = px_now() - t0;
     return NULL;
 }
 
 SPEC(waits_in_real_time_while_a_pool_job_runs)
 {
-    slept = fd_waited = 0;
-    run_virtual(job_main, NULL);
-    CHECK(fd_waited >= PX_MSEC(20) && fd_waited < PX_SEC(60));   /* as for the fd */
+    slept = outside_waited = 0;
+    run_virtual(beside_a_sleeper, &(px_fiber_fn){ runs_a_job });
+    CHECK(outside_waited >= PX_MSEC(20) && outside_waited < PX_SEC(60));   /* as for the fd */
     CHECK_EQ(slept, HOUR);
 }
 
